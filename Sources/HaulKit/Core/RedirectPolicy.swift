@@ -1,0 +1,66 @@
+import struct Foundation.URL
+
+/// Scheme, host and port: the unit that credentials are scoped to (RFC 6454).
+public struct Origin: Equatable, Hashable, Sendable {
+    public var scheme: String
+    public var host: String
+    public var port: Int
+
+    public init?(_ url: URL) {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        let defaultPort: Int
+        switch scheme {
+        case "http": defaultPort = 80
+        case "https": defaultPort = 443
+        default: return nil
+        }
+        self.scheme = scheme
+        self.host = host
+        self.port = url.port ?? defaultPort
+    }
+}
+
+/// How redirects are followed: at most `maxRedirects` hops, no loops, no https → http unless allowed,
+/// and the user's headers only ever sent to the origin they were given for.
+public struct RedirectPolicy: Equatable, Sendable {
+    public enum Failure: Error, Equatable, Sendable {
+        case tooManyRedirects(Int)
+        case loop(String)
+        case invalidLocation(String)
+        case unsupportedScheme(String)
+        case insecureRedirect(String)
+    }
+
+    /// Headers that say nothing about the user and may follow a redirect to another origin.
+    static let crossOriginSafeHeaders: Set<String> = ["user-agent", "accept", "accept-language"]
+
+    public var maxRedirects: Int
+    public var allowInsecureRedirects: Bool
+
+    public init(maxRedirects: Int = 10, allowInsecureRedirects: Bool = false) {
+        self.maxRedirects = maxRedirects
+        self.allowInsecureRedirects = allowInsecureRedirects
+    }
+
+    /// The next URL after a redirect from `current` to `location`; `visited` holds every URL requested in this chain.
+    public func follow(from current: URL, location: String, visited: [URL]) -> Result<URL, Failure> {
+        guard visited.count <= maxRedirects else { return .failure(.tooManyRedirects(maxRedirects)) }
+        guard let resolved = URL(string: location, relativeTo: current)?.absoluteURL,
+              var components = resolved.absoluteString.split(separator: "#", maxSplits: 1).first.map(String.init),
+              let next = URL(string: components)
+        else { return .failure(.invalidLocation(location)) }
+        components = next.absoluteString
+        guard Origin(next) != nil else { return .failure(.unsupportedScheme(next.scheme ?? location)) }
+        if current.scheme?.lowercased() == "https", next.scheme?.lowercased() == "http", !allowInsecureRedirects {
+            return .failure(.insecureRedirect(components))
+        }
+        if visited.contains(where: { $0.absoluteString == components }) { return .failure(.loop(components)) }
+        return .success(next)
+    }
+
+    /// The user's headers to send to `target`: all of them on the origin they were given for, else only harmless ones.
+    public static func headers(_ user: HTTPFields, givenFor origin: Origin?, sendingTo target: Origin?) -> HTTPFields {
+        if let origin, origin == target { return user }
+        return HTTPFields(user.fields.filter { crossOriginSafeHeaders.contains($0.name.lowercased()) })
+    }
+}

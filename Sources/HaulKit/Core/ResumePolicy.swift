@@ -1,0 +1,205 @@
+/// What Haul already holds for a download: the durable byte count and what the server said about the resource.
+public struct ResumePoint: Equatable, Sendable {
+    /// Bytes at the start of the partial file that are durable and belong to the version described by `validators`.
+    public var offset: Int64
+    public var validators: Validators
+    public var totalLength: Int64?
+
+    public init(offset: Int64 = 0, validators: Validators = Validators(), totalLength: Int64? = nil) {
+        self.offset = offset
+        self.validators = validators
+        self.totalLength = totalLength
+    }
+}
+
+/// The request to send next: the whole resource, or a byte range continuing the bytes held.
+public enum RequestPlan: Equatable, Sendable {
+    case whole
+    /// `Range: bytes=start-`, where `start = offset - overlap`. The first `overlap` body bytes repeat bytes
+    /// already held and are compared with them before anything is appended.
+    case range(start: Int64, overlap: Int64, ifRange: String?)
+
+    public var start: Int64 {
+        if case .range(let start, _, _) = self { return start }
+        return 0
+    }
+
+    public var overlap: Int64 {
+        if case .range(_, let overlap, _) = self { return overlap }
+        return 0
+    }
+
+    /// The headers that carry the plan.
+    public var headers: HTTPFields {
+        guard case .range(let start, _, let ifRange) = self else { return [:] }
+        var fields: HTTPFields = ["Range": "bytes=\(start)-"]
+        if let ifRange { fields.append("If-Range", ifRange) }
+        return fields
+    }
+}
+
+/// A response's status line and headers, as the core sees them.
+public struct ResponseHead: Equatable, Sendable {
+    public var status: Int
+    public var headers: HTTPFields
+
+    public init(status: Int, headers: HTTPFields) {
+        self.status = status
+        self.headers = headers
+    }
+}
+
+/// What a response said about the resource.
+public struct ResourceInfo: Equatable, Sendable {
+    public var validators: Validators
+    public var totalLength: Int64?
+    public var acceptsRanges: Bool
+}
+
+/// Why bytes held must be discarded and the download started again from byte 0.
+public enum RestartReason: Equatable, Sendable, CustomStringConvertible {
+    case resourceChanged(String)
+    case invalidPartialResponse(String)
+    case overlapMismatch
+
+    public var description: String {
+        switch self {
+        case .resourceChanged(let why): return "the file on the server changed (\(why))"
+        case .invalidPartialResponse(let why): return "the server sent an unusable partial response (\(why))"
+        case .overlapMismatch: return "the file on the server no longer matches the bytes already downloaded"
+        }
+    }
+}
+
+/// How to treat a response, decided before a single body byte is written.
+public enum ResponseDecision: Equatable, Sendable {
+    /// The whole representation: write the body from byte 0. Bytes held before, if any, are discarded.
+    case writeWhole(ResourceInfo, bodyLength: Int64?)
+    /// A valid 206 continuing the bytes held: compare the first `overlap` body bytes, append the rest.
+    case append(ResourceInfo, bodyLength: Int64, overlap: Int64)
+    /// A 416 proving the bytes held are the complete, unchanged resource.
+    case alreadyComplete
+    /// Discard the bytes held and ask again from byte 0; nothing from this response is written.
+    case restart(RestartReason)
+    case redirect(location: String)
+    /// A transient failure (408, 429, 5xx): retry after backoff, honouring `Retry-After`.
+    case retry(status: Int, retryAfter: String?)
+    /// A permanent HTTP failure.
+    case fail(status: Int)
+    /// A response no correct server sends for this request.
+    case protocolViolation(String)
+}
+
+/// The resume rules (RFC 9110 §13.1.5, §14, §15.3.7, §15.5.17): what to ask for, and how to treat what comes back.
+public enum ResumePolicy {
+    /// Bytes re-requested before the resume offset when there is no strong ETag, to detect a changed resource.
+    public static let overlapLength: Int64 = 64 * 1024
+
+    /// The request for the next attempt.
+    public static func plan(for point: ResumePoint) -> RequestPlan {
+        guard point.offset > 0 else { return .whole }
+        if let tag = point.validators.strongEntityTag {
+            return .range(start: point.offset, overlap: 0, ifRange: tag.rawValue)
+        }
+        let overlap = min(point.offset, overlapLength)
+        return .range(start: point.offset - overlap, overlap: overlap, ifRange: point.validators.lastModified)
+    }
+
+    /// Classifies a response to `plan`, sent while holding `point`.
+    public static func decide(plan: RequestPlan, point: ResumePoint, response: ResponseHead) -> ResponseDecision {
+        let headers = response.headers
+        switch response.status {
+        case 206:
+            return decidePartial(plan: plan, point: point, headers: headers)
+        case 200...299:
+            let length = bodyLength(headers)
+            let info = ResourceInfo(validators: Validators(headers: headers), totalLength: length, acceptsRanges: acceptsRanges(headers))
+            return .writeWhole(info, bodyLength: length)
+        case 301, 302, 303, 307, 308:
+            guard let location = headers["location"]?.trimmingASCIIWhitespace(), !location.isEmpty else {
+                return .protocolViolation("redirect \(response.status) without a Location header")
+            }
+            return .redirect(location: location)
+        case 416:
+            return decideUnsatisfiable(plan: plan, point: point, headers: headers)
+        case 408, 429, 500...599:
+            return .retry(status: response.status, retryAfter: headers["retry-after"])
+        case 400...499:
+            return .fail(status: response.status)
+        default:
+            return .protocolViolation("unexpected status \(response.status)")
+        }
+    }
+
+    private static func decidePartial(plan: RequestPlan, point: ResumePoint, headers: HTTPFields) -> ResponseDecision {
+        let start = plan.start
+        let overlap = plan.overlap
+        if let type = headers["content-type"], type.lowercased().hasPrefix("multipart/byteranges") {
+            return .restart(.invalidPartialResponse("multipart/byteranges to a single-range request"))
+        }
+        guard let rawRange = headers["content-range"] else {
+            return .restart(.invalidPartialResponse("206 without Content-Range"))
+        }
+        guard let range = ContentRange(rawRange), case .satisfied(let first, let last, let complete) = range else {
+            return .restart(.invalidPartialResponse("malformed Content-Range \"\(rawRange)\""))
+        }
+        guard first == start else {
+            return .restart(.invalidPartialResponse("range starts at byte \(first), asked for \(start)"))
+        }
+        if let known = point.totalLength {
+            guard let complete else {
+                return .restart(.invalidPartialResponse("unknown complete length, expected \(known)"))
+            }
+            guard complete == known else {
+                return .restart(.resourceChanged("length is now \(complete) bytes, was \(known)"))
+            }
+        }
+        if let declared = bodyLength(headers), declared != range.length {
+            return .restart(.invalidPartialResponse("Content-Length \(declared) does not match Content-Range \(range.length)"))
+        }
+        guard last >= start + overlap - 1 else {
+            return .restart(.invalidPartialResponse("range ends at byte \(last), before the \(start + overlap) bytes held"))
+        }
+        let validators = Validators(headers: headers)
+        if point.validators.conflicts(with: validators) {
+            return .restart(.resourceChanged("validators differ"))
+        }
+        let merged = Validators(
+            entityTag: validators.entityTag ?? point.validators.entityTag,
+            lastModified: validators.lastModified ?? point.validators.lastModified
+        )
+        let info = ResourceInfo(validators: merged, totalLength: complete ?? point.totalLength, acceptsRanges: true)
+        return .append(info, bodyLength: range.length, overlap: overlap)
+    }
+
+    private static func decideUnsatisfiable(plan: RequestPlan, point: ResumePoint, headers: HTTPFields) -> ResponseDecision {
+        guard case .range = plan, point.offset > 0 else {
+            return .protocolViolation("416 to a request without Range")
+        }
+        guard let raw = headers["content-range"], let range = ContentRange(raw), case .unsatisfied(let length) = range else {
+            return .restart(.invalidPartialResponse("416 without a valid Content-Range: bytes */length"))
+        }
+        guard length == point.offset else {
+            return .restart(.resourceChanged("length is now \(length) bytes, \(point.offset) held"))
+        }
+        if let known = point.totalLength, known != length {
+            return .restart(.resourceChanged("length is now \(length) bytes, was \(known)"))
+        }
+        if point.validators.conflicts(with: Validators(headers: headers)) {
+            return .restart(.resourceChanged("validators differ"))
+        }
+        return .alreadyComplete
+    }
+
+    /// The body length from `Content-Length`, or `nil` when chunked or absent or malformed.
+    public static func bodyLength(_ headers: HTTPFields) -> Int64? {
+        if let coding = headers.combined("transfer-encoding"), !coding.isEmpty { return nil }
+        guard let raw = headers["content-length"] else { return nil }
+        return ContentRange.parseDigits(raw.trimmingASCIIWhitespace())
+    }
+
+    static func acceptsRanges(_ headers: HTTPFields) -> Bool {
+        guard let value = headers.combined("accept-ranges") else { return false }
+        return value.lowercased().split(separator: ",").contains { $0.trimmingASCIIWhitespace() == "bytes" }
+    }
+}

@@ -1,0 +1,110 @@
+import struct Foundation.URL
+
+/// A problem with what the user asked for, found before any network or file activity.
+public struct InputError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// A hash algorithm Haul can verify a download with.
+public enum ChecksumAlgorithm: String, CaseIterable, Codable, Sendable {
+    case md5, sha1, sha256, sha512
+
+    /// Length of the digest in hex digits.
+    public var hexLength: Int {
+        switch self {
+        case .md5: return 32
+        case .sha1: return 40
+        case .sha256: return 64
+        case .sha512: return 128
+        }
+    }
+}
+
+/// An expected digest, given as `ALG:HEX` (also `ALG=HEX`; `sha-256` is accepted for `sha256`).
+public struct Checksum: Equatable, Codable, Sendable, CustomStringConvertible {
+    public var algorithm: ChecksumAlgorithm
+    /// Lower-case hex digits.
+    public var hex: String
+
+    public init(algorithm: ChecksumAlgorithm, hex: String) {
+        self.algorithm = algorithm
+        self.hex = hex.lowercased()
+    }
+
+    public init(parsing text: String) throws(InputError) {
+        guard let separator = text.firstIndex(where: { $0 == ":" || $0 == "=" }) else {
+            throw InputError("checksum \"\(text)\" is not ALG:HEX (e.g. sha256:9f86d0…)")
+        }
+        let name = text[..<separator].lowercased().replacingOccurrences(of: "-", with: "")
+        let hex = text[text.index(after: separator)...].trimmingASCIIWhitespace().lowercased()
+        guard let algorithm = ChecksumAlgorithm(rawValue: name) else {
+            let known = ChecksumAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
+            throw InputError("unknown checksum algorithm \"\(text[..<separator])\"; use one of \(known)")
+        }
+        guard hex.count == algorithm.hexLength, hex.allSatisfy(\.isHexDigit) else {
+            throw InputError("\(algorithm.rawValue) checksum must be \(algorithm.hexLength) hex digits, got \"\(hex)\"")
+        }
+        self.init(algorithm: algorithm, hex: hex)
+    }
+
+    public var description: String { "\(algorithm.rawValue):\(hex)" }
+}
+
+/// Parsing the values of command-line options.
+public enum UserInput {
+    /// A download URL: absolute, `http` or `https`, with a host.
+    public static func url(_ text: String) throws(InputError) -> URL {
+        let trimmed = text.trimmingASCIIWhitespace()
+        guard !trimmed.isEmpty, let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
+            throw InputError("\"\(text)\" is not a valid URL")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw InputError("unsupported URL scheme \"\(scheme)\" in \(text); haul downloads http:// and https:// URLs")
+        }
+        guard let host = url.host, !host.isEmpty else { throw InputError("URL \"\(text)\" has no host") }
+        return url
+    }
+
+    /// A byte rate or size such as `500K`, `1.5M`, `2MiB`, `1G` or `65536` (K = 1024).
+    public static func byteCount(_ text: String) throws(InputError) -> Int64 {
+        var number = text.trimmingASCIIWhitespace().lowercased()
+        for suffix in ["ib/s", "b/s", "/s", "ib", "b"] where number.hasSuffix(suffix) && number.count > suffix.count {
+            number.removeLast(suffix.count)
+            break
+        }
+        var multiplier: Double = 1
+        if let unit = number.last, let power = ["k": 1, "m": 2, "g": 3, "t": 4][String(unit)] {
+            number.removeLast()
+            for _ in 0..<power { multiplier *= 1024 }
+        }
+        guard let value = Double(number), value.isFinite, value > 0, number.allSatisfy({ $0.isNumber || $0 == "." }) else {
+            throw InputError("\"\(text)\" is not a size or rate (e.g. 500K, 2M, 1.5G)")
+        }
+        let bytes = value * multiplier
+        guard bytes >= 1, bytes < 9e18 else { throw InputError("\"\(text)\" is out of range") }
+        return Int64(bytes)
+    }
+
+    /// Headers Haul sets itself for resuming; a user value would break the resume rules.
+    static let reservedHeaders: Set<String> = ["range", "if-range", "content-length", "transfer-encoding", "connection"]
+
+    /// One `Name: value` header.
+    public static func header(_ text: String) throws(InputError) -> HTTPFields.Field {
+        guard let colon = text.firstIndex(of: ":") else { throw InputError("header \"\(text)\" is not 'Name: value'") }
+        let name = String(text[..<colon])
+        let value = text[text.index(after: colon)...].trimmingASCIIWhitespace()
+        let tokenSymbols = Set("!#$%&'*+-.^_`|~")
+        guard !name.isEmpty, name.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || tokenSymbols.contains($0) }) else {
+            throw InputError("header name \"\(name)\" is not a valid HTTP field name")
+        }
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
+            throw InputError("header \"\(name)\" has a control character in its value")
+        }
+        guard !reservedHeaders.contains(name.lowercased()) else {
+            throw InputError("header \"\(name)\" is managed by haul and cannot be set")
+        }
+        return HTTPFields.Field(name: name, value: value)
+    }
+}

@@ -1,0 +1,55 @@
+/// An HTTP entity tag (RFC 9110 §8.8.3), kept exactly as the server sent it.
+public struct EntityTag: Equatable, Hashable, Sendable, Codable {
+    /// The header value as received, e.g. `"abc"` or `W/"abc"`.
+    public var rawValue: String
+
+    public init?(_ headerValue: String) {
+        let trimmed = headerValue.trimmingASCIIWhitespace()
+        guard !trimmed.isEmpty, !trimmed.contains(where: { $0 == "\r" || $0 == "\n" }) else { return nil }
+        rawValue = trimmed
+    }
+
+    /// `W/"…"` tags are weak; they may never be used with `If-Range`.
+    public var isWeak: Bool { rawValue.hasPrefix("W/") || rawValue.hasPrefix("w/") }
+
+    /// A tag is strong when it is not weak and is a properly quoted opaque string.
+    public var isStrong: Bool { !isWeak && rawValue.count >= 2 && rawValue.hasPrefix("\"") && rawValue.hasSuffix("\"") }
+}
+
+/// What identifies one version of a resource: its ETag and Last-Modified date.
+public struct Validators: Equatable, Sendable, Codable {
+    public var entityTag: EntityTag?
+    public var lastModified: String?
+
+    public init(entityTag: EntityTag? = nil, lastModified: String? = nil) {
+        self.entityTag = entityTag
+        self.lastModified = lastModified?.trimmingASCIIWhitespace()
+        if self.lastModified?.isEmpty == true { self.lastModified = nil }
+    }
+
+    public init(headers: HTTPFields) {
+        self.init(entityTag: headers["etag"].flatMap(EntityTag.init), lastModified: headers["last-modified"])
+    }
+
+    /// The strong ETag, if there is one.
+    public var strongEntityTag: EntityTag? { entityTag.flatMap { $0.isStrong ? $0 : nil } }
+
+    /// The value for `If-Range`: a strong ETag, else Last-Modified, never a weak ETag.
+    public var ifRangeValue: String? { strongEntityTag?.rawValue ?? lastModified }
+
+    /// Whether `other` (from a later response) describes a different version than `self`.
+    /// A validator that either side lacks proves nothing; one that both carry must be equal.
+    public func conflicts(with other: Validators) -> Bool {
+        if let mine = entityTag, let theirs = other.entityTag, mine.rawValue != theirs.rawValue { return true }
+        if let mine = lastModified, let theirs = other.lastModified, mine != theirs { return true }
+        return false
+    }
+}
+
+extension StringProtocol {
+    func trimmingASCIIWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[start...end])
+    }
+}

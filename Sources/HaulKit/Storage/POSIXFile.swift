@@ -1,0 +1,175 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin wrappers over the POSIX calls the shell needs, turning errno into one-line `HaulError`s that name the path.
+enum POSIX {
+    static func error(_ action: String, _ path: String, errno code: Int32 = errno) -> HaulError {
+        let reason = String(cString: strerror(code))
+        switch code {
+        case ENOSPC, EDQUOT:
+            return HaulError(.fileSystem, "no space left on device while \(action) \(path); free some space and run the same command again to resume")
+        case EACCES, EPERM, EROFS:
+            return HaulError(.fileSystem, "permission denied while \(action) \(path) (\(reason)); fix the permissions or choose another path")
+        case ENOENT:
+            return HaulError(.fileSystem, "no such file or directory while \(action) \(path)")
+        default:
+            return HaulError(.fileSystem, "\(reason) while \(action) \(path)")
+        }
+    }
+
+    static func fileSize(_ path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+
+    static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    static func rename(_ from: String, _ to: String) throws(HaulError) {
+        guard Glibc_rename(from, to) == 0 else { throw error("moving the download to", to) }
+    }
+
+    static func unlink(_ path: String) {
+        _ = Glibc_unlink(path)
+    }
+
+    /// Creates `path` and its parents (mode 0755 before umask).
+    static func makeDirectories(_ path: String) throws(HaulError) {
+        if isDirectory(path) { return }
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if isDirectory(current) { continue }
+            if mkdir(current, 0o755) != 0 && errno != EEXIST { throw error("creating directory", current) }
+        }
+    }
+
+    /// Makes a rename or file creation in `directory` durable.
+    static func syncDirectory(_ directory: String) {
+        let fd = open(directory, O_RDONLY)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        _ = close(fd)
+    }
+
+    static func directoryOf(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let dir = String(path[..<slash])
+        return dir.isEmpty ? "/" : dir
+    }
+
+    /// An absolute version of `path`, relative to the working directory.
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return normalize(path) }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let cwd = String(cString: buffer)
+        return normalize(cwd + "/" + path)
+    }
+
+    /// Folds `.` and `..` components and repeated slashes.
+    static func normalize(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/") {
+            if part == "." { continue }
+            if part == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+}
+
+private func Glibc_rename(_ from: String, _ to: String) -> Int32 { rename(from, to) }
+private func Glibc_unlink(_ path: String) -> Int32 { unlink(path) }
+
+/// An open file written at explicit offsets; `sync()` may run on another thread while writes go on.
+final class PartialFile: Sendable {
+    let path: String
+    private let fd: Int32
+
+    /// Opens (and with `create`, creates) `path` for reading and writing, never truncating it.
+    init(path: String, create: Bool) throws(HaulError) {
+        let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw POSIX.error("opening", path) }
+        self.path = path
+        self.fd = fd
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw POSIX.error("writing", path)
+            }
+            done += n
+        }
+    }
+
+    func read(count: Int, at offset: Int64) throws(HaulError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw POSIX.error("reading", path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(buffer.prefix(done))
+    }
+
+    func truncate(to length: Int64) throws(HaulError) {
+        guard ftruncate(fd, off_t(length)) == 0 else { throw POSIX.error("truncating", path) }
+    }
+
+    func sync() throws(HaulError) {
+        guard fsync(fd) == 0 else { throw POSIX.error("saving", path) }
+    }
+
+    func size() throws(HaulError) -> Int64 {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw POSIX.error("reading", path) }
+        return Int64(info.st_size)
+    }
+
+    /// Applies `body` to successive chunks of bytes `0..<length`.
+    func forEachChunk(upTo length: Int64, chunkSize: Int = 1 << 20, _ body: ([UInt8]) -> Void) throws(HaulError) {
+        var offset: Int64 = 0
+        while offset < length {
+            let chunk = try read(count: Int(min(Int64(chunkSize), length - offset)), at: offset)
+            if chunk.isEmpty { break }
+            body(chunk)
+            offset += Int64(chunk.count)
+        }
+    }
+
+    func close() { _ = Glibc_close(fd) }
+}
+
+private func Glibc_close(_ fd: Int32) -> Int32 { close(fd) }
+
+/// `path` made absolute against the working directory, with `.` and `..` folded.
+public func absolutePath(_ path: String) -> String { POSIX.absolute(path) }

@@ -1,0 +1,51 @@
+import Crypto
+import struct Foundation.URL
+
+/// The durable state of one download: enough to continue it after any interruption.
+/// `offset` never runs ahead of the bytes fsync'd to `partialPath`.
+public struct TransferRecord: Codable, Equatable, Sendable {
+    /// Stable states only: a restart never finds a transitional one.
+    public enum State: String, Codable, Sendable {
+        case running, paused, failed, finished
+    }
+
+    public var version = 1
+    public var url: String
+    public var finalURL: String?
+    public var destinationPath: String
+    public var partialPath: String
+    public var offset: Int64
+    public var totalLength: Int64?
+    public var entityTag: String?
+    public var lastModified: String?
+    public var state: State
+    /// The bytes held are a file Haul did not write (adopted with `--continue`), still at `destinationPath`
+    /// until the server's bytes are shown to match them.
+    public var adopted: Bool
+
+    public var validators: Validators {
+        Validators(entityTag: entityTag.flatMap(EntityTag.init), lastModified: lastModified)
+    }
+
+    public var resumePoint: ResumePoint {
+        ResumePoint(offset: offset, validators: validators, totalLength: totalLength)
+    }
+
+    public mutating func update(from point: ResumePoint) {
+        offset = point.offset
+        totalLength = point.totalLength
+        entityTag = point.validators.entityTag?.rawValue
+        lastModified = point.validators.lastModified
+    }
+
+    /// The file name of the record for a download: a digest of the original URL and the destination the user named.
+    public static func key(url: URL, destination: DownloadOptions.Destination) -> String {
+        let spec: String
+        switch destination {
+        case .file(let path): spec = "file:" + path
+        case .directory(let path): spec = "dir:" + path
+        }
+        let digest = SHA256.hash(data: Array("v1\n\(url.absoluteString)\n\(spec)".utf8))
+        return hexString(digest)
+    }
+}

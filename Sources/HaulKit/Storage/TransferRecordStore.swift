@@ -1,0 +1,76 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Resume records as small JSON files under `HAUL_HOME/transfers/`, each replaced atomically
+/// (write, fsync, rename, fsync the folder), so a crash leaves either the old or the new record.
+public struct TransferRecordStore: Sendable {
+    public let directory: String
+
+    public init(home: HaulHome) { directory = home.transfersPath }
+
+    func recordPath(_ key: String) -> String { "\(directory)/\(key).json" }
+
+    public func load(_ key: String) throws(HaulError) -> TransferRecord? {
+        let path = recordPath(key)
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        do {
+            return try JSONDecoder().decode(TransferRecord.self, from: data)
+        } catch {
+            throw HaulError(.fileSystem, "the resume state \(path) is damaged; delete it to start this download again")
+        }
+    }
+
+    public func save(_ record: TransferRecord, key: String) throws(HaulError) {
+        try POSIX.makeDirectories(directory)
+        let path = recordPath(key)
+        let temporary = path + ".tmp"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let bytes: [UInt8]
+        do { bytes = Array(try encoder.encode(record)) } catch { throw HaulError(.fileSystem, "could not encode the resume state: \(error)") }
+        let file = try PartialFile(path: temporary, create: true)
+        defer { file.close() }
+        try file.truncate(to: 0)
+        do {
+            try bytes.withUnsafeBytes { raw in try file.write(raw, at: 0) }
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw HaulError(.fileSystem, "could not write \(temporary): \(error)")
+        }
+        try file.sync()
+        try POSIX.rename(temporary, path)
+        POSIX.syncDirectory(directory)
+    }
+
+    public func remove(_ key: String) {
+        POSIX.unlink(recordPath(key))
+    }
+
+    /// Takes the per-download lock so that two processes never write the same download; released on exit or crash.
+    func lock(_ key: String) throws(HaulError) -> DownloadLock {
+        try POSIX.makeDirectories(directory)
+        let path = "\(directory)/\(key).lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw POSIX.error("opening", path) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw HaulError(.busy, "another haul process is already running this download; wait for it or stop it first")
+        }
+        return DownloadLock(fd: fd)
+    }
+}
+
+/// An exclusive `flock` held for the life of one download.
+final class DownloadLock: Sendable {
+    private let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+    func release() { _ = close(fd) }
+}

@@ -1,0 +1,248 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+extension DownloadJob {
+    /// One request (following redirects) and, when the response is usable, its body written to the partial file.
+    func attempt() async throws -> AttemptOutcome {
+        let plan = ResumePolicy.plan(for: point)
+        let (response, url) = try await send(plan)
+        let head = ResponseHead(
+            status: Int(response.status.code),
+            headers: HTTPFields(response.headers.map { HTTPFields.Field(name: $0.name, value: $0.value) }))
+        let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
+        switch decision {
+        case .redirect(let location):
+            throw HaulError(.httpStatus, "\(url) redirected to \(location), which could not be followed")
+        case .retry(let status, let retryAfter):
+            let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+            throw TransientFailure(reason: "\(url) answered \(status) \(response.status.reasonPhrase)", kind: .httpStatus, retryAfter: wait)
+        case .fail(let status):
+            if !retriedOriginalURL, url != options.url, [401, 403, 404, 410].contains(status) {
+                // The final URL of an earlier run may have expired (signed URLs): resolve the original again.
+                retriedOriginalURL = true
+                requestURL = options.url
+                return .retryOriginalURL
+            }
+            throw HaulError(.httpStatus, "\(url) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs")
+        case .protocolViolation(let why):
+            throw TransientFailure(reason: "\(url): \(why)", kind: .server)
+        case .alreadyComplete:
+            return .complete
+        case .restart(let reason):
+            if let adoptedPath { throw mismatch(adoptedPath, reason.description) }
+            try await discardHeldBytes()
+            return .restart(reason)
+        case .writeWhole(let info, _):
+            if let adoptedPath {
+                throw mismatch(adoptedPath, "the server sent the whole file instead of the rest, so it cannot be continued")
+            }
+            if point.offset > 0 {
+                events(.restarted(reason: "the server sent the whole file instead of the rest; starting over"))
+            }
+            try openDestination(finalURL: url, headers: head.headers)
+            point = ResumePoint(offset: 0, validators: info.validators, totalLength: info.totalLength)
+            try file?.truncate(to: 0)
+            hasher = options.checksum.map { Checksummer($0.algorithm) }
+            record?.finalURL = url.absoluteString
+            try await saveRecordNow()
+            guard try await stream(response.body, overlap: 0) else { return .restart(.overlapMismatch) }
+        case .append(let info, _, let overlap):
+            point.validators = info.validators
+            point.totalLength = info.totalLength
+            record?.finalURL = url.absoluteString
+            if file == nil { try openDestination(finalURL: url, headers: head.headers) }
+            guard try await stream(response.body, overlap: overlap) else {
+                if let adoptedPath { throw mismatch(adoptedPath, "its last bytes differ from the server's") }
+                try await discardHeldBytes()
+                return .restart(.overlapMismatch)
+            }
+        }
+        if let total = point.totalLength { return point.offset >= total ? .complete : .incomplete }
+        return .complete
+    }
+
+    /// Sends `plan` to the current URL and follows redirects by ``RedirectPolicy``.
+    private func send(_ plan: RequestPlan) async throws -> (HTTPClientResponse, URL) {
+        let policy = RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects)
+        var url = requestURL
+        var visited = [url]
+        let userOrigin = Origin(options.url)
+        let headTimeout = engine.configuration.connectTimeout + engine.configuration.stallTimeout
+        while true {
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .GET
+            var fields = RedirectPolicy.headers(options.headers, givenFor: userOrigin, sendingTo: Origin(url))
+            if !fields.contains("user-agent") { fields.append("User-Agent", engine.configuration.userAgent) }
+            if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
+            for field in plan.headers { fields.append(field.name, field.value) }
+            request.headers = HTTPHeaders(fields.map { ($0.name, $0.value) })
+            let response: HTTPClientResponse
+            do {
+                response = try await engine.client.execute(request, timeout: .milliseconds(Int64(headTimeout.seconds * 1000)))
+            } catch {
+                throw try DownloadJob.classify(error, url: url)
+            }
+            let status = Int(response.status.code)
+            guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
+                return (response, url)
+            }
+            await DownloadJob.drain(response.body)
+            switch policy.follow(from: url, location: location, visited: visited) {
+            case .success(let next):
+                visited.append(next)
+                url = next
+            case .failure(let failure):
+                throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url))
+            }
+        }
+    }
+
+    /// Writes the body at `point.offset`, after checking that its first `overlap` bytes equal the bytes held.
+    /// Returns `false` (writing nothing) when they differ.
+    private func stream(_ body: HTTPClientResponse.Body, overlap: Int64) async throws -> Bool {
+        guard let file else { throw HaulError(.fileSystem, "no partial file is open") }
+        let held = overlap > 0 ? try file.read(count: Int(overlap), at: point.offset - overlap) : []
+        guard held.count == Int(overlap) else { return false }
+        var overlapLeft = held.count
+        if adoptedPath == nil { try hashHeldBytes() }
+        announceStart()
+        do {
+            for try await buffer in body {
+                var mismatch = false
+                var written = 0
+                try buffer.withUnsafeReadableBytes { (raw) throws(HaulError) in
+                    var bytes = raw
+                    if overlapLeft > 0 {
+                        let count = min(overlapLeft, raw.count)
+                        let start = held.count - overlapLeft
+                        mismatch = !held[start..<(start + count)].elementsEqual(raw.prefix(count))
+                        overlapLeft -= count
+                        bytes = UnsafeRawBufferPointer(rebasing: raw[count...])
+                    }
+                    guard !mismatch, !bytes.isEmpty else { return }
+                    try file.write(bytes, at: point.offset)
+                    hasher?.update(bytes)
+                    point.offset += Int64(bytes.count)
+                    written = bytes.count
+                }
+                if mismatch { return false }
+                if overlapLeft == 0, let adoptedPath { try await adoptVerifiedFile(adoptedPath) }
+                if written > 0 { try await afterWrite(written) }
+            }
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw try DownloadJob.classify(error, url: requestURL)
+        }
+        return overlapLeft == 0
+    }
+
+    /// Rate limiting, progress and checkpoints after `count` bytes were written.
+    private func afterWrite(_ count: Int) async throws {
+        fetched += Int64(count)
+        if bucket != nil {
+            let pause = bucket!.consume(count, at: clock.now - startTime)
+            if pause > .zero { try await Task.sleep(for: pause) }
+        }
+        emitProgress(force: false)
+        guard var record, let file else { return }
+        record.update(from: point)
+        self.record = record
+        try await checkpointer.checkpointIfDue(record, file: file)
+    }
+
+    /// Picks the destination (for `--dir`, from the response) and opens the partial file.
+    private func openDestination(finalURL: URL, headers: HTTPFields) throws {
+        if let record {
+            if file == nil { file = try PartialFile(path: record.partialPath, create: true) }
+            return
+        }
+        let destination: String
+        switch options.destination {
+        case .file(let path):
+            destination = path
+        case .directory(let directory):
+            let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
+            guard let free = FileNaming.freeName(for: name, isTaken: {
+                POSIX.exists("\(directory)/\($0)") || POSIX.exists("\(directory)/\($0).haul-part")
+            }) else {
+                throw HaulError(.fileSystem, "no free file name for \(name) in \(directory)")
+            }
+            destination = "\(directory)/\(free)"
+        }
+        let partial = destination + ".haul-part"
+        file = try PartialFile(path: partial, create: true)
+        record = TransferRecord(
+            url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
+            partialPath: partial, offset: 0, state: .running, adopted: false)
+    }
+
+    /// The adopted file's bytes match the server's: move it to the partial path and own it from now on.
+    private func adoptVerifiedFile(_ path: String) async throws {
+        guard var record else { return }
+        file?.close()
+        try POSIX.rename(path, record.partialPath)
+        file = try PartialFile(path: record.partialPath, create: false)
+        adoptedPath = nil
+        record.adopted = false
+        self.record = record
+        try hashHeldBytes()
+        try await saveRecordNow()
+    }
+
+    /// Forgets the bytes held: they belong to another version of the resource.
+    private func discardHeldBytes() async throws {
+        point = ResumePoint()
+        try file?.truncate(to: 0)
+        hasher = options.checksum.map { Checksummer($0.algorithm) }
+        if record != nil { try await saveRecordNow() }
+    }
+
+    func saveRecordNow() async throws {
+        guard var record else { return }
+        record.update(from: point)
+        record.state = .running
+        self.record = record
+        try await checkpointer.checkpointNow(record, file: file)
+    }
+
+    /// Brings the running checksum up to `point.offset` by hashing the bytes held once.
+    func hashHeldBytes() throws {
+        guard let algorithm = hasher?.algorithm, hasher?.hashedLength != point.offset, let file else { return }
+        var fresh = Checksummer(algorithm)
+        try file.forEachChunk(upTo: point.offset) { chunk in chunk.withUnsafeBytes { fresh.update($0) } }
+        hasher = fresh
+    }
+
+    private func announceStart() {
+        guard !announcedStart, let record else { return }
+        announcedStart = true
+        events(.started(url: options.url.absoluteString, path: record.destinationPath, resumedFrom: point.offset, total: point.totalLength))
+    }
+
+    func emitProgress(force: Bool) {
+        let now = clock.now
+        meter.record(bytes: point.offset, at: now - startTime)
+        if !force, let last = lastProgress, now - last < options.progressInterval { return }
+        lastProgress = now
+        events(.progress(DownloadProgress(
+            bytes: point.offset, total: point.totalLength,
+            bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: point.totalLength))))
+    }
+
+    private func mismatch(_ path: String, _ why: String) -> HaulError {
+        HaulError(.server, "\(path) does not match the file on the server (\(why)); it was left unchanged. Use --overwrite to download it again")
+    }
+
+    private static func drain(_ body: HTTPClientResponse.Body) async {
+        var total = 0
+        do {
+            for try await chunk in body {
+                total += chunk.readableBytes
+                if total > 1 << 20 { break }
+            }
+        } catch {}
+    }
+}

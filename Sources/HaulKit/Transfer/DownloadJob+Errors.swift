@@ -1,0 +1,46 @@
+import AsyncHTTPClient
+import Foundation
+
+extension DownloadJob {
+    /// Sorts a transport error into transient (retry) or fatal, with a message a person understands.
+    static func classify(_ error: any Error, url: URL) throws -> any Error {
+        if Task.isCancelled || error is CancellationError { return CancellationError() }
+        if let error = error as? HaulError { return error }
+        if let error = error as? TransientFailure { return error }
+        let host = url.host ?? url.absoluteString
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled: return CancellationError()
+            case .readTimeout: return TransientFailure(reason: "the transfer from \(host) stalled (no data received)")
+            case .connectTimeout: return TransientFailure(reason: "connecting to \(host) timed out")
+            case .deadlineExceeded: return TransientFailure(reason: "\(host) did not answer in time")
+            case .remoteConnectionClosed: return TransientFailure(reason: "\(host) closed the connection")
+            default: break
+            }
+        }
+        let text = String(describing: error)
+        if String(reflecting: type(of: error)).contains("SSL") || text.contains("certificate") {
+            return HaulError(.network, "TLS error talking to \(host): \(text)")
+        }
+        return TransientFailure(reason: "\(describe(error)) (\(host))")
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
+        if text.contains("connectionReset") || text.contains("Connection reset") { return "connection reset by peer" }
+        if text.contains("dnsA") || text.contains("NXDOMAIN") || text.contains("getaddrinfo") { return "host name could not be resolved" }
+        if text.contains("uncleanShutdown") || text.contains("ioOnClosedChannel") { return "connection closed unexpectedly" }
+        return text
+    }
+
+    static func describe(_ failure: RedirectPolicy.Failure, from url: URL) -> String {
+        switch failure {
+        case .tooManyRedirects(let count): return "stopped after \(count) redirects starting at \(url)"
+        case .loop(let target): return "redirect loop: \(url) leads back to \(target)"
+        case .invalidLocation(let location): return "\(url) redirected to an invalid location \"\(location)\""
+        case .unsupportedScheme(let scheme): return "\(url) redirected to an unsupported scheme \"\(scheme)\""
+        case .insecureRedirect(let target): return "refused to follow a redirect from https to plain http (\(target)); pass --allow-insecure-redirects to allow it"
+        }
+    }
+}

@@ -1,0 +1,260 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// A transient failure: the next attempt may succeed.
+struct TransientFailure: Error {
+    var reason: String
+    var kind: HaulError.Kind = .network
+    var retryAfter: Duration?
+}
+
+/// One run of one download: the imperative shell around ``ResumePolicy``. Owned by a single task.
+final class DownloadJob {
+    enum AttemptOutcome {
+        case complete
+        case incomplete
+        case restart(RestartReason)
+        case retryOriginalURL
+    }
+
+    let engine: TransferEngine
+    let options: DownloadOptions
+    let events: @Sendable (DownloadEvent) -> Void
+    let store: TransferRecordStore
+    let key: String
+    let checkpointer: Checkpointer
+    let clock = ContinuousClock()
+    let startTime: ContinuousClock.Instant
+
+    /// The durable state; `nil` until the destination is known.
+    var record: TransferRecord?
+    /// What is held: bytes `0..<point.offset` of `file` belong to the version `point.validators` describe.
+    var point = ResumePoint()
+    var file: PartialFile?
+    /// A file Haul did not write, adopted with `--continue`, not yet shown to match the server's bytes.
+    var adoptedPath: String?
+    var hasher: Checksummer?
+    var requestURL: URL
+    var retriedOriginalURL = false
+    var fetched: Int64 = 0
+    var announcedStart = false
+    var meter = ProgressMeter()
+    var lastProgress: ContinuousClock.Instant?
+    var bucket: TokenBucket?
+
+    init(engine: TransferEngine, options: DownloadOptions, events: @escaping @Sendable (DownloadEvent) -> Void) {
+        self.engine = engine
+        self.options = options
+        self.events = events
+        self.store = engine.store
+        self.key = TransferRecord.key(url: options.url, destination: options.destination)
+        self.checkpointer = Checkpointer(store: engine.store, key: key, everyBytes: options.checkpointBytes, everyInterval: options.checkpointInterval)
+        self.requestURL = options.url
+        self.startTime = clock.now
+        self.bucket = options.rateLimit.map { TokenBucket(bytesPerSecond: $0) }
+        self.hasher = options.checksum.map { Checksummer($0.algorithm) }
+    }
+
+    func run() async throws -> DownloadResult {
+        let lock = try store.lock(key)
+        defer {
+            file?.close()
+            lock.release()
+        }
+        do {
+            if let done = try prepare() { return done }
+            return try await transferLoop()
+        } catch {
+            throw await settle(error)
+        }
+    }
+
+    // MARK: Before the first request
+
+    /// Loads the resume record or checks the destination; returns a result when the file is already complete.
+    private func prepare() throws -> DownloadResult? {
+        if var saved = try store.load(key) {
+            if saved.state == .finished {
+                if !options.overwrite, POSIX.isRegularFile(saved.destinationPath),
+                   saved.totalLength == nil || POSIX.fileSize(saved.destinationPath) == saved.totalLength {
+                    return try alreadyFinished(saved)
+                }
+                store.remove(key)
+            } else {
+                if let size = POSIX.fileSize(saved.partialPath) {
+                    let file = try PartialFile(path: saved.partialPath, create: false)
+                    self.file = file
+                    saved.offset = min(saved.offset, size)
+                    try file.truncate(to: saved.offset)
+                } else {
+                    saved.offset = 0
+                }
+                point = saved.offset > 0 ? saved.resumePoint : ResumePoint()
+                requestURL = saved.finalURL.flatMap { URL(string: $0) } ?? options.url
+                record = saved
+                return nil
+            }
+        }
+        switch options.destination {
+        case .file(let path):
+            if POSIX.isDirectory(path) {
+                throw HaulError(.usage, "\(path) is a directory; use --dir \(path) to save into it")
+            }
+            if POSIX.exists(path) {
+                if options.continuePartial, let size = POSIX.fileSize(path) {
+                    file = try PartialFile(path: path, create: false)
+                    adoptedPath = path
+                    point = ResumePoint(offset: size)
+                    record = TransferRecord(
+                        url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
+                        offset: size, state: .running, adopted: true)
+                } else if !options.overwrite {
+                    throw HaulError(.usage, "\(path) already exists; use --overwrite to replace it, or --continue to resume it")
+                }
+            }
+            try POSIX.makeDirectories(POSIX.directoryOf(path))
+        case .directory(let directory):
+            try POSIX.makeDirectories(directory)
+        }
+        return nil
+    }
+
+    private func alreadyFinished(_ saved: TransferRecord) throws -> DownloadResult {
+        let size = POSIX.fileSize(saved.destinationPath) ?? 0
+        if let expected = options.checksum {
+            let file = try PartialFile(path: saved.destinationPath, create: false)
+            defer { file.close() }
+            var hasher = Checksummer(expected.algorithm)
+            try file.forEachChunk(upTo: size) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
+            let actual = hasher.hexDigest()
+            guard actual == expected.hex else {
+                throw HaulError(.checksum, "\(saved.destinationPath) exists but its \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex); use --overwrite to download it again")
+            }
+        }
+        let result = DownloadResult(path: saved.destinationPath, bytes: size, fetchedBytes: 0, checksum: options.checksum, alreadyComplete: true)
+        events(.finished(result))
+        return result
+    }
+
+    // MARK: The attempt loop
+
+    private func transferLoop() async throws -> DownloadResult {
+        var failures = 0
+        var restarts = 0
+        var fetchedAtLastFailure: Int64 = 0
+        while true {
+            try Task.checkCancellation()
+            let fetchedBefore = fetched
+            do {
+                switch try await attempt() {
+                case .complete:
+                    return try await finish()
+                case .incomplete:
+                    guard fetched > fetchedBefore else { throw TransientFailure(reason: "the server ended the response early") }
+                    failures = 0
+                case .restart(let reason):
+                    restarts += 1
+                    guard restarts <= 3 else { throw HaulError(.server, "giving up after \(restarts) restarts: \(reason)") }
+                    events(.restarted(reason: reason.description))
+                case .retryOriginalURL:
+                    continue
+                }
+            } catch let failure as TransientFailure {
+                if Task.isCancelled { throw CancellationError() }
+                if fetched > fetchedAtLastFailure { failures = 0 }
+                fetchedAtLastFailure = fetched
+                failures += 1
+                guard failures <= options.retry.maxRetries else {
+                    let tries = options.retry.maxRetries == 1 ? "1 retry" : "\(options.retry.maxRetries) retries"
+                    throw HaulError(failure.kind, "\(failure.reason) (gave up after \(tries)); run the same command again to resume")
+                }
+                let delay = options.retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
+                events(.retrying(retry: failures, maxRetries: options.retry.maxRetries, delay: delay, reason: failure.reason))
+                try await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    // MARK: The end
+
+    private func finish() async throws -> DownloadResult {
+        guard var record else { throw HaulError(.server, "the server never sent the file") }
+        try await checkpointer.waitForPending()
+        try file?.sync()
+        if let expected = options.checksum {
+            try hashHeldBytes()
+            let actual = hasher?.hexDigest() ?? ""
+            guard actual == expected.hex else {
+                file?.close()
+                file = nil
+                if adoptedPath == nil { POSIX.unlink(record.partialPath) }
+                store.remove(key)
+                throw HaulError(.checksum, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded")
+            }
+        }
+        let source = adoptedPath ?? record.partialPath
+        if source != record.destinationPath {
+            try POSIX.rename(source, record.destinationPath)
+        }
+        POSIX.syncDirectory(POSIX.directoryOf(record.destinationPath))
+        if point.totalLength == nil { point.totalLength = point.offset }
+        record.update(from: point)
+        record.state = .finished
+        record.adopted = false
+        self.record = record
+        try store.save(record, key: key)
+        emitProgress(force: true)
+        let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: fetched, checksum: options.checksum, alreadyComplete: false)
+        events(.finished(result))
+        return result
+    }
+
+    /// Saves what can be saved and turns any error into the one-line ``HaulError`` a person sees.
+    private func settle(_ error: any Error) async -> HaulError {
+        let interrupted = Task.isCancelled || error is CancellationError || (error as? HTTPClientError) == .cancelled
+        var failure: HaulError
+        if interrupted {
+            let held = point.offset
+            let percent = point.totalLength.map { $0 > 0 ? " (\(held * 100 / $0)%)" : "" } ?? ""
+            let total = point.totalLength.map { " of \(ByteFormat.string($0))" } ?? ""
+            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent); run the same command again to resume")
+        } else if let error = error as? HaulError {
+            failure = error
+        } else if let error = error as? TransientFailure {
+            failure = HaulError(error.kind, error.reason)
+        } else {
+            failure = HaulError(.network, DownloadJob.describe(error))
+        }
+        guard failure.kind != .checksum, failure.kind != .busy, adoptedPath == nil, var record, record.state != .finished else {
+            return failure
+        }
+        record.update(from: point)
+        record.state = interrupted ? .paused : .failed
+        do {
+            try await checkpointer.checkpointNow(record, file: file)
+        } catch {
+            // Durability of the newest bytes could not be confirmed: keep the last good record.
+            try? await checkpointer.waitForPending()
+            if var last = try? store.load(key) {
+                last.state = record.state
+                try? store.save(last, key: key)
+            }
+        }
+        return failure
+    }
+}
+
+/// Human-readable byte counts (binary units, like curl and wget).
+public enum ByteFormat {
+    public static func string(_ bytes: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+}

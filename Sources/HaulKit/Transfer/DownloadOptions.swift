@@ -1,0 +1,66 @@
+import struct Foundation.URL
+
+/// Everything that describes one download.
+public struct DownloadOptions: Sendable {
+    /// Where the file goes: an exact path, or a folder plus the name the server suggests.
+    public enum Destination: Equatable, Sendable {
+        case file(String)
+        case directory(String)
+    }
+
+    public var url: URL
+    public var destination: Destination
+    /// Replace an existing file at the destination path (only once the new one is complete).
+    public var overwrite = false
+    /// Continue a partial file at the destination that Haul did not write, after verifying it.
+    public var continuePartial = false
+    public var checksum: Checksum?
+    /// Extra request headers; sent only to the origin of `url`.
+    public var headers = HTTPFields()
+    public var retry = RetryPolicy()
+    /// Bytes per second for this download, or `nil` for no limit.
+    public var rateLimit: Int64?
+    public var allowInsecureRedirects = false
+    /// Record durable progress at least this often (whichever comes first).
+    public var checkpointBytes: Int64 = 16 << 20
+    public var checkpointInterval: Duration = .seconds(1)
+    /// How often progress events are emitted at most.
+    public var progressInterval: Duration = .milliseconds(250)
+
+    public init(url: URL, destination: Destination) {
+        self.url = url
+        self.destination = destination
+    }
+}
+
+/// Progress of a download.
+public struct DownloadProgress: Equatable, Sendable {
+    public var bytes: Int64
+    public var total: Int64?
+    public var bytesPerSecond: Double?
+    public var secondsRemaining: Double?
+}
+
+/// What a finished download produced.
+public struct DownloadResult: Equatable, Sendable {
+    public var path: String
+    public var bytes: Int64
+    /// Body bytes received from the network in this run (resumed downloads fetch only the rest).
+    public var fetchedBytes: Int64
+    /// The verified digest, when a checksum was given.
+    public var checksum: Checksum?
+    /// The file was already complete; nothing was transferred.
+    public var alreadyComplete: Bool
+}
+
+/// Events a download reports while it runs.
+public enum DownloadEvent: Sendable {
+    /// The first usable response arrived: the destination is known and bytes start flowing.
+    case started(url: String, path: String, resumedFrom: Int64, total: Int64?)
+    case progress(DownloadProgress)
+    /// A transient failure; the next attempt starts after `delay` and resumes from the bytes held.
+    case retrying(retry: Int, maxRetries: Int, delay: Duration, reason: String)
+    /// The bytes held were discarded and the download starts over from byte 0.
+    case restarted(reason: String)
+    case finished(DownloadResult)
+}

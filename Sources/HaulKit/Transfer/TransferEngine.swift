@@ -1,0 +1,52 @@
+import AsyncHTTPClient
+import NIOCore
+
+/// Downloads files over HTTP(S) so that no interruption loses progress or corrupts a byte.
+///
+/// Each download streams into a partial file beside its destination, checkpoints durable progress to a
+/// resume record under `HAUL_HOME`, resumes with `Range`/`If-Range` by the rules of ``ResumePolicy``,
+/// and moves the file into place only once it is complete and verified.
+public final class TransferEngine: Sendable {
+    public struct Configuration: Sendable {
+        public var connectTimeout: Duration = .seconds(30)
+        /// A transfer with no bytes for this long is treated as failed and retried.
+        public var stallTimeout: Duration = .seconds(30)
+        public var userAgent = "haul/\(HaulVersion.string)"
+        public init() {}
+    }
+
+    let client: HTTPClient
+    let store: TransferRecordStore
+    let configuration: Configuration
+
+    public init(home: HaulHome, configuration: Configuration = Configuration()) {
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.redirectConfiguration = .disallow
+        clientConfiguration.decompression = .disabled
+        clientConfiguration.timeout = .init(
+            connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
+            read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))
+        )
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        store = TransferRecordStore(home: home)
+        self.configuration = configuration
+    }
+
+    /// Closes connections; call once when done with the engine.
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// Downloads (or resumes) one file. Throws ``HaulError``; on every failure the state needed to resume is kept.
+    public func download(
+        _ options: DownloadOptions,
+        events: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
+    ) async throws -> DownloadResult {
+        let job = DownloadJob(engine: self, options: options, events: events)
+        return try await job.run()
+    }
+}
+
+public enum HaulVersion {
+    public static let string = "0.1.0"
+}

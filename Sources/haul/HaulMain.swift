@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import HaulKit
+
+@main
+struct HaulMain {
+    static func main() async {
+        do {
+            var command = try HaulCommand.parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let code as ExitCode {
+            exit(code.rawValue)
+        } catch {
+            let code = HaulCommand.exitCode(for: error)
+            let message = HaulCommand.fullMessage(for: error)
+            if code == .success {
+                print(message)
+                exit(0)
+            }
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+            exit(ExitStatus.usage)
+        }
+    }
+}
+
+struct HaulCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "haul",
+        abstract: "A download manager that never loses progress.",
+        discussion: ExitStatus.help,
+        version: HaulVersion.string,
+        subcommands: [GetCommand.self]
+    )
+}
+
+/// Exit codes, one per class of failure (documented in the README).
+enum ExitStatus {
+    static let success: Int32 = 0
+    static let usage: Int32 = 2
+    static let network: Int32 = 3
+    static let httpStatus: Int32 = 4
+    static let checksum: Int32 = 5
+    static let fileSystem: Int32 = 6
+    static let server: Int32 = 7
+    static let busy: Int32 = 8
+    static let interrupted: Int32 = 130
+
+    static func code(for kind: HaulError.Kind) -> Int32 {
+        switch kind {
+        case .usage: return usage
+        case .network: return network
+        case .httpStatus: return httpStatus
+        case .checksum: return checksum
+        case .fileSystem: return fileSystem
+        case .server: return server
+        case .busy: return busy
+        case .interrupted: return interrupted
+        }
+    }
+
+    static let help = """
+        Exit codes: 0 success, 2 bad usage or input, 3 network error, 4 HTTP error status, \
+        5 checksum mismatch, 6 file system error, 7 unusable server response, 8 download already running, \
+        130 interrupted (state saved; run the same command again to resume).
+        """
+}

@@ -1,0 +1,135 @@
+import Foundation
+import HaulKit
+
+/// Shows a download's events: a live line on a terminal, plain lines otherwise, JSON lines for scripts.
+final class Reporter: @unchecked Sendable {
+    enum Mode { case terminal, plain, quiet, json }
+
+    private let mode: Mode
+    private let url: String
+    private let lock = NSLock()
+    private var lineShown = false
+    private var path = ""
+    private let started = Date()
+
+    init(mode: Mode, url: String) {
+        self.mode = mode
+        self.url = url
+    }
+
+    func handle(_ event: DownloadEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        switch mode {
+        case .json: json(event)
+        case .quiet: break
+        case .terminal, .plain: human(event)
+        }
+    }
+
+    func failed(_ error: HaulError, exitCode: Int32) {
+        lock.lock()
+        defer { lock.unlock() }
+        if mode == .json {
+            emit(["event": "failed", "kind": error.kind.rawValue, "error": error.message, "exit_code": Int(exitCode)])
+        }
+        clearLine()
+        Reporter.printError("haul: \(error.kind == .interrupted ? "" : "error: ")\(error.message)")
+    }
+
+    static func printError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    // MARK: Human output
+
+    private func human(_ event: DownloadEvent) {
+        switch event {
+        case .started(_, let path, let resumedFrom, let total):
+            self.path = path
+            let size = total.map { " (\(ByteFormat.string($0)))" } ?? ""
+            if resumedFrom > 0 {
+                note("resuming \(path) at \(ByteFormat.string(resumedFrom))\(size)")
+            } else {
+                note("downloading \(url) to \(path)\(size)")
+            }
+        case .progress(let progress):
+            guard mode == .terminal else { return }
+            let line = Reporter.progressLine(progress)
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+            lineShown = true
+        case .retrying(let retry, let maxRetries, let delay, let reason):
+            note("\(reason); retry \(retry)/\(maxRetries) in \(String(format: "%.1f", delay.seconds))s")
+        case .restarted(let reason):
+            note("starting over: \(reason)")
+        case .finished(let result):
+            if result.alreadyComplete {
+                note("\(result.path) is already complete (\(ByteFormat.string(result.bytes)))")
+            } else {
+                let elapsed = max(Date().timeIntervalSince(started), 0.001)
+                let speed = ByteFormat.string(Int64(Double(result.fetchedBytes) / elapsed))
+                let verified = result.checksum.map { ", \($0.algorithm.rawValue) verified" } ?? ""
+                note("saved \(result.path) (\(ByteFormat.string(result.bytes)) in \(String(format: "%.1f", elapsed))s, \(speed)/s\(verified))")
+            }
+        }
+    }
+
+    private func note(_ line: String) {
+        clearLine()
+        Reporter.printError(line)
+    }
+
+    private func clearLine() {
+        if lineShown {
+            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            lineShown = false
+        }
+    }
+
+    static func progressLine(_ progress: DownloadProgress) -> String {
+        var parts = [ByteFormat.string(progress.bytes)]
+        if let total = progress.total, total > 0 {
+            parts[0] += " / " + ByteFormat.string(total)
+            parts.append("\(progress.bytes * 100 / total)%")
+        }
+        if let speed = progress.bytesPerSecond { parts.append(ByteFormat.string(Int64(speed)) + "/s") }
+        if let eta = progress.secondsRemaining, eta.isFinite, eta < 8_640_000 {
+            let seconds = Int(eta.rounded())
+            parts.append(String(format: "ETA %d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60))
+        }
+        return parts.joined(separator: "  ")
+    }
+
+    // MARK: JSON output
+
+    private func json(_ event: DownloadEvent) {
+        switch event {
+        case .started(let url, let path, let resumedFrom, let total):
+            emit(["event": "started", "url": url, "path": path, "resumed_from": resumedFrom, "total": total as Any])
+        case .progress(let p):
+            emit(["event": "progress", "bytes": p.bytes, "total": p.total as Any, "bytes_per_second": p.bytesPerSecond.map { $0.rounded() } as Any,
+                  "eta_seconds": p.secondsRemaining.map { ($0 * 10).rounded() / 10 } as Any])
+        case .retrying(let retry, let maxRetries, let delay, let reason):
+            emit(["event": "retrying", "retry": retry, "max_retries": maxRetries, "delay_seconds": delay.seconds, "reason": reason])
+        case .restarted(let reason):
+            emit(["event": "restarted", "reason": reason])
+        case .finished(let r):
+            emit(["event": "finished", "path": r.path, "bytes": r.bytes, "fetched_bytes": r.fetchedBytes,
+                  "already_complete": r.alreadyComplete, "checksum": r.checksum?.description as Any])
+        }
+    }
+
+    private func emit(_ object: [String: Any]) {
+        let cleaned = object.mapValues { value -> Any in
+            if let optional = value as? OptionalProtocol { return optional.unwrapped ?? NSNull() }
+            return value
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: cleaned, options: [.sortedKeys]) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}
+
+private protocol OptionalProtocol { var unwrapped: Any? { get } }
+extension Optional: OptionalProtocol {
+    var unwrapped: Any? { self.map { $0 as Any } }
+}

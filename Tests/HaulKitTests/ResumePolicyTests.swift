@@ -1,0 +1,203 @@
+import Testing
+@testable import HaulKit
+
+@Suite struct ResumePolicyPlanTests {
+    let strong = Validators(entityTag: EntityTag("\"v1\""), lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+
+    @Test func nothingHeldAsksForEverything() {
+        #expect(ResumePolicy.plan(for: ResumePoint()) == .whole)
+        #expect(RequestPlan.whole.headers == [:])
+    }
+
+    @Test func strongETagResumesExactlyAtOffsetWithIfRange() {
+        let plan = ResumePolicy.plan(for: ResumePoint(offset: 40, validators: strong, totalLength: 100))
+        #expect(plan == .range(start: 40, overlap: 0, ifRange: "\"v1\""))
+        #expect(plan.headers["Range"] == "bytes=40-")
+        #expect(plan.headers["If-Range"] == "\"v1\"")
+    }
+
+    @Test func weakETagIsNeverSentAndOverlapIsRequested() {
+        let weak = Validators(entityTag: EntityTag("W/\"v1\""))
+        let plan = ResumePolicy.plan(for: ResumePoint(offset: 200_000, validators: weak, totalLength: 300_000))
+        #expect(plan == .range(start: 200_000 - ResumePolicy.overlapLength, overlap: ResumePolicy.overlapLength, ifRange: nil))
+        #expect(plan.headers["If-Range"] == nil)
+    }
+
+    @Test func lastModifiedOnlyUsesDateAndOverlap() {
+        let dated = Validators(lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        let plan = ResumePolicy.plan(for: ResumePoint(offset: 10, validators: dated))
+        #expect(plan == .range(start: 0, overlap: 10, ifRange: "Sun, 06 Nov 1994 08:49:37 GMT"))
+    }
+
+    @Test func noValidatorsStillOverlaps() {
+        let plan = ResumePolicy.plan(for: ResumePoint(offset: 1000))
+        #expect(plan == .range(start: 0, overlap: 1000, ifRange: nil))
+        #expect(plan.headers["Range"] == "bytes=0-")
+    }
+}
+
+@Suite struct ResumePolicyDecisionTests {
+    let etag = "\"v1\""
+    var validators: Validators { Validators(entityTag: EntityTag(etag)) }
+    var held: ResumePoint { ResumePoint(offset: 40, validators: validators, totalLength: 100) }
+    var plan: RequestPlan { ResumePolicy.plan(for: held) }
+
+    func decide(_ status: Int, _ headers: HTTPFields, plan: RequestPlan? = nil, point: ResumePoint? = nil) -> ResponseDecision {
+        ResumePolicy.decide(plan: plan ?? self.plan, point: point ?? held, response: ResponseHead(status: status, headers: headers))
+    }
+
+    @Test func validPartialResponseAppends() {
+        let decision = decide(206, ["Content-Range": "bytes 40-99/100", "Content-Length": "60", "ETag": etag])
+        guard case .append(let info, let length, let overlap) = decision else { Issue.record("got \(decision)"); return }
+        #expect(length == 60)
+        #expect(overlap == 0)
+        #expect(info.totalLength == 100)
+        #expect(info.validators.entityTag?.rawValue == etag)
+    }
+
+    @Test func partialWithWrongStartIsRejected() {
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 0-99/100", "ETag": etag])))
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 41-99/100", "ETag": etag])))
+    }
+
+    @Test func partialWithDifferentCompleteLengthIsAChange() {
+        let decision = decide(206, ["Content-Range": "bytes 40-100/101", "ETag": etag])
+        guard case .restart(.resourceChanged) = decision else { Issue.record("got \(decision)"); return }
+    }
+
+    @Test func partialWithUnknownLengthWhenLengthKnownIsRejected() {
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 40-99/*"])))
+    }
+
+    @Test func partialWithContentLengthDisagreeingIsRejected() {
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 40-99/100", "Content-Length": "61"])))
+    }
+
+    @Test func partialWithoutOrWithMalformedContentRangeIsRejected() {
+        #expect(isRestart(decide(206, ["Content-Length": "60"])))
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 40-/100"])))
+        #expect(isRestart(decide(206, ["Content-Range": "bytes */100"])))
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 99-40/100"])))
+    }
+
+    @Test func multipartIsRejected() {
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 40-99/100", "Content-Type": "multipart/byteranges; boundary=x"])))
+    }
+
+    @Test func partialWithChangedETagIsAChange() {
+        let decision = decide(206, ["Content-Range": "bytes 40-99/100", "ETag": "\"v2\""])
+        guard case .restart(.resourceChanged) = decision else { Issue.record("got \(decision)"); return }
+    }
+
+    @Test func partialWithChangedLastModifiedIsAChange() {
+        let point = ResumePoint(offset: 40, validators: Validators(lastModified: "Mon, 07 Nov 1994 08:49:37 GMT"), totalLength: 100)
+        let plan = ResumePolicy.plan(for: point)
+        let decision = decide(206, ["Content-Range": "bytes 0-99/100", "Last-Modified": "Tue, 08 Nov 1994 08:49:37 GMT"], plan: plan, point: point)
+        guard case .restart(.resourceChanged) = decision else { Issue.record("got \(decision)"); return }
+    }
+
+    @Test func overlapPlanAcceptsRangeFromOverlapStart() {
+        let point = ResumePoint(offset: 40, validators: Validators(), totalLength: 100)
+        let plan = ResumePolicy.plan(for: point)
+        let decision = decide(206, ["Content-Range": "bytes 0-99/100"], plan: plan, point: point)
+        #expect(decision == .append(ResourceInfo(validators: Validators(), totalLength: 100, acceptsRanges: true), bodyLength: 100, overlap: 40))
+    }
+
+    @Test func partialEndingBeforeTheBytesHeldIsRejected() {
+        let point = ResumePoint(offset: 40, validators: Validators(), totalLength: nil)
+        let plan = ResumePolicy.plan(for: point)
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 0-29/30"], plan: plan, point: point)))
+    }
+
+    @Test func shortPartialThatCoversTheOffsetIsAccepted() {
+        // A server may send less than asked; the rest is requested next.
+        let decision = decide(206, ["Content-Range": "bytes 40-59/100", "ETag": etag])
+        guard case .append(_, 20, 0) = decision else { Issue.record("got \(decision)"); return }
+    }
+
+    @Test func fullResponseRestartsFromZero() {
+        let decision = decide(200, ["Content-Length": "120", "ETag": "\"v2\"", "Accept-Ranges": "bytes"])
+        guard case .writeWhole(let info, let length) = decision else { Issue.record("got \(decision)"); return }
+        #expect(length == 120)
+        #expect(info.totalLength == 120)
+        #expect(info.acceptsRanges)
+        #expect(info.validators.entityTag?.rawValue == "\"v2\"")
+    }
+
+    @Test func chunkedFullResponseHasNoLength() {
+        let decision = decide(200, ["Transfer-Encoding": "chunked", "Content-Length": "5"], plan: .whole, point: ResumePoint())
+        guard case .writeWhole(let info, nil) = decision else { Issue.record("got \(decision)"); return }
+        #expect(info.totalLength == nil)
+        #expect(!info.acceptsRanges)
+    }
+
+    @Test func unsatisfiableConfirmsCompletionOnlyWhenLengthsMatch() {
+        let complete = ResumePoint(offset: 100, validators: validators, totalLength: 100)
+        let plan = ResumePolicy.plan(for: complete)
+        #expect(decide(416, ["Content-Range": "bytes */100"], plan: plan, point: complete) == .alreadyComplete)
+        #expect(isRestart(decide(416, ["Content-Range": "bytes */101"], plan: plan, point: complete)))
+        #expect(isRestart(decide(416, ["Content-Range": "bytes */100", "ETag": "\"v2\""], plan: plan, point: complete)))
+        #expect(isRestart(decide(416, [:], plan: plan, point: complete)))
+        #expect(isRestart(decide(416, ["Content-Range": "bytes 0-1/100"], plan: plan, point: complete)))
+    }
+
+    @Test func unsatisfiableWithDifferentKnownTotalIsAChange() {
+        let odd = ResumePoint(offset: 100, validators: validators, totalLength: 150)
+        #expect(isRestart(decide(416, ["Content-Range": "bytes */100"], plan: ResumePolicy.plan(for: odd), point: odd)))
+    }
+
+    @Test func unsatisfiableWithoutRangeIsAViolation() {
+        guard case .protocolViolation = decide(416, ["Content-Range": "bytes */100"], plan: .whole, point: ResumePoint()) else {
+            Issue.record("expected a protocol violation"); return
+        }
+    }
+
+    @Test func redirectsNeedALocation() {
+        #expect(decide(302, ["Location": "/b"]) == .redirect(location: "/b"))
+        #expect(decide(308, ["Location": " https://x/y "]) == .redirect(location: "https://x/y"))
+        guard case .protocolViolation = decide(301, [:]) else { Issue.record("expected a protocol violation"); return }
+    }
+
+    @Test(arguments: [408, 429, 500, 502, 503, 504])
+    func transientStatusesRetry(_ status: Int) {
+        #expect(decide(status, ["Retry-After": "3"]) == .retry(status: status, retryAfter: "3"))
+    }
+
+    @Test(arguments: [400, 401, 403, 404, 410, 451])
+    func otherClientErrorsFail(_ status: Int) {
+        #expect(decide(status, [:]) == .fail(status: status))
+    }
+
+    @Test func notModifiedIsAViolation() {
+        guard case .protocolViolation = decide(304, [:]) else { Issue.record("expected a protocol violation"); return }
+    }
+
+    func isRestart(_ decision: ResponseDecision) -> Bool {
+        if case .restart = decision { return true }
+        return false
+    }
+}
+
+@Suite struct ValidatorsTests {
+    @Test func weakAndStrongTags() {
+        #expect(EntityTag("\"abc\"")?.isStrong == true)
+        #expect(EntityTag("W/\"abc\"")?.isWeak == true)
+        #expect(EntityTag("W/\"abc\"")?.isStrong == false)
+        #expect(EntityTag("abc")?.isStrong == false)
+        #expect(EntityTag("") == nil)
+    }
+
+    @Test func ifRangePrefersStrongETagThenDateNeverWeak() {
+        #expect(Validators(entityTag: EntityTag("\"a\""), lastModified: "d").ifRangeValue == "\"a\"")
+        #expect(Validators(entityTag: EntityTag("W/\"a\""), lastModified: "d").ifRangeValue == "d")
+        #expect(Validators(entityTag: EntityTag("W/\"a\"")).ifRangeValue == nil)
+    }
+
+    @Test func conflictsOnlyWhenBothCarryADifferentValue() {
+        let mine = Validators(entityTag: EntityTag("\"a\""), lastModified: "d1")
+        #expect(!mine.conflicts(with: Validators()))
+        #expect(!mine.conflicts(with: Validators(entityTag: EntityTag("\"a\""))))
+        #expect(mine.conflicts(with: Validators(entityTag: EntityTag("\"b\""))))
+        #expect(mine.conflicts(with: Validators(lastModified: "d2")))
+    }
+}
