@@ -8,6 +8,7 @@ extension DownloadJob {
     func attempt() async throws -> AttemptOutcome {
         let plan = ResumePolicy.plan(for: point)
         let (response, url) = try await send(plan)
+        requestURL = url
         let head = ResponseHead(
             status: Int(response.status.code),
             headers: HTTPFields(response.headers.map { HTTPFields.Field(name: $0.name, value: $0.value) }))

@@ -23,6 +23,8 @@ public final class TransferEngine: Sendable {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.decompression = .disabled
+        // Haul's own RetryPolicy retries failed connections with backoff and reports each retry.
+        clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.timeout = .init(
             connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))

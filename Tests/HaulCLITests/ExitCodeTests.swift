@@ -1,0 +1,146 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+/// Exit codes, error messages and `--json` output of `haul get`.
+@Suite struct ExitCodeTests {
+    struct BadInput: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// Arguments after `get`; "URL" is replaced by a test server URL, "OUT" by the output path.
+        var arguments: [String]
+        var testDescription: String { name }
+    }
+
+    static let badInputs: [BadInput] = [
+        BadInput(name: "malformed URL", arguments: ["http://", "-o", "OUT"]),
+        BadInput(name: "unsupported scheme", arguments: ["ftp://127.0.0.1/file.bin", "-o", "OUT"]),
+        BadInput(name: "bad checksum", arguments: ["URL", "-o", "OUT", "--checksum", "sha256:xyz"]),
+        BadInput(name: "bad header", arguments: ["URL", "-o", "OUT", "-H", "NoColon"]),
+        BadInput(name: "-o with --dir", arguments: ["URL", "-o", "OUT", "--dir", "somewhere"]),
+        BadInput(name: "bad --limit-rate", arguments: ["URL", "-o", "OUT", "--limit-rate", "fast"]),
+    ]
+
+    @Test(arguments: badInputs)
+    func badInputExits2WithOneLineAndTouchesNothing(_ input: BadInput) async throws {
+        try await withTestServer { server in
+            server.serve("/file.bin", Resource(body: TestData.bytes(4096), etag: "\"x\""))
+            try await Sandbox.with { box in
+                let arguments = ["get"] + input.arguments.map {
+                    $0 == "URL" ? server.url("/file.bin") : $0 == "OUT" ? box.path("out.bin") : $0
+                }
+                let result = try await box.run(arguments)
+                #expect(result.exitCode == 2 && !result.signalled, "\(input.name): \(result)")
+                #expect(result.stderrLines.count == 1, "one line of stderr, got: \(result.stderr)")
+                #expect(result.stderr.hasPrefix("haul: "), "stderr: \(result.stderr)")
+                #expect(result.stdout.isEmpty)
+                #expect(server.allRequests().isEmpty, "bad input must not cause a request")
+                #expect(box.workContents().isEmpty, "bad input must not create files: \(box.workContents())")
+                #expect(box.records().isEmpty)
+            }
+        }
+    }
+
+    @Test func notFoundExits4() async throws {
+        try await withTestServer { server in
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/missing.bin"), "-o", box.path("out.bin")])
+                #expect(result.exitCode == 4, "\(result)")
+                #expect(result.stderr.contains("404"), "stderr: \(result.stderr)")
+                #expect(!fileExists(box.path("out.bin")))
+            }
+        }
+    }
+
+    @Test func checksumMismatchExits5AndLeavesNoFile() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(300_000, seed: 5)
+            server.serve("/file.bin", Resource(body: body, etag: "\"c\""))
+            try await Sandbox.with { box in
+                let destination = box.path("out.bin")
+                let wrong = sha256Hex(TestData.bytes(300_000, seed: 6))
+                let result = try await box.run(["get", server.url("/file.bin"), "-o", destination, "--checksum", "sha256:\(wrong)"])
+                #expect(result.exitCode == 5, "\(result)")
+                #expect(result.stderr.contains("checksum mismatch"), "stderr: \(result.stderr)")
+                #expect(!fileExists(destination))
+                #expect(!fileExists(destination + ".haul-part"))
+
+                let right = sha256Hex(body)
+                let ok = try await box.run(["get", server.url("/file.bin"), "-o", destination, "--checksum", "sha256:\(right)"])
+                #expect(ok.exitCode == 0, "\(ok)")
+                #expect(contentMismatch(destination, expected: body) == nil)
+            }
+        }
+    }
+
+    @Test func existingFileNeedsOverwrite() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(200_000, seed: 7)
+            server.serve("/file.bin", Resource(body: body, etag: "\"o\""))
+            try await Sandbox.with { box in
+                let destination = box.path("out.bin")
+                let original = Array("precious data\n".utf8)
+                try writeBytes(original, to: destination)
+
+                let refused = try await box.run(["get", server.url("/file.bin"), "-o", destination])
+                #expect(refused.exitCode == 2, "\(refused)")
+                #expect(refused.stderr.contains("--overwrite"), "stderr: \(refused.stderr)")
+                #expect(readBytes(destination) == original, "the existing file must be left unchanged")
+                #expect(server.allRequests().isEmpty)
+
+                let replaced = try await box.run(["get", server.url("/file.bin"), "-o", destination, "--overwrite"])
+                #expect(replaced.exitCode == 0, "\(replaced)")
+                #expect(contentMismatch(destination, expected: body) == nil)
+                #expect(box.workContents() == ["out.bin"])
+            }
+        }
+    }
+
+    @Test func connectionRefusedExits3() async throws {
+        try await Sandbox.with { box in
+            let port = try freeLoopbackPort()
+            let result = try await box.run([
+                "get", "http://127.0.0.1:\(port)/file.bin", "-o", box.path("out.bin"), "--retries", "1", "--retry-wait", "0.05",
+            ])
+            #expect(result.exitCode == 3, "\(result)")
+            #expect(result.stderr.contains("refused"), "stderr: \(result.stderr)")
+            #expect(!fileExists(box.path("out.bin")))
+        }
+    }
+
+    @Test func jsonEventsFromStartedToFinished() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(1 << 20, seed: 8)
+            var resource = Resource(body: body, etag: "\"j\"")
+            resource.faults.throttleBytesPerSecond = 2 << 20
+            server.serve("/file.bin", resource)
+            try await Sandbox.with { box in
+                let destination = box.path("out.bin")
+                let result = try await box.run(["get", server.url("/file.bin"), "-o", destination, "--json"])
+                #expect(result.exitCode == 0, "\(result)")
+                let events = try result.jsonEvents()
+                let names = events.map { $0["event"] as? String ?? "?" }
+                #expect(names.first == "started", "events: \(names)")
+                #expect(names.last == "finished", "events: \(names)")
+                #expect(names.contains("progress"), "a 0.5 s download reports progress: \(names)")
+                #expect(Set(names).isSubset(of: ["started", "progress", "retrying", "restarted", "finished", "failed"]))
+                #expect((events.last?["bytes"] as? NSNumber)?.intValue == body.count)
+                #expect(events.last?["path"] as? String == destination)
+                #expect(contentMismatch(destination, expected: body) == nil)
+            }
+        }
+    }
+
+    @Test func jsonFailureEndsWithFailedAndExitCode() async throws {
+        try await withTestServer { server in
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/missing.bin"), "-o", box.path("out.bin"), "--json"])
+                #expect(result.exitCode == 4, "\(result)")
+                let events = try result.jsonEvents()
+                #expect(!events.isEmpty, "stdout: \(result.stdout)")
+                #expect(events.last?["event"] as? String == "failed")
+                #expect((events.last?["exit_code"] as? NSNumber)?.intValue == 4)
+                #expect(events.last?["error"] is String)
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import Crypto
+import Foundation
+import HaulTestSupport
+
+/// Runs `body` with a fresh in-process `TestServer`, shut down afterwards (also when `body` throws).
+func withTestServer<T>(_ body: (TestServer) async throws -> T) async throws -> T {
+    let server = try await TestServer.start()
+    do {
+        let result = try await body(server)
+        try? await server.shutdown()
+        return result
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+/// nil when the file at `path` holds exactly `expected`; otherwise what differs (short, never the bytes).
+func contentMismatch(_ path: String, expected: [UInt8]) -> String? {
+    guard let actual = readBytes(path) else { return "\(path) does not exist" }
+    if actual == expected { return nil }
+    let common = min(actual.count, expected.count)
+    let first = (0..<common).first { actual[$0] != expected[$0] } ?? common
+    return "\(path) has \(actual.count) bytes, expected \(expected.count); first difference at byte \(first)"
+}
+
+func sha256Hex(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+}

@@ -1,0 +1,223 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A failure of the test harness itself (not of the product), thrown so Swift Testing records it.
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` every `step` until it holds; throws once `timeout` has passed.
+func eventually(
+    _ what: @autoclosure () -> String,
+    timeout: Duration = .seconds(20),
+    step: Duration = .milliseconds(20),
+    _ condition: () throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if try condition() { return }
+        guard ContinuousClock.now < deadline else {
+            throw HarnessError("timed out after \(timeout) waiting until \(what())")
+        }
+        try await Task.sleep(for: step)
+    }
+}
+
+/// Size of the file at `path`, or nil when it does not exist.
+func fileSize(_ path: String) -> Int? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return Int(info.st_size)
+}
+
+func fileExists(_ path: String) -> Bool { fileSize(path) != nil }
+
+func readBytes(_ path: String) -> [UInt8]? {
+    FileManager.default.contents(atPath: path).map { Array($0) }
+}
+
+func writeBytes(_ bytes: [UInt8], to path: String) throws {
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+}
+
+/// The built `haul` executable: `$HAUL_BIN`, else `<package root>/.build/debug/haul`.
+enum HaulBinary {
+    static func path() throws -> String {
+        if let override = ProcessInfo.processInfo.environment["HAUL_BIN"], !override.isEmpty {
+            guard FileManager.default.isExecutableFile(atPath: override) else {
+                throw HarnessError("HAUL_BIN=\(override) is not an executable file")
+            }
+            return override
+        }
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        for _ in 0..<16 where directory.path != "/" {
+            if fileExists(directory.appendingPathComponent("Package.swift").path) {
+                let binary = directory.appendingPathComponent(".build/debug/haul").path
+                guard FileManager.default.isExecutableFile(atPath: binary) else {
+                    throw HarnessError("the haul binary is missing at \(binary): run `swift build` first, or set HAUL_BIN")
+                }
+                return binary
+            }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw HarnessError("no Package.swift above \(#filePath); set HAUL_BIN to the haul binary")
+    }
+}
+
+/// What a finished `haul` process left behind.
+struct HaulResult {
+    var exitCode: Int32
+    /// Killed by a signal (then `exitCode` is the signal number).
+    var signalled: Bool
+    var stdout: String
+    var stderr: String
+
+    var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+
+    /// The `--json` events; throws when a line is not a JSON object.
+    func jsonEvents() throws -> [[String: Any]] {
+        try stdoutLines.map { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw HarnessError("stdout line is not a JSON object: \(line)")
+            }
+            return object
+        }
+    }
+}
+
+/// One running `haul` process; stdout and stderr go to files so the child never blocks on a full pipe.
+final class HaulRun: @unchecked Sendable {
+    let process: Process
+    let arguments: [String]
+    private let stdoutPath: String
+    private let stderrPath: String
+
+    init(binary: String, arguments: [String], environment: [String: String], directory: String, logPrefix: String) throws {
+        self.arguments = arguments
+        stdoutPath = logPrefix + ".stdout"
+        stderrPath = logPrefix + ".stderr"
+        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    func signal(_ number: Int32) {
+        if process.isRunning { kill(process.processIdentifier, number) }
+    }
+
+    func stderrSoFar() -> String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Waits (bounded) for the process to end; on timeout it is killed and an error thrown.
+    @discardableResult
+    func wait(timeout: Duration = .seconds(40)) async throws -> HaulResult {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                kill(process.processIdentifier, SIGKILL)
+                try? await eventually("the killed haul exits", timeout: .seconds(5)) { !process.isRunning }
+                throw HarnessError("haul \(arguments.joined(separator: " ")) did not finish within \(timeout); killed it. stderr: \(stderrSoFar())")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return HaulResult(
+            exitCode: process.terminationStatus,
+            signalled: process.terminationReason == .uncaughtSignal,
+            stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
+            stderr: stderrSoFar())
+    }
+}
+
+/// A fresh temporary folder per test: `work/` (the working directory), `home/` (HAUL_HOME), `logs/`.
+/// Every process started through it is killed when the test ends, pass or fail.
+final class Sandbox: @unchecked Sendable {
+    let root: String
+    var work: String { root + "/work" }
+    var home: String { root + "/home" }
+    private var logs: String { root + "/logs" }
+    private let lock = NSLock()
+    private var runs: [HaulRun] = []
+
+    private init() throws {
+        root = NSTemporaryDirectory() + "haul-cli-" + UUID().uuidString
+        for folder in [root, root + "/work", root + "/home", root + "/logs"] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+    }
+
+    /// Runs `body` with a new sandbox, then stops stray processes and deletes the folder.
+    static func with<T>(_ body: (Sandbox) async throws -> T) async throws -> T {
+        let sandbox = try Sandbox()
+        defer { sandbox.cleanUp() }
+        return try await body(sandbox)
+    }
+
+    func path(_ name: String) -> String { work + "/" + name }
+
+    /// Starts `haul ARGS` with HAUL_HOME = `home` in `work`.
+    func start(_ arguments: [String]) throws -> HaulRun {
+        var environment = ProcessInfo.processInfo.environment
+        environment["HAUL_HOME"] = home
+        let run = try lock.withLock {
+            let run = try HaulRun(
+                binary: try HaulBinary.path(), arguments: arguments, environment: environment,
+                directory: work, logPrefix: "\(logs)/run\(runs.count)")
+            runs.append(run)
+            return run
+        }
+        return run
+    }
+
+    /// Runs `haul ARGS` to completion (bounded).
+    func run(_ arguments: [String], timeout: Duration = .seconds(40)) async throws -> HaulResult {
+        try await start(arguments).wait(timeout: timeout)
+    }
+
+    /// The resume records under `$HAUL_HOME/transfers`, decoded as JSON objects.
+    func records() -> [[String: Any]] {
+        let folder = home + "/transfers"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
+            guard let data = FileManager.default.contents(atPath: folder + "/" + name) else { return nil }
+            return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        }
+    }
+
+    /// The `offset` of the only resume record, if there is exactly one.
+    func recordedOffset() -> Int? {
+        let all = records()
+        guard all.count == 1 else { return nil }
+        return (all[0]["offset"] as? NSNumber)?.intValue
+    }
+
+    /// Names in the working directory.
+    func workContents() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: work)) ?? []).sorted()
+    }
+
+    private func cleanUp() {
+        let all = lock.withLock { runs }
+        for run in all where run.isRunning { run.signal(SIGKILL) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while all.contains(where: \.isRunning), ContinuousClock.now < deadline { usleep(10_000) }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+}

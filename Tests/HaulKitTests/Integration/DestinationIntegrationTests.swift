@@ -1,0 +1,172 @@
+import Crypto
+import Foundation
+import HaulTestSupport
+import Testing
+@testable import HaulKit
+
+func sha256Hex(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+}
+
+/// Naming, existing files, `--continue` and redirects.
+@Suite struct DestinationIntegrationTests {
+    let body = TestData.bytes(150_000, seed: 5)
+
+    @Test func directoryDownloadUsesContentDispositionFilenameStar() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/x", Resource(body: body, contentDisposition: "attachment; filename=\"fallback.txt\"; filename*=UTF-8''%E2%82%AC%20rates.txt"))
+            let result = try await engine.download(try testOptions(server.url("/x"), .directory(sandbox.files)))
+            #expect(result.path == sandbox.path("€ rates.txt"))
+            #expect(sandbox.contents("€ rates.txt") == body)
+        }
+    }
+
+    @Test(arguments: [
+        ("attachment; filename=\"../../etc/passwd\"", "_.._etc_passwd"),
+        ("attachment; filename=\"..\"", "report%20final.pdf"),
+        ("attachment; filename*=UTF-8''%1B%5B31mred%0A.txt", "[31mred.txt"),
+        ("attachment; filename*=UTF-8''evil%E2%80%AEtxt.exe", "eviltxt.exe"),
+        ("inline; filename=\"/abs/path.bin\"", "_abs_path.bin"),
+        ("attachment; filename=\"  . hidden\"", "hidden"),
+    ])
+    func hostileNamesStayInsideTheFolder(_ header: String, _ expected: String) async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/dl/report%20final.pdf", Resource(body: body, contentDisposition: header))
+            let result = try await engine.download(try testOptions(server.url("/dl/report%20final.pdf"), .directory(sandbox.files)))
+            let name = String(result.path.dropFirst(sandbox.files.count + 1))
+            #expect(!name.contains("/"))
+            #expect(name == (expected == "report%20final.pdf" ? "report final.pdf" : expected))
+            #expect(sandbox.listing() == [name])
+        }
+    }
+
+    @Test func nameFromURLAndFreeNameWhenTaken() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/a/b/archive.tar.gz", Resource(body: body))
+            sandbox.write([1, 2, 3], to: "archive.tar.gz")
+            let result = try await engine.download(try testOptions(server.url("/a/b/archive.tar.gz?x=1"), .directory(sandbox.files)))
+            #expect(result.path == sandbox.path("archive (1).tar.gz"))
+            #expect(sandbox.contents("archive.tar.gz") == [1, 2, 3])
+            #expect(sandbox.contents("archive (1).tar.gz") == body)
+        }
+    }
+
+    @Test func rootURLFallsBackToDownload() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/", Resource(body: body))
+            let result = try await engine.download(try testOptions(server.url("/"), .directory(sandbox.files)))
+            #expect(result.path == sandbox.path("download"))
+        }
+    }
+
+    @Test func existingFileIsNotReplacedWithoutOverwrite() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/f", Resource(body: body))
+            sandbox.write([9, 9], to: "f")
+            let error = await expectHaulError(.usage) { _ = try await engine.download(try testOptions(server.url("/f"), .file(sandbox.path("f")))) }
+            #expect(error?.message.contains("--overwrite") == true)
+            #expect(sandbox.contents("f") == [9, 9])
+            #expect(server.allRequests().isEmpty)
+
+            var options = try testOptions(server.url("/f"), .file(sandbox.path("f")))
+            options.overwrite = true
+            try await engine.download(options)
+            #expect(sandbox.contents("f") == body)
+        }
+    }
+
+    @Test func continueAdoptsAForeignPartialAfterVerifyingIt() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/f", Resource(body: body, etag: "\"e\""))
+            sandbox.write(Array(body.prefix(100_000)), to: "f")
+            var options = try testOptions(server.url("/f"), .file(sandbox.path("f")))
+            options.continuePartial = true
+            let result = try await engine.download(options)
+            #expect(sandbox.contents("f") == body)
+            let request = try #require(server.requests("/f").first)
+            #expect(request.header("Range") == "bytes=\(100_000 - Int(ResumePolicy.overlapLength))-")
+            #expect(result.fetchedBytes == 50_000)
+        }
+    }
+
+    @Test func continueRefusesAPartialThatDoesNotMatch() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/f", Resource(body: body, etag: "\"e\""))
+            let foreign = TestData.bytes(100_000, seed: 42)
+            sandbox.write(foreign, to: "f")
+            var options = try testOptions(server.url("/f"), .file(sandbox.path("f")))
+            options.continuePartial = true
+            let error = await expectHaulError(.server) { _ = try await engine.download(options) }
+            #expect(error?.message.contains("left unchanged") == true)
+            #expect(sandbox.contents("f") == foreign)
+            #expect(sandbox.listing() == ["f"])
+        }
+    }
+
+    @Test func continueRefusesWhenTheServerIgnoresRange() async throws {
+        try await withHarness { server, engine, sandbox in
+            var resource = Resource(body: body)
+            resource.faults.ignoreRange = true
+            server.serve("/f", resource)
+            sandbox.write(Array(body.prefix(100_000)), to: "f")
+            var options = try testOptions(server.url("/f"), .file(sandbox.path("f")))
+            options.continuePartial = true
+            await expectHaulError(.server) { _ = try await engine.download(options) }
+            #expect(sandbox.contents("f") == Array(body.prefix(100_000)))
+        }
+    }
+
+    @Test func redirectsAreFollowedAndResumeUsesTheFinalURL() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.route("/start") { _ in redirectPlan(status: 301, to: "/middle") }
+            server.route("/middle") { _ in redirectPlan(status: 307, to: server.url("/final")) }
+            var resource = Resource(body: body, etag: "\"r\"")
+            resource.faults.dropAfterBytes = 60_000
+            resource.faults.dropOnRequests = 1
+            server.serve("/final", resource)
+            try await engine.download(try testOptions(server.url("/start"), .file(sandbox.path("f"))))
+            #expect(sandbox.contents("f") == body)
+            #expect(server.requests("/start").count == 1)
+            #expect(server.requests("/final").count == 2)
+            #expect(server.requests("/final")[1].header("Range") != nil)
+            #expect(sandbox.records().first?.finalURL == server.url("/final"))
+        }
+    }
+
+    @Test func redirectLoopsAndLongChainsFail() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.route("/a") { _ in redirectPlan(to: "/b") }
+            server.route("/b") { _ in redirectPlan(to: "/a") }
+            let loop = await expectHaulError(.httpStatus) { _ = try await engine.download(try testOptions(server.url("/a"), .file(sandbox.path("f")))) }
+            #expect(loop?.message.contains("loop") == true)
+
+            server.route("/hop") { request in
+                let n = Int(request.uri.split(separator: "=").last ?? "0") ?? 0
+                return redirectPlan(to: "/hop?n=\(n + 1)")
+            }
+            let long = await expectHaulError(.httpStatus) { _ = try await engine.download(try testOptions(server.url("/hop?n=0"), .file(sandbox.path("g")))) }
+            #expect(long?.message.contains("10 redirects") == true)
+            #expect(server.requests("/hop").count == 11)
+        }
+    }
+
+    @Test func userHeadersNeverReachAnotherOrigin() async throws {
+        try await withHarness { server, engine, sandbox in
+            let other = try await TestServer.start()
+            defer { Task { try? await other.shutdown() } }
+            other.serve("/f", Resource(body: body))
+            server.route("/go") { _ in redirectPlan(to: other.url("/f")) }
+            var options = try testOptions(server.url("/go"), .file(sandbox.path("f")))
+            options.headers = ["Authorization": "Bearer secret", "Cookie": "s=1", "User-Agent": "test-agent"]
+            try await engine.download(options)
+            #expect(sandbox.contents("f") == body)
+            let first = try #require(server.requests("/go").first)
+            #expect(first.header("Authorization") == "Bearer secret")
+            #expect(first.header("Cookie") == "s=1")
+            let moved = try #require(other.requests("/f").first)
+            #expect(moved.header("Authorization") == nil)
+            #expect(moved.header("Cookie") == nil)
+            #expect(moved.header("User-Agent") == "test-agent")
+        }
+    }
+}
