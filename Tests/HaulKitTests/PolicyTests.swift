@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+@testable import HaulKit
+
+@Suite struct RedirectPolicyTests {
+    let policy = RedirectPolicy()
+    let start = URL(string: "https://a.example/files/x")!
+
+    @Test func resolvesRelativeAndAbsoluteLocations() throws {
+        #expect(try policy.follow(from: start, location: "/y", visited: [start]).get().absoluteString == "https://a.example/y")
+        #expect(try policy.follow(from: start, location: "z", visited: [start]).get().absoluteString == "https://a.example/files/z")
+        #expect(try policy.follow(from: start, location: "https://b.example/q#frag", visited: [start]).get().absoluteString == "https://b.example/q")
+    }
+
+    @Test func refusesDowngradeUnlessAllowed() {
+        #expect(policy.follow(from: start, location: "http://a.example/y", visited: [start]) == .failure(.insecureRedirect("http://a.example/y")))
+        let lenient = RedirectPolicy(allowInsecureRedirects: true)
+        #expect((try? lenient.follow(from: start, location: "http://a.example/y", visited: [start]).get()) != nil)
+    }
+
+    @Test func detectsLoopsAndCountsHops() {
+        #expect(policy.follow(from: start, location: "/files/x", visited: [start]) == .failure(.loop("https://a.example/files/x")))
+        let chain = (0...10).map { URL(string: "https://a.example/\($0)")! }
+        #expect(policy.follow(from: start, location: "/next", visited: chain) == .failure(.tooManyRedirects(10)))
+        #expect((try? policy.follow(from: start, location: "/next", visited: Array(chain.prefix(10))).get()) != nil)
+    }
+
+    @Test func rejectsOtherSchemes() {
+        #expect(policy.follow(from: start, location: "ftp://a.example/y", visited: [start]) == .failure(.unsupportedScheme("ftp")))
+        #expect(policy.follow(from: start, location: "file:///etc/passwd", visited: [start]) == .failure(.unsupportedScheme("file")))
+    }
+
+    @Test func userHeadersStayOnTheirOrigin() {
+        let user: HTTPFields = ["Authorization": "x", "Cookie": "c", "User-Agent": "u", "X-Api-Key": "k"]
+        let origin = Origin(start)
+        #expect(RedirectPolicy.headers(user, givenFor: origin, sendingTo: Origin(URL(string: "https://A.example:443/other")!)) == user)
+        let moved = RedirectPolicy.headers(user, givenFor: origin, sendingTo: Origin(URL(string: "https://a.example:8443/")!))
+        #expect(moved == ["User-Agent": "u"])
+        #expect(RedirectPolicy.headers(user, givenFor: origin, sendingTo: Origin(URL(string: "http://a.example/")!)) == ["User-Agent": "u"])
+    }
+}
+
+@Suite struct RetryPolicyTests {
+    @Test func backoffDoublesWithJitterAndIsCapped() {
+        let policy = RetryPolicy(maxRetries: 5, baseDelay: .seconds(1), maxDelay: .seconds(10))
+        #expect(policy.delay(beforeRetry: 1, jitter: 1) == .seconds(1))
+        #expect(policy.delay(beforeRetry: 1, jitter: 0) == .milliseconds(500))
+        #expect(policy.delay(beforeRetry: 3, jitter: 1) == .seconds(4))
+        #expect(policy.delay(beforeRetry: 30, jitter: 1) == .seconds(10))
+        #expect(policy.delay(beforeRetry: 1000, jitter: 0.5) == .milliseconds(7500))
+    }
+
+    @Test func retryAfterWinsWhenLongerButIsBounded() {
+        let policy = RetryPolicy(baseDelay: .seconds(1), maxRetryAfter: .seconds(60))
+        #expect(policy.delay(beforeRetry: 1, retryAfter: .seconds(5), jitter: 1) == .seconds(5))
+        #expect(policy.delay(beforeRetry: 1, retryAfter: .zero, jitter: 1) == .seconds(1))
+        #expect(policy.delay(beforeRetry: 1, retryAfter: .seconds(3600), jitter: 1) == .seconds(60))
+    }
+
+    @Test func parsesRetryAfterSecondsAndDates() {
+        let now: Int64 = 784_111_777 // Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(RetryPolicy.parseRetryAfter("120", now: now) == .seconds(120))
+        #expect(RetryPolicy.parseRetryAfter(" 3 ", now: now) == .seconds(3))
+        #expect(RetryPolicy.parseRetryAfter("Sun, 06 Nov 1994 08:50:37 GMT", now: now) == .seconds(60))
+        #expect(RetryPolicy.parseRetryAfter("Sun, 06 Nov 1994 08:00:00 GMT", now: now) == .zero)
+        #expect(RetryPolicy.parseRetryAfter("-1", now: now) == nil)
+        #expect(RetryPolicy.parseRetryAfter("soon", now: now) == nil)
+    }
+
+    @Test func parsesAllThreeHTTPDateForms() {
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == 784_111_777)
+        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == 784_111_777)
+        #expect(HTTPDate.parse("Thu, 01 Jan 1970 00:00:00 GMT") == 0)
+        #expect(HTTPDate.parse("Tue, 29 Feb 2028 12:00:00 GMT") == 1_835_438_400)
+        #expect(HTTPDate.parse("Sun, 06 Foo 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
+    }
+}
+
+@Suite struct UserInputTests {
+    @Test func acceptsHTTPAndHTTPSOnly() throws {
+        #expect(try UserInput.url("https://example.com/a?b=c").host == "example.com")
+        #expect(throws: InputError.self) { try UserInput.url("ftp://example.com/a") }
+        #expect(throws: InputError.self) { try UserInput.url("http://") }
+        #expect(throws: InputError.self) { try UserInput.url("not a url") }
+        #expect(throws: InputError.self) { try UserInput.url("") }
+        #expect(throws: InputError.self) { try UserInput.url("/local/path") }
+    }
+
+    @Test func parsesChecksums() throws {
+        let hex = String(repeating: "ab", count: 32)
+        #expect(try Checksum(parsing: "sha256:\(hex.uppercased())") == Checksum(algorithm: .sha256, hex: hex))
+        #expect(try Checksum(parsing: "SHA-256=\(hex)").algorithm == .sha256)
+        #expect(try Checksum(parsing: "md5:\(String(repeating: "0", count: 32))").algorithm == .md5)
+        #expect(throws: InputError.self) { try Checksum(parsing: "sha256:abc") }
+        #expect(throws: InputError.self) { try Checksum(parsing: "crc32:00000000") }
+        #expect(throws: InputError.self) { try Checksum(parsing: "sha1") }
+        #expect(throws: InputError.self) { try Checksum(parsing: "sha1:\(String(repeating: "g", count: 40))") }
+    }
+
+    @Test func parsesRatesWithBinaryUnits() throws {
+        #expect(try UserInput.byteCount("500K") == 512_000)
+        #expect(try UserInput.byteCount("2M") == 2 * 1_048_576)
+        #expect(try UserInput.byteCount("1.5MiB") == 1_572_864)
+        #expect(try UserInput.byteCount("1g") == 1_073_741_824)
+        #expect(try UserInput.byteCount("65536") == 65536)
+        #expect(try UserInput.byteCount("10MB/s") == 10 * 1_048_576)
+        for bad in ["", "0", "-5K", "fast", "1.2.3M", "K", "nanK", "1e400"] {
+            #expect(throws: InputError.self) { try UserInput.byteCount(bad) }
+        }
+    }
+
+    @Test func parsesHeaders() throws {
+        #expect(try UserInput.header("Authorization: Bearer x y") == HTTPFields.Field(name: "Authorization", value: "Bearer x y"))
+        #expect(try UserInput.header("X-Empty:") == HTTPFields.Field(name: "X-Empty", value: ""))
+        for bad in ["NoColon", ": value", "Bad Name: v", "X: a\u{0}b", "Range: bytes=0-", "if-range: x"] {
+            #expect(throws: InputError.self) { try UserInput.header(bad) }
+        }
+    }
+}
+
+@Suite struct TransferRateTests {
+    @Test func tokenBucketAveragesToTheLimit() {
+        var bucket = TokenBucket(bytesPerSecond: 1000, burst: .milliseconds(100))
+        var now = Duration.zero
+        var total = 0
+        for _ in 0..<100 {
+            now += bucket.consume(50, at: now)
+            total += 50
+        }
+        // 5000 bytes at 1000 B/s, less the 100 B burst allowance.
+        #expect(abs(now.seconds - 4.9) < 0.05)
+        #expect(total == 5000)
+    }
+
+    @Test func tokenBucketDoesNotHoardIdleTime() {
+        var bucket = TokenBucket(bytesPerSecond: 1000, burst: .milliseconds(100))
+        #expect(bucket.consume(100, at: .zero) == .zero)
+        #expect(bucket.consume(1000, at: .seconds(60)) == .milliseconds(900))
+    }
+
+    @Test func meterReportsSpeedAndETA() {
+        var meter = ProgressMeter(window: .seconds(5))
+        #expect(meter.bytesPerSecond == nil)
+        meter.record(bytes: 0, at: .zero)
+        meter.record(bytes: 1000, at: .seconds(1))
+        meter.record(bytes: 2000, at: .seconds(2))
+        #expect(meter.bytesPerSecond == 1000)
+        #expect(meter.secondsRemaining(total: 10_000) == 8)
+        #expect(meter.secondsRemaining(total: nil) == nil)
+        meter.record(bytes: 12_000, at: .seconds(12))
+        #expect(meter.bytesPerSecond == 1000)
+    }
+}
