@@ -225,9 +225,9 @@ extension DownloadJob {
 
     func emitProgress(force: Bool) {
         let now = clock.now
-        meter.record(bytes: point.offset, at: now - startTime)
         if !force, let last = lastProgress, now - last < options.progressInterval { return }
         lastProgress = now
+        meter.record(bytes: point.offset, at: now - startTime)
         events(.progress(DownloadProgress(
             bytes: point.offset, total: point.totalLength,
             bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: point.totalLength))))
