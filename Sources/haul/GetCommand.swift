@@ -59,7 +59,7 @@ struct GetCommand: AsyncParsableCommand {
         do {
             options = try makeOptions()
         } catch let error as InputError {
-            Reporter.printError("haul: \(error.message)")
+            Reporter.printError("haul: error: \(error.message)")
             throw ExitCode(ExitStatus.usage)
         }
         let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)

@@ -21,7 +21,7 @@ struct HaulMain {
                 print(message)
                 exit(0)
             }
-            FileHandle.standardError.write(Data((message + "\n").utf8))
+            Reporter.write(message + "\n", to: STDERR_FILENO)
             exit(ExitStatus.usage)
         }
     }

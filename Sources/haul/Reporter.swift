@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HaulKit
 
 /// Shows a download's events: a live line on a terminal, plain lines otherwise, JSON lines for scripts.
@@ -37,8 +40,20 @@ final class Reporter: @unchecked Sendable {
         Reporter.printError("haul: \(error.kind == .interrupted ? "" : "error: ")\(error.message)")
     }
 
+    /// Writes all of `text`, giving up quietly if the reader went away (a closed pipe must not stop a download).
+    static func write(_ text: String, to fd: Int32) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
     static func printError(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        write(line + "\n", to: STDERR_FILENO)
     }
 
     // MARK: Human output
@@ -56,7 +71,7 @@ final class Reporter: @unchecked Sendable {
         case .progress(let progress):
             guard mode == .terminal else { return }
             let line = Reporter.progressLine(progress)
-            FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+            Reporter.write("\r\u{1B}[K" + line, to: STDERR_FILENO)
             lineShown = true
         case .retrying(let retry, let maxRetries, let delay, let reason):
             note("\(reason); retry \(retry)/\(maxRetries) in \(String(format: "%.1f", delay.seconds))s")
@@ -81,7 +96,7 @@ final class Reporter: @unchecked Sendable {
 
     private func clearLine() {
         if lineShown {
-            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            Reporter.write("\r\u{1B}[K", to: STDERR_FILENO)
             lineShown = false
         }
     }
@@ -125,11 +140,15 @@ final class Reporter: @unchecked Sendable {
             return value
         }
         guard let data = try? JSONSerialization.data(withJSONObject: cleaned, options: [.sortedKeys]) else { return }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        Reporter.write(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
     }
 }
 
 private protocol OptionalProtocol { var unwrapped: Any? { get } }
 extension Optional: OptionalProtocol {
     var unwrapped: Any? { self.map { $0 as Any } }
+}
+
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, buffer, count)
 }

@@ -29,7 +29,9 @@ extension DownloadJob {
         let text = String(describing: error)
         if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
         if text.contains("connectionReset") || text.contains("Connection reset") { return "connection reset by peer" }
-        if text.contains("dnsA") || text.contains("NXDOMAIN") || text.contains("getaddrinfo") { return "host name could not be resolved" }
+        if text.contains("UnknownHost") || text.contains("dnsA") || text.contains("NXDOMAIN") {
+            return "the host name could not be resolved"
+        }
         if text.contains("uncleanShutdown") || text.contains("ioOnClosedChannel") || text.contains("invalidEOFState")
             || text.contains("ended at an unexpected time") {
             return "the connection closed before the transfer completed"

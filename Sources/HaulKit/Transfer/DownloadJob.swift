@@ -167,7 +167,8 @@ final class DownloadJob {
                 failures += 1
                 guard failures <= options.retry.maxRetries else {
                     let tries = options.retry.maxRetries == 1 ? "1 retry" : "\(options.retry.maxRetries) retries"
-                    throw HaulError(failure.kind, "\(failure.reason) (gave up after \(tries)); run the same command again to resume")
+                    let next = point.offset > 0 ? "run the same command again to resume" : "check the URL and network, then run the same command again"
+                    throw HaulError(failure.kind, "\(failure.reason) (gave up after \(tries)); \(next)")
                 }
                 let delay = options.retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
                 events(.retrying(retry: failures, maxRetries: options.retry.maxRetries, delay: delay, reason: failure.reason))
