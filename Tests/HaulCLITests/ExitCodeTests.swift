@@ -95,14 +95,17 @@ import Testing
         }
     }
 
-    @Test func connectionRefusedExits3() async throws {
+    /// A refused connection is a network error retried by `--retries`/`--retry-wait`, failing fast: the process
+    /// must not wait out the 30 s default `--connect-timeout` per attempt (AsyncHTTPClient's own retrying did).
+    @Test func connectionRefusedExits3Fast() async throws {
         try await Sandbox.with { box in
             let port = try freeLoopbackPort()
-            let result = try await box.run([
-                "get", "http://127.0.0.1:\(port)/file.bin", "-o", box.path("out.bin"), "--retries", "1", "--retry-wait", "0.05",
-            ])
+            let result = try await box.run(
+                ["get", "http://127.0.0.1:\(port)/file.bin", "-o", box.path("out.bin"), "--retries", "1", "--retry-wait", "0.05"],
+                timeout: .seconds(15))
             #expect(result.exitCode == 3, "\(result)")
             #expect(result.stderr.contains("refused"), "stderr: \(result.stderr)")
+            #expect(result.stderr.contains("retry 1/1"), "one retry is reported: \(result.stderr)")
             #expect(!fileExists(box.path("out.bin")))
         }
     }

@@ -9,11 +9,13 @@ import Glibc
 /// A `haul` process killed mid-download (SIGKILL: no chance to clean up; SIGINT: a clean pause) and run
 /// again with the same command must end with exactly the server's bytes, fetching only what it lacks.
 @Suite struct KillAndResumeTests {
-    static let size = 6 << 20
-    static let rate = 2 << 20
-    static let etag = "\"v1-6mib\""
+    /// The first run is throttled so it can be killed part-way (8 s of headroom even on a loaded machine);
+    /// the rerun is served at full speed.
+    static let size = 8 << 20
+    static let rate = 1 << 20
+    static let etag = "\"v1-8mib\""
 
-    /// Serves `body` at /file.bin throttled to `rate`.
+    /// Serves `body` at /file.bin, throttled to `rate` unless `throttled` is false.
     func serve(_ server: TestServer, _ body: [UInt8], etag: String?, throttled: Bool = true) {
         var resource = Resource(body: body, etag: etag)
         resource.faults.throttleBytesPerSecond = throttled ? Self.rate : nil
@@ -54,6 +56,7 @@ import Glibc
                 #expect(!fileExists(destination), "the destination must not appear before the download is complete")
                 #expect((fileSize(partial) ?? 0) >= held, "the partial file must hold the recorded bytes")
                 #expect(held > 0 && held < Self.size)
+                serve(server, source, etag: Self.etag, throttled: false)
 
                 let before = server.requests("/file.bin").count
                 let second = try await box.run(args)
@@ -96,6 +99,7 @@ import Glibc
                 let held = try #require(box.recordedOffset())
                 #expect(held >= 1 << 20 && held < Self.size)
                 #expect(fileSize(partial) == held, "a clean pause records exactly the bytes in the partial file")
+                serve(server, source, etag: Self.etag, throttled: false)
 
                 let before = server.requests("/file.bin").count
                 let second = try await box.run(args)
@@ -120,6 +124,7 @@ import Glibc
                 let held = try await startAndKill(box, args, partial: partial)
                 #expect(!fileExists(destination))
                 #expect(held > 65536)
+                serve(server, source, etag: nil, throttled: false)
 
                 let before = server.requests("/file.bin").count
                 let second = try await box.run(args)

@@ -180,8 +180,9 @@ private func launchProcess(_ executable: String, _ arguments: [String], logsIn p
     return process
 }
 
-/// Runs `body` with a fresh nginx serving `<prefix>/www`; `/slow/…` is limited to `slowRate` per connection.
-func withNginx<T>(slowRate: String = "2m", _ body: (ExternalServer) async throws -> T) async throws -> T {
+/// Runs `body` with a fresh nginx serving `<prefix>/www`. Under `/slow/`, whole-file requests are limited to
+/// `slowRate` (`limit_rate`), so a download can be killed part-way; Range requests (resumes) run at full speed.
+func withNginx<T>(slowRate: String = "1m", _ body: (ExternalServer) async throws -> T) async throws -> T {
     let nginx = try ExternalTools.requireNginx()
     return try await ExternalServer.with(name: "nginx", documentRoot: { $0 + "/www" }, launch: { prefix, port in
         // nginx started as root switches its worker to an unprivileged user; keep it root to read the temp folder.
@@ -194,8 +195,9 @@ func withNginx<T>(slowRate: String = "2m", _ body: (ExternalServer) async throws
             http {
                 types { }
                 default_type application/octet-stream;
-                log_format haul '$request_method $uri $status range="$http_range" if_range="$http_if_range" sent=$body_bytes_sent';
+                log_format haul escape=none '$request_method $uri $status range="$http_range" if_range="$http_if_range" sent=$body_bytes_sent';
                 access_log \(prefix)/access.log haul;
+                map $http_range $haul_slow_rate { "" \(slowRate); default 0; }
                 client_body_temp_path \(prefix)/tmp-body;
                 proxy_temp_path \(prefix)/tmp-proxy;
                 fastcgi_temp_path \(prefix)/tmp-fastcgi;
@@ -204,7 +206,7 @@ func withNginx<T>(slowRate: String = "2m", _ body: (ExternalServer) async throws
                 server {
                     listen 127.0.0.1:\(port);
                     root \(prefix)/www;
-                    location /slow/ { limit_rate \(slowRate); }
+                    location /slow/ { limit_rate $haul_slow_rate; }
                 }
             }
 

@@ -101,10 +101,12 @@ import Testing
 
     @Test func cancellationPausesAndTheNextRunResumes() async throws {
         try await withHarness { server, engine, sandbox in
+            let body = TestData.bytes(1_000_000, seed: 8)
             var resource = Resource(body: body, etag: "\"t\"")
             resource.faults.throttleBytesPerSecond = 400_000
             server.serve("/f", resource)
-            let options = try testOptions(server.url("/f"), .file(sandbox.path("f")))
+            var options = try testOptions(server.url("/f"), .file(sandbox.path("f")))
+            options.progressInterval = .milliseconds(10)
             let box = TaskBox()
             let log = EventLog { event in
                 if case .progress(let progress) = event, progress.bytes >= 80_000 { box.cancel() }
