@@ -33,6 +33,7 @@ let package = Package(
             dependencies: [
                 "HaulKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // An in-process HTTP server with fault injection, shared by the test targets.

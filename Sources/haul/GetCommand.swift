@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulKit
+import Logging
 
 struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -54,6 +55,9 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON event per line on stdout.")
     var json = false
 
+    @Flag(name: .shortAndLong, help: "Log every request, response and resume decision to stderr.")
+    var verbose = false
+
     func run() async throws {
         let options: DownloadOptions
         do {
@@ -67,6 +71,11 @@ struct GetCommand: AsyncParsableCommand {
         var configuration = TransferEngine.Configuration()
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        if verbose {
+            var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
+            logger.logLevel = .debug
+            configuration.logger = logger
+        }
         let engine = TransferEngine(home: HaulHome(environment: ProcessInfo.processInfo.environment), configuration: configuration)
 
         let download = Task { try await engine.download(options, events: { reporter.handle($0) }) }

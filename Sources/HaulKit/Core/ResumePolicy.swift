@@ -203,3 +203,18 @@ public enum ResumePolicy {
         return value.lowercased().split(separator: ",").contains { $0.trimmingASCIIWhitespace() == "bytes" }
     }
 }
+
+extension ResponseDecision: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .writeWhole(_, let length): return "write the whole body from byte 0 (\(length.map { "\($0) bytes" } ?? "length unknown"))"
+        case .append(_, let length, let overlap): return "append \(length - overlap) bytes after checking \(overlap) overlapping bytes"
+        case .alreadyComplete: return "already complete"
+        case .restart(let reason): return "restart from byte 0: \(reason)"
+        case .redirect(let location): return "redirect to \(location)"
+        case .retry(let status, let retryAfter): return "retry after \(status)\(retryAfter.map { " (Retry-After: \($0))" } ?? "")"
+        case .fail(let status): return "fail with \(status)"
+        case .protocolViolation(let why): return "protocol violation: \(why)"
+        }
+    }
+}

@@ -13,6 +13,7 @@ extension DownloadJob {
             status: Int(response.status.code),
             headers: HTTPFields(response.headers.map { HTTPFields.Field(name: $0.name, value: $0.value) }))
         let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
+        logger.debug("\(head.status) from \(url): \(DownloadJob.summary(head.headers)) -> \(decision)")
         switch decision {
         case .redirect(let location):
             throw HaulError(.httpStatus, "\(url) redirected to \(location), which could not be followed")
@@ -79,6 +80,7 @@ extension DownloadJob {
             if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
             for field in plan.headers { fields.append(field.name, field.value) }
             request.headers = HTTPHeaders(fields.map { ($0.name, $0.value) })
+            logger.debug("GET \(url) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: HTTPClientResponse
             do {
                 response = try await engine.client.execute(request, timeout: .milliseconds(Int64(headTimeout.seconds * 1000)))
@@ -231,6 +233,13 @@ extension DownloadJob {
         events(.progress(DownloadProgress(
             bytes: point.offset, total: point.totalLength,
             bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: point.totalLength))))
+    }
+
+    /// The headers that matter for resuming, for the debug log.
+    static func summary(_ headers: HTTPFields) -> String {
+        ["content-length", "content-range", "etag", "last-modified", "accept-ranges", "location", "retry-after"]
+            .compactMap { name in headers[name].map { "\(name)=\($0)" } }
+            .joined(separator: " ")
     }
 
     private func mismatch(_ path: String, _ why: String) -> HaulError {

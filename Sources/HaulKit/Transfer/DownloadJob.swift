@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Logging
 import NIOCore
 
 /// A transient failure: the next attempt may succeed.
@@ -26,6 +27,7 @@ final class DownloadJob {
     let checkpointer: Checkpointer
     let clock = ContinuousClock()
     let startTime: ContinuousClock.Instant
+    let logger: Logger
 
     /// The durable state; `nil` until the destination is known.
     var record: TransferRecord?
@@ -52,6 +54,7 @@ final class DownloadJob {
         self.checkpointer = Checkpointer(store: engine.store, key: key, everyBytes: options.checkpointBytes, everyInterval: options.checkpointInterval)
         self.requestURL = options.url
         self.startTime = clock.now
+        self.logger = engine.configuration.logger
         self.bucket = options.rateLimit.map { TokenBucket(bytesPerSecond: $0) }
         self.hasher = options.checksum.map { Checksummer($0.algorithm) }
     }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Logging
 import NIOCore
 
 /// Downloads files over HTTP(S) so that no interruption loses progress or corrupts a byte.
@@ -12,6 +13,8 @@ public final class TransferEngine: Sendable {
         /// A transfer with no bytes for this long is treated as failed and retried.
         public var stallTimeout: Duration = .seconds(30)
         public var userAgent = "haul/\(HaulVersion.string)"
+        /// Receives one debug line per request, response and resume decision.
+        public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
         public init() {}
     }
 
