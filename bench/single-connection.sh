@@ -21,7 +21,9 @@ WARMUP=${BENCH_WARMUP:-1}
 SHA_ALL=${BENCH_SHA_ALL:-0}
 DL_TIMEOUT=${BENCH_TIMEOUT:-600}
 HAUL=${HAUL:-$REPO_ROOT/.build/release/haul}
-TOOLS=(haul curl wget aria2c)
+# curl+fsync: curl, then fsync of the file (`sync FILE`): the durability haul gives before its
+# rename (a finished file survives a crash or power loss), which plain curl/wget/aria2c do not.
+TOOLS=(haul curl curl+fsync wget aria2c)
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -192,6 +194,7 @@ tool_cmd() { # tool out_path -> sets CMD array
     case $1 in
         haul)   CMD=(env "HAUL_HOME=$HAUL_HOME_DIR" "$HAUL" get "$URL" -o "$out" --quiet) ;;
         curl)   CMD=(curl -q -sS -o "$out" "$URL") ;;                 # -q: ignore ~/.curlrc
+        curl+fsync) CMD=(sh -c 'curl -q -sS -o "$1" "$2" && sync "$1"' sh "$out" "$URL") ;;
         wget)   CMD=(wget --no-config -q -O "$out" "$URL") ;;
         aria2c) CMD=(aria2c --no-conf -x1 -s1 --allow-overwrite=true --auto-file-renaming=false
                      -q -d "$(dirname "$out")" -o "$(basename "$out")" "$URL") ;;
@@ -284,7 +287,7 @@ env = os.environ
 rows = list(csv.DictReader(open(env["BENCH_RESULTS"]), delimiter="\t"))
 size_bytes = int(env["BENCH_SIZE_BYTES"])
 MiB = 1024 * 1024
-tools = ["haul", "curl", "wget", "aria2c"]
+tools = ["haul", "curl", "curl+fsync", "wget", "aria2c"]
 med = {}
 for t in tools:
     rs = [r for r in rows if r["tool"] == t]
@@ -323,6 +326,8 @@ def verdict(ok):
     return "PASS" if ok else "FAIL"
 print("Goals for haul:\n")
 print(f"- wall ≤ curl: {h['wall']:.3f} s vs {c['wall']:.3f} s ({ratio(h['wall'], c['wall'])}) — {verdict(h['wall'] <= c['wall'])}")
+cf = med["curl+fsync"]
+print(f"- wall ≤ curl+fsync (the same durability): {h['wall']:.3f} s vs {cf['wall']:.3f} s ({ratio(h['wall'], cf['wall'])}) — {verdict(h['wall'] <= cf['wall'])}")
 print(f"- CPU ≤ 1.5× curl: {h['cpu']:.2f} s vs {c['cpu']:.2f} s ({ratio(h['cpu'], c['cpu'])}) — {verdict(h['cpu'] <= 1.5 * c['cpu'])}")
 print(f"- peak RSS ≤ 50 MB: {h['rss']:.1f} MB — {verdict(h['rss'] <= 50)}")
 PY

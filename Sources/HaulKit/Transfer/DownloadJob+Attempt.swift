@@ -149,6 +149,10 @@ extension DownloadJob {
             let pause = bucket!.consume(count, at: clock.now - startTime)
             if pause > .zero { try await Task.sleep(for: pause) }
         }
+        // Progress and checkpoints are looked at every 256 KiB, not on every small chunk.
+        bytesSinceBookkeeping += count
+        guard bytesSinceBookkeeping >= 256 * 1024 else { return }
+        bytesSinceBookkeeping = 0
         emitProgress(force: false)
         guard var record, let file else { return }
         record.update(from: point)

@@ -40,6 +40,7 @@ final class DownloadJob {
     var requestURL: URL
     var retriedOriginalURL = false
     var fetched: Int64 = 0
+    var bytesSinceBookkeeping = 0
     var announcedStart = false
     var meter = ProgressMeter()
     var lastProgress: ContinuousClock.Instant?
