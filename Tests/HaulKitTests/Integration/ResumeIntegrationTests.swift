@@ -184,12 +184,31 @@ import Testing
         }
     }
 
+    @Test func expiredFinalURLIsResolvedAgainFromTheOriginal() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.route("/expired") { _ in .text(403, "signature expired") }
+            server.route("/start") { _ in redirectPlan(to: "/fresh") }
+            server.serve("/fresh", Resource(body: body, etag: "\"a1\""))
+            let options = try testOptions(server.url("/start"), .file(sandbox.path("f.bin")))
+            try seedPartial(sandbox, options: options, bytes: Array(body.prefix(100_000)), etag: "\"a1\"", total: body.count,
+                            finalURL: server.url("/expired"))
+            let result = try await engine.download(options)
+            #expect(sandbox.contents("f.bin") == body)
+            #expect(result.fetchedBytes == Int64(body.count - 100_000))
+            #expect(server.requests("/expired").count == 1)
+            #expect(server.requests("/fresh").first?.header("Range") == "bytes=100000-")
+        }
+    }
+
     /// Writes a partial file and a paused record as an interrupted run would have left them.
-    func seedPartial(_ sandbox: Sandbox, options: DownloadOptions, bytes: [UInt8], etag: String?, total: Int, offset: Int? = nil) throws {
+    func seedPartial(
+        _ sandbox: Sandbox, options: DownloadOptions, bytes: [UInt8], etag: String?, total: Int, offset: Int? = nil,
+        finalURL: String? = nil
+    ) throws {
         guard case .file(let path) = options.destination else { return }
         FileManager.default.createFile(atPath: path + ".haul-part", contents: Data(bytes))
         let record = TransferRecord(
-            url: options.url.absoluteString, finalURL: options.url.absoluteString, destinationPath: path,
+            url: options.url.absoluteString, finalURL: finalURL ?? options.url.absoluteString, destinationPath: path,
             partialPath: path + ".haul-part", offset: Int64(offset ?? bytes.count), totalLength: Int64(total),
             entityTag: etag, lastModified: nil, state: .paused, adopted: false)
         try TransferRecordStore(home: sandbox.home).save(record, key: TransferRecord.key(url: options.url, destination: options.destination))
