@@ -29,6 +29,17 @@ import Testing
         #expect(plan == .range(start: 0, overlap: 10, ifRange: "Sun, 06 Nov 1994 08:49:37 GMT"))
     }
 
+    @Test func probeAsksForARangeFromZero() {
+        #expect(ResumePolicy.plan(for: ResumePoint(), probeRanges: true) == .range(start: 0, overlap: 0, ifRange: nil))
+        #expect(ResumePolicy.plan(for: ResumePoint(), probeRanges: true).headers["Range"] == "bytes=0-")
+    }
+
+    @Test func closedRangeHeader() {
+        let plan = RequestPlan.range(start: 10, overlap: 0, ifRange: "\"e\"", last: 19)
+        #expect(plan.headers["Range"] == "bytes=10-19")
+        #expect(plan.last == 19)
+    }
+
     @Test func noValidatorsStillOverlaps() {
         let plan = ResumePolicy.plan(for: ResumePoint(offset: 1000))
         #expect(plan == .range(start: 0, overlap: 1000, ifRange: nil))
@@ -107,6 +118,14 @@ import Testing
         let point = ResumePoint(offset: 40, validators: Validators(), totalLength: nil)
         let plan = ResumePolicy.plan(for: point)
         #expect(isRestart(decide(206, ["Content-Range": "bytes 0-29/30"], plan: plan, point: point)))
+    }
+
+    @Test func partialPastAClosedRangeIsRejected() {
+        let closed = RequestPlan.range(start: 40, overlap: 0, ifRange: etag, last: 59)
+        #expect(isRestart(decide(206, ["Content-Range": "bytes 40-99/100", "ETag": etag], plan: closed)))
+        guard case .append(_, 20, 0) = decide(206, ["Content-Range": "bytes 40-59/100", "ETag": etag], plan: closed) else {
+            Issue.record("a 206 that matches the closed range must be accepted"); return
+        }
     }
 
     @Test func shortPartialThatCoversTheOffsetIsAccepted() {

@@ -15,24 +15,30 @@ public struct ResumePoint: Equatable, Sendable {
 /// The request to send next: the whole resource, or a byte range continuing the bytes held.
 public enum RequestPlan: Equatable, Sendable {
     case whole
-    /// `Range: bytes=start-`, where `start = offset - overlap`. The first `overlap` body bytes repeat bytes
-    /// already held and are compared with them before anything is appended.
-    case range(start: Int64, overlap: Int64, ifRange: String?)
+    /// `Range: bytes=start-` (or `bytes=start-last`), where `start = offset - overlap`. The first `overlap`
+    /// body bytes repeat bytes already held and are compared with them before anything is appended.
+    case range(start: Int64, overlap: Int64, ifRange: String?, last: Int64? = nil)
 
     public var start: Int64 {
-        if case .range(let start, _, _) = self { return start }
+        if case .range(let start, _, _, _) = self { return start }
         return 0
     }
 
     public var overlap: Int64 {
-        if case .range(_, let overlap, _) = self { return overlap }
+        if case .range(_, let overlap, _, _) = self { return overlap }
         return 0
+    }
+
+    /// The last byte asked for, when the range is closed.
+    public var last: Int64? {
+        if case .range(_, _, _, let last) = self { return last }
+        return nil
     }
 
     /// The headers that carry the plan.
     public var headers: HTTPFields {
-        guard case .range(let start, _, let ifRange) = self else { return [:] }
-        var fields: HTTPFields = ["Range": "bytes=\(start)-"]
+        guard case .range(let start, _, let ifRange, let last) = self else { return [:] }
+        var fields: HTTPFields = ["Range": "bytes=\(start)-\(last.map(String.init) ?? "")"]
         if let ifRange { fields.append("If-Range", ifRange) }
         return fields
     }
@@ -95,9 +101,10 @@ public enum ResumePolicy {
     /// Bytes re-requested before the resume offset when there is no strong ETag, to detect a changed resource.
     public static let overlapLength: Int64 = 64 * 1024
 
-    /// The request for the next attempt.
-    public static func plan(for point: ResumePoint) -> RequestPlan {
-        guard point.offset > 0 else { return .whole }
+    /// The request for the next attempt. With `probeRanges`, a fresh download asks for `bytes=0-`, so the
+    /// answer shows at once whether the server supports ranges (206) or not (200).
+    public static func plan(for point: ResumePoint, probeRanges: Bool = false) -> RequestPlan {
+        guard point.offset > 0 else { return probeRanges ? .range(start: 0, overlap: 0, ifRange: nil) : .whole }
         if let tag = point.validators.strongEntityTag {
             return .range(start: point.offset, overlap: 0, ifRange: tag.rawValue)
         }
@@ -159,6 +166,9 @@ public enum ResumePolicy {
         }
         guard last >= start + overlap - 1 else {
             return .restart(.invalidPartialResponse("range ends at byte \(last), before the \(start + overlap) bytes held"))
+        }
+        if let asked = plan.last, last > asked {
+            return .restart(.invalidPartialResponse("range ends at byte \(last), past the \(asked) asked for"))
         }
         let validators = Validators(headers: headers)
         if point.validators.conflicts(with: validators) {

@@ -7,13 +7,11 @@ extension DownloadJob {
     /// One request (following redirects) and, when the response is usable, its body written to the partial file.
     func attempt() async throws -> AttemptOutcome {
         let plan = ResumePolicy.plan(for: point)
-        let (response, url) = try await send(plan)
+        let (response, url) = try await sender.send(plan, to: requestURL)
         requestURL = url
-        let head = ResponseHead(
-            status: Int(response.status.code),
-            headers: HTTPFields(response.headers.map { HTTPFields.Field(name: $0.name, value: $0.value) }))
+        let head = RequestSender.head(response)
         let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
-        logger.debug("\(head.status) from \(url): \(DownloadJob.summary(head.headers)) -> \(decision)")
+        logger.debug("\(head.status) from \(url): \(RequestSender.summary(head.headers)) -> \(decision)")
         switch decision {
         case .redirect(let location):
             throw HaulError(.httpStatus, "\(url) redirected to \(location), which could not be followed")
@@ -63,43 +61,6 @@ extension DownloadJob {
         }
         if let total = point.totalLength { return point.offset >= total ? .complete : .incomplete }
         return .complete
-    }
-
-    /// Sends `plan` to the current URL and follows redirects by ``RedirectPolicy``.
-    private func send(_ plan: RequestPlan) async throws -> (HTTPClientResponse, URL) {
-        let policy = RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects)
-        var url = requestURL
-        var visited = [url]
-        let userOrigin = Origin(options.url)
-        let headTimeout = engine.configuration.connectTimeout + engine.configuration.stallTimeout
-        while true {
-            var request = HTTPClientRequest(url: url.absoluteString)
-            request.method = .GET
-            var fields = RedirectPolicy.headers(options.headers, givenFor: userOrigin, sendingTo: Origin(url))
-            if !fields.contains("user-agent") { fields.append("User-Agent", engine.configuration.userAgent) }
-            if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
-            for field in plan.headers { fields.append(field.name, field.value) }
-            request.headers = HTTPHeaders(fields.map { ($0.name, $0.value) })
-            logger.debug("GET \(url) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
-            let response: HTTPClientResponse
-            do {
-                response = try await engine.client.execute(request, timeout: .milliseconds(Int64(headTimeout.seconds * 1000)))
-            } catch {
-                throw try DownloadJob.classify(error, url: url)
-            }
-            let status = Int(response.status.code)
-            guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
-                return (response, url)
-            }
-            await DownloadJob.drain(response.body)
-            switch policy.follow(from: url, location: location, visited: visited) {
-            case .success(let next):
-                visited.append(next)
-                url = next
-            case .failure(let failure):
-                throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url))
-            }
-        }
     }
 
     /// Writes the body at `point.offset`, after checking that its first `overlap` bytes equal the bytes held.
@@ -239,24 +200,8 @@ extension DownloadJob {
             bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: point.totalLength))))
     }
 
-    /// The headers that matter for resuming, for the debug log.
-    static func summary(_ headers: HTTPFields) -> String {
-        ["content-length", "content-range", "etag", "last-modified", "accept-ranges", "location", "retry-after"]
-            .compactMap { name in headers[name].map { "\(name)=\($0)" } }
-            .joined(separator: " ")
-    }
-
     private func mismatch(_ path: String, _ why: String) -> HaulError {
         HaulError(.server, "\(path) does not match the file on the server (\(why)); it was left unchanged. Use --overwrite to download it again")
     }
 
-    private static func drain(_ body: HTTPClientResponse.Body) async {
-        var total = 0
-        do {
-            for try await chunk in body {
-                total += chunk.readableBytes
-                if total > 1 << 20 { break }
-            }
-        } catch {}
-    }
 }

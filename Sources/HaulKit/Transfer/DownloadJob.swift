@@ -28,6 +28,7 @@ final class DownloadJob {
     let clock = ContinuousClock()
     let startTime: ContinuousClock.Instant
     let logger: Logger
+    let sender: RequestSender
 
     /// The durable state; `nil` until the destination is known.
     var record: TransferRecord?
@@ -56,6 +57,10 @@ final class DownloadJob {
         self.requestURL = options.url
         self.startTime = clock.now
         self.logger = engine.configuration.logger
+        self.sender = RequestSender(
+            client: engine.client, configuration: engine.configuration, userHeaders: options.headers,
+            userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
+            logger: engine.configuration.logger)
         self.bucket = options.rateLimit.map { TokenBucket(bytesPerSecond: $0) }
         self.hasher = options.checksum.map { Checksummer($0.algorithm) }
     }

@@ -1,0 +1,75 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Sends one GET and follows redirects by ``RedirectPolicy``, sending the user's headers only to their origin.
+struct RequestSender: Sendable {
+    let client: HTTPClient
+    let configuration: TransferEngine.Configuration
+    let userHeaders: HTTPFields
+    /// The origin of the URL the user gave: the only one their headers go to.
+    let userOrigin: Origin?
+    let policy: RedirectPolicy
+    let logger: Logger
+
+    /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
+    func send(_ plan: RequestPlan, to start: URL) async throws -> (HTTPClientResponse, URL) {
+        var url = start
+        var visited = [url]
+        let headTimeout = configuration.connectTimeout + configuration.stallTimeout
+        while true {
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .GET
+            var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
+            if !fields.contains("user-agent") { fields.append("User-Agent", configuration.userAgent) }
+            if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
+            for field in plan.headers { fields.append(field.name, field.value) }
+            request.headers = HTTPHeaders(fields.map { ($0.name, $0.value) })
+            logger.debug("GET \(url) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, timeout: .milliseconds(Int64(headTimeout.seconds * 1000)))
+            } catch {
+                throw try DownloadJob.classify(error, url: url)
+            }
+            let status = Int(response.status.code)
+            guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
+                return (response, url)
+            }
+            await RequestSender.drain(response.body)
+            switch policy.follow(from: url, location: location, visited: visited) {
+            case .success(let next):
+                visited.append(next)
+                url = next
+            case .failure(let failure):
+                throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url))
+            }
+        }
+    }
+
+    static func head(_ response: HTTPClientResponse) -> ResponseHead {
+        ResponseHead(
+            status: Int(response.status.code),
+            headers: HTTPFields(response.headers.map { HTTPFields.Field(name: $0.name, value: $0.value) }))
+    }
+
+    /// The headers that matter for resuming, for the debug log.
+    static func summary(_ headers: HTTPFields) -> String {
+        ["content-length", "content-range", "etag", "last-modified", "accept-ranges", "location", "retry-after"]
+            .compactMap { name in headers[name].map { "\(name)=\($0)" } }
+            .joined(separator: " ")
+    }
+
+    /// Reads and drops a small body (a redirect's), so the connection can be reused.
+    static func drain(_ body: HTTPClientResponse.Body) async {
+        var total = 0
+        do {
+            for try await chunk in body {
+                total += chunk.readableBytes
+                if total > 1 << 20 { break }
+            }
+        } catch {}
+    }
+}
