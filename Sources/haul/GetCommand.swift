@@ -46,6 +46,15 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("limit-rate"), help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024).")
     var limitRate: String?
 
+    @Option(help: "Connections for one file, 1-32 (default: up to 8 for large files, 1 for small ones).")
+    var segments: Int?
+
+    @Option(name: .customLong("min-segment-size"), help: "Never split a range below this size, e.g. 1M (default 1M).")
+    var minSegmentSize: String?
+
+    @Option(name: .customLong("max-connections-per-host"), help: "At most this many connections to one host (default 8).")
+    var maxConnectionsPerHost = 8
+
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
 
@@ -71,6 +80,7 @@ struct GetCommand: AsyncParsableCommand {
         var configuration = TransferEngine.Configuration()
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        configuration.maxConnectionsPerHost = maxConnectionsPerHost
         if verbose {
             var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
             logger.logLevel = .debug
@@ -101,6 +111,8 @@ struct GetCommand: AsyncParsableCommand {
         if continuePartial, output == nil { throw InputError("--continue needs -o PATH: the partial file to continue") }
         if continuePartial, overwrite { throw InputError("use either --continue or --overwrite, not both") }
         guard retries >= 0, retries <= 1000 else { throw InputError("--retries must be between 0 and 1000") }
+        if let segments, !(1...32).contains(segments) { throw InputError("--segments must be between 1 and 32") }
+        guard (1...64).contains(maxConnectionsPerHost) else { throw InputError("--max-connections-per-host must be between 1 and 64") }
         for (name, value) in [("--retry-wait", retryWait), ("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout)] {
             guard value.isFinite, value >= 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
         }
@@ -118,6 +130,9 @@ struct GetCommand: AsyncParsableCommand {
         options.checksum = try checksum.map { try Checksum(parsing: $0) }
         options.headers = HTTPFields(try headers.map { try UserInput.header($0) })
         options.rateLimit = try limitRate.map { try UserInput.byteCount($0) }
+        options.segments = segments
+        options.maxConnectionsPerHost = maxConnectionsPerHost
+        if let minSegmentSize { options.minSegmentSize = try UserInput.byteCount(minSegmentSize) }
         options.allowInsecureRedirects = allowInsecureRedirects
         options.retry = RetryPolicy(maxRetries: retries, baseDelay: .milliseconds(Int64(retryWait * 1000)))
         return options

@@ -77,6 +77,8 @@ final class Reporter: @unchecked Sendable {
             note("\(reason); retry \(retry)/\(maxRetries) in \(String(format: "%.1f", delay.seconds))s")
         case .restarted(let reason):
             note("starting over: \(reason)")
+        case .singleConnection(let reason):
+            note("using one connection: \(reason)")
         case .finished(let result):
             if result.alreadyComplete {
                 note("\(result.path) is already complete (\(ByteFormat.string(result.bytes)))")
@@ -122,12 +124,20 @@ final class Reporter: @unchecked Sendable {
         case .started(let url, let path, let resumedFrom, let total):
             emit(["event": "started", "url": url, "path": path, "resumed_from": resumedFrom, "total": total as Any])
         case .progress(let p):
-            emit(["event": "progress", "bytes": p.bytes, "total": p.total as Any, "bytes_per_second": p.bytesPerSecond.map { $0.rounded() } as Any,
-                  "eta_seconds": p.secondsRemaining.map { ($0 * 10).rounded() / 10 } as Any])
+            var object: [String: Any] = [
+                "event": "progress", "bytes": p.bytes, "total": p.total as Any, "bytes_per_second": p.bytesPerSecond.map { $0.rounded() } as Any,
+                "eta_seconds": p.secondsRemaining.map { ($0 * 10).rounded() / 10 } as Any,
+            ]
+            if let segments = p.segments {
+                object["segments"] = segments.map { ["start": $0.start, "end": $0.end, "done": $0.done] }
+            }
+            emit(object)
         case .retrying(let retry, let maxRetries, let delay, let reason):
             emit(["event": "retrying", "retry": retry, "max_retries": maxRetries, "delay_seconds": delay.seconds, "reason": reason])
         case .restarted(let reason):
             emit(["event": "restarted", "reason": reason])
+        case .singleConnection(let reason):
+            emit(["event": "single_connection", "reason": reason])
         case .finished(let r):
             emit(["event": "finished", "path": r.path, "bytes": r.bytes, "fetched_bytes": r.fetchedBytes,
                   "already_complete": r.alreadyComplete, "checksum": r.checksum?.description as Any])

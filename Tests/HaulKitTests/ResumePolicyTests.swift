@@ -165,6 +165,12 @@ import Testing
         #expect(isRestart(decide(416, ["Content-Range": "bytes */100"], plan: ResumePolicy.plan(for: odd), point: odd)))
     }
 
+    @Test func emptyFileAnswersTheProbeWith416() {
+        let probe = ResumePolicy.plan(for: ResumePoint(), probeRanges: true)
+        #expect(decide(416, ["Content-Range": "bytes */0"], plan: probe, point: ResumePoint()) == .alreadyComplete)
+        #expect(isRestart(decide(416, ["Content-Range": "bytes */10"], plan: probe, point: ResumePoint())))
+    }
+
     @Test func unsatisfiableWithoutRangeIsAViolation() {
         guard case .protocolViolation = decide(416, ["Content-Range": "bytes */100"], plan: .whole, point: ResumePoint()) else {
             Issue.record("expected a protocol violation"); return

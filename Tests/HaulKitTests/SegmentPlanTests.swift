@@ -33,7 +33,9 @@ import Testing
         #expect(SegmentPlan.partCount(total: 100, requested: 8, minSegmentSize: mib) == 1)
         #expect(SegmentPlan.partCount(total: 64 * mib, requested: 1, minSegmentSize: mib) == 1)
         #expect(SegmentPlan.partCount(total: 64 * mib, requested: nil, minSegmentSize: mib) == 8)
-        #expect(SegmentPlan.partCount(total: 7 * mib, requested: nil, minSegmentSize: mib) == 1)
+        #expect(SegmentPlan.partCount(total: 16 * mib, requested: nil, minSegmentSize: mib) == 4)
+        #expect(SegmentPlan.partCount(total: 16 * mib - 1, requested: nil, minSegmentSize: mib) == 1)
+        #expect(SegmentPlan.partCount(total: 64 * mib, requested: nil, minSegmentSize: 32 * mib) == 2)
         #expect(SegmentPlan.partCount(total: 1 << 40, requested: 32, minSegmentSize: mib) == 32)
     }
 

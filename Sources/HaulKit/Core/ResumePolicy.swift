@@ -183,7 +183,7 @@ public enum ResumePolicy {
     }
 
     private static func decideUnsatisfiable(plan: RequestPlan, point: ResumePoint, headers: HTTPFields) -> ResponseDecision {
-        guard case .range = plan, point.offset > 0 else {
+        guard case .range = plan else {
             return .protocolViolation("416 to a request without Range")
         }
         guard let raw = headers["content-range"], let range = ContentRange(raw), case .unsatisfied(let length) = range else {

@@ -67,13 +67,17 @@ public struct SegmentPlan: Equatable, Sendable {
         nextID = (sorted.map(\.id).max() ?? -1) + 1
     }
 
-    /// How many connections to use: `requested` (or 8 when `nil`) but never a segment under
-    /// `minSegmentSize`, and a single one for files under 8 × `minSegmentSize` when chosen automatically.
+    /// Files smaller than this are fetched over one connection unless more are asked for.
+    public static let automaticThreshold: Int64 = 16 << 20
+
+    /// How many connections to use: `requested`, but never a segment under `minSegmentSize`. Chosen
+    /// automatically (`nil`): one for files under 16 MiB, else one per 4 MiB up to 8.
     public static func partCount(total: Int64, requested: Int?, minSegmentSize: Int64) -> Int {
         let size = max(1, minSegmentSize)
         let byLength = Int(min(Int64(Int32.max), total / size))
         if let requested { return max(1, min(requested, byLength)) }
-        return total < 8 * size ? 1 : max(1, min(8, byLength))
+        guard total >= automaticThreshold else { return 1 }
+        return max(1, min(8, byLength, Int(total / (4 << 20))))
     }
 
     public var isComplete: Bool { segments.allSatisfy(\.isComplete) }

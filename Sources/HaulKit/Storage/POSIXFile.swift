@@ -145,6 +145,19 @@ final class PartialFile: Sendable {
         guard ftruncate(fd, off_t(length)) == 0 else { throw POSIX.error("truncating", path) }
     }
 
+    /// Reserves `length` bytes so that a full disk shows now, not at 90%; extends sparsely where
+    /// the file system cannot reserve.
+    func preallocate(_ length: Int64) throws(HaulError) {
+        #if os(Linux)
+        let result = posix_fallocate(fd, 0, off_t(length))
+        if result == ENOSPC || result == EDQUOT || result == EFBIG {
+            throw HaulError(.fileSystem, "not enough space for \(length) bytes at \(path); free some space and run the same command again")
+        }
+        if result == 0 { return }
+        #endif
+        if try size() < length { try truncate(to: length) }
+    }
+
     func sync() throws(HaulError) {
         guard fsync(fd) == 0 else { throw POSIX.error("saving", path) }
     }

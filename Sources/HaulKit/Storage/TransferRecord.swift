@@ -22,6 +22,8 @@ public struct TransferRecord: Codable, Equatable, Sendable {
     /// The bytes held are a file Haul did not write (adopted with `--continue`), still at `destinationPath`
     /// until the server's bytes are shown to match them.
     public var adopted: Bool
+    /// For a segmented download: each range and how much of it is durable; `offset` is then their sum.
+    public var segments: [Segment]? = nil
 
     public var validators: Validators {
         Validators(entityTag: entityTag.flatMap(EntityTag.init), lastModified: lastModified)

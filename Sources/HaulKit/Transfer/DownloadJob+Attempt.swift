@@ -6,7 +6,9 @@ import NIOHTTP1
 extension DownloadJob {
     /// One request (following redirects) and, when the response is usable, its body written to the partial file.
     func attempt() async throws -> AttemptOutcome {
-        let plan = ResumePolicy.plan(for: point)
+        if let segmentPlan { return try await runSegments(segmentPlan, first: nil) }
+        let probe = mayProbeRanges && options.segments != 1 && point.offset == 0 && adoptedPath == nil
+        let plan = ResumePolicy.plan(for: point, probeRanges: probe)
         let (response, url) = try await sender.send(plan, to: requestURL)
         requestURL = url
         let head = RequestSender.head(response)
@@ -29,6 +31,12 @@ extension DownloadJob {
         case .protocolViolation(let why):
             throw TransientFailure(reason: "\(url): \(why)", kind: .server)
         case .alreadyComplete:
+            if file == nil {
+                // An empty file answers the range probe with 416 `bytes */0`.
+                try openDestination(finalURL: url, headers: head.headers)
+                point = ResumePoint(offset: 0, validators: Validators(headers: head.headers), totalLength: 0)
+                try await saveRecordNow()
+            }
             return .complete
         case .restart(let reason):
             if let adoptedPath { throw mismatch(adoptedPath, reason.description) }
@@ -38,6 +46,7 @@ extension DownloadJob {
             if let adoptedPath {
                 throw mismatch(adoptedPath, "the server sent the whole file instead of the rest, so it cannot be continued")
             }
+            if probe { reportSingleConnection(info: info, rangeSupported: false) }
             if point.offset > 0 {
                 events(.restarted(reason: "the server sent the whole file instead of the rest; starting over"))
             }
@@ -53,6 +62,9 @@ extension DownloadJob {
             point.totalLength = info.totalLength
             record?.finalURL = url.absoluteString
             if file == nil { try openDestination(finalURL: url, headers: head.headers) }
+            if probe, let parts = segmentParts(info: info) {
+                return try await startSegments(parts: parts, probeBody: response.body)
+            }
             guard try await stream(response.body, overlap: overlap) else {
                 if let adoptedPath { throw mismatch(adoptedPath, "its last bytes differ from the server's") }
                 try await discardHeldBytes()
@@ -184,7 +196,7 @@ extension DownloadJob {
         hasher = fresh
     }
 
-    private func announceStart() {
+    func announceStart() {
         guard !announcedStart, let record else { return }
         announcedStart = true
         events(.started(url: options.url.absoluteString, path: record.destinationPath, resumedFrom: point.offset, total: point.totalLength))

@@ -38,6 +38,11 @@ final class DownloadJob {
     /// A file Haul did not write, adopted with `--continue`, not yet shown to match the server's bytes.
     var adoptedPath: String?
     var hasher: Checksummer?
+    /// Set while the download is segmented: which ranges are written.
+    var segmentPlan: SegmentPlan?
+    /// Whether a fresh start may ask for `bytes=0-` to learn if ranges work (and split the file); off after any
+    /// restart, so a server whose ranges disagree with its whole responses gets one plain request.
+    var mayProbeRanges = true
     var requestURL: URL
     var retriedOriginalURL = false
     var fetched: Int64 = 0
@@ -90,7 +95,17 @@ final class DownloadJob {
                     return try alreadyFinished(saved)
                 }
                 store.remove(key)
+            } else if let segments = saved.segments, let total = saved.totalLength,
+                      let plan = SegmentPlan(restoring: segments, total: total, minSegmentSize: options.minSegmentSize),
+                      POSIX.fileSize(saved.partialPath) == total {
+                file = try PartialFile(path: saved.partialPath, create: false)
+                segmentPlan = plan
+                point = ResumePoint(offset: plan.doneBytes, validators: saved.validators, totalLength: total)
+                requestURL = saved.finalURL.flatMap { URL(string: $0) } ?? options.url
+                record = saved
+                return nil
             } else {
+                saved.segments = nil
                 if let size = POSIX.fileSize(saved.partialPath) {
                     let file = try PartialFile(path: saved.partialPath, create: false)
                     self.file = file
@@ -163,6 +178,7 @@ final class DownloadJob {
                     guard fetched > fetchedBefore else { throw TransientFailure(reason: "the server ended the response early") }
                     failures = 0
                 case .restart(let reason):
+                    mayProbeRanges = false
                     restarts += 1
                     guard restarts <= 3 else { throw HaulError(.server, "giving up after \(restarts) restarts: \(reason)") }
                     events(.restarted(reason: reason.description))
@@ -212,6 +228,7 @@ final class DownloadJob {
         record.update(from: point)
         record.state = .finished
         record.adopted = false
+        record.segments = nil
         self.record = record
         try store.save(record, key: key)
         emitProgress(force: true)

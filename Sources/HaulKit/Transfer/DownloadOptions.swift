@@ -18,8 +18,14 @@ public struct DownloadOptions: Sendable {
     /// Extra request headers; sent only to the origin of `url`.
     public var headers = HTTPFields()
     public var retry = RetryPolicy()
-    /// Bytes per second for this download, or `nil` for no limit.
+    /// Bytes per second for this download (all connections together), or `nil` for no limit.
     public var rateLimit: Int64?
+    /// Connections for one file: `nil` chooses (up to 8 for large files, 1 for small ones); 1 never splits.
+    public var segments: Int?
+    /// No segment is split below this size.
+    public var minSegmentSize: Int64 = 1 << 20
+    /// At most this many connections to one host.
+    public var maxConnectionsPerHost = 8
     public var allowInsecureRedirects = false
     /// Record durable progress at least this often (whichever comes first).
     public var checkpointBytes: Int64 = 16 << 20
@@ -39,6 +45,8 @@ public struct DownloadProgress: Equatable, Sendable {
     public var total: Int64?
     public var bytesPerSecond: Double?
     public var secondsRemaining: Double?
+    /// Each connection's range and progress, for a segmented download.
+    public var segments: [Segment]? = nil
 }
 
 /// What a finished download produced.
@@ -62,5 +70,7 @@ public enum DownloadEvent: Sendable {
     case retrying(retry: Int, maxRetries: Int, delay: Duration, reason: String)
     /// The bytes held were discarded and the download starts over from byte 0.
     case restarted(reason: String)
+    /// The file is fetched over one connection although more were asked for or would have been used.
+    case singleConnection(reason: String)
     case finished(DownloadResult)
 }

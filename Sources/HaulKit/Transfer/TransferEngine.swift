@@ -12,6 +12,8 @@ public final class TransferEngine: Sendable {
         public var connectTimeout: Duration = .seconds(30)
         /// A transfer with no bytes for this long is treated as failed and retried.
         public var stallTimeout: Duration = .seconds(30)
+        /// Connections the client keeps to one host (segmented downloads use up to this many).
+        public var maxConnectionsPerHost = 8
         public var userAgent = "haul/\(HaulVersion.string)"
         /// Receives one debug line per request, response and resume decision.
         public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -28,6 +30,7 @@ public final class TransferEngine: Sendable {
         clientConfiguration.decompression = .disabled
         // Haul's own RetryPolicy retries failed connections with backoff and reports each retry.
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
+        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(1, configuration.maxConnectionsPerHost)
         clientConfiguration.timeout = .init(
             connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))

@@ -1,0 +1,154 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+
+/// The connections of one segmented download: each claims a segment, fetches it with
+/// `Range: bytes=a-b` and `If-Range`, and writes at the segment's own offsets into one preallocated file.
+struct SegmentedDownload: Sendable {
+    /// The resource changed under the download: every segment must be discarded.
+    struct ResourceChanged: Error {
+        var reason: RestartReason
+    }
+
+    let sender: RequestSender
+    let url: URL
+    let file: PartialFile
+    let validators: Validators
+    let total: Int64
+    let coordinator: SegmentCoordinator
+    let retry: RetryPolicy
+    let events: @Sendable (DownloadEvent) -> Void
+    let logger: Logger
+
+    /// Runs `connections` workers until every byte is written. `first` is an open response body for an
+    /// already-claimed segment (the answer to the range probe). `monitor` is called every `interval`
+    /// with the plan while workers run (progress and checkpoints).
+    func run(
+        connections: Int,
+        first: (Segment, HTTPClientResponse.Body)?,
+        interval: Duration,
+        monitor: @escaping @Sendable (SegmentPlan) async -> Void
+    ) async throws {
+        let coordinator = self.coordinator
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if Task.isCancelled { break }
+                await monitor(await coordinator.snapshot)
+            }
+        }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<max(1, connections) {
+                    let opening = index == 0 ? first : nil
+                    group.addTask { try await self.worker(index, opening: opening) }
+                }
+                try await group.waitForAll()
+            }
+        } catch {
+            ticker.cancel()
+            await ticker.value
+            throw error
+        }
+        // No checkpoint may run after this returns: the caller writes the final record.
+        ticker.cancel()
+        await ticker.value
+    }
+
+    /// One connection: claims segments until there is nothing left to take, retrying its own failures.
+    private func worker(_ index: Int, opening: (Segment, HTTPClientResponse.Body)?) async throws {
+        var pending = opening
+        var failures = 0
+        while true {
+            try Task.checkCancellation()
+            let segment: Segment
+            var body: HTTPClientResponse.Body?
+            if let (claimed, opened) = pending {
+                segment = claimed
+                body = opened
+                pending = nil
+            } else {
+                guard let claimed = await coordinator.claim() else { return }
+                segment = claimed
+            }
+            do {
+                let written = try await fetch(segment, body: body)
+                await coordinator.release(segment.id)
+                if written > 0 { failures = 0 }
+            } catch let failure as TransientFailure {
+                await coordinator.release(segment.id)
+                if Task.isCancelled { throw CancellationError() }
+                failures += 1
+                guard failures <= retry.maxRetries else {
+                    throw HaulError(failure.kind, "\(failure.reason) (connection \(index + 1) gave up after \(retry.maxRetries) retries); run the same command again to resume")
+                }
+                let delay = retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
+                events(.retrying(retry: failures, maxRetries: retry.maxRetries, delay: delay,
+                                 reason: "\(failure.reason) (segment at byte \(segment.next), connection \(index + 1))"))
+                try await Task.sleep(for: delay)
+            } catch {
+                await coordinator.release(segment.id)
+                throw error
+            }
+        }
+    }
+
+    /// Fetches what is left of `segment` (using `body` if already open); returns the bytes written.
+    private func fetch(_ segment: Segment, body opened: HTTPClientResponse.Body?) async throws -> Int64 {
+        var next = segment.next
+        let body: HTTPClientResponse.Body
+        if let opened {
+            body = opened
+        } else {
+            let plan = RequestPlan.range(start: next, overlap: 0, ifRange: validators.ifRangeValue, last: segment.end - 1)
+            let (response, answered) = try await sender.send(plan, to: url)
+            let head = RequestSender.head(response)
+            let point = ResumePoint(offset: next, validators: validators, totalLength: total)
+            let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
+            logger.debug("\(head.status) from \(answered): \(RequestSender.summary(head.headers)) -> \(decision)")
+            switch decision {
+            case .append:
+                body = response.body
+            case .writeWhole:
+                throw ResourceChanged(reason: .resourceChanged("the server answered a range request with the whole file"))
+            case .restart(let reason):
+                if case .resourceChanged = reason { throw ResourceChanged(reason: reason) }
+                throw TransientFailure(reason: reason.description, kind: .server)
+            case .retry(let status, let retryAfter):
+                let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+                throw TransientFailure(reason: "\(answered) answered \(status) \(response.status.reasonPhrase)", kind: .httpStatus, retryAfter: wait)
+            case .fail(let status):
+                throw HaulError(.httpStatus, "\(answered) answered \(status) \(response.status.reasonPhrase) to a range request")
+            case .redirect, .alreadyComplete, .protocolViolation:
+                throw TransientFailure(reason: "\(answered): unexpected answer (\(decision))", kind: .server)
+            }
+        }
+        var allowance = await coordinator.remaining(segment.id)
+        var written: Int64 = 0
+        do {
+            for try await buffer in body {
+                let count = min(Int64(buffer.readableBytes), allowance)
+                if count > 0 {
+                    try buffer.withUnsafeReadableBytes { raw in
+                        try file.write(UnsafeRawBufferPointer(rebasing: raw[0..<Int(count)]), at: next)
+                    }
+                    next += count
+                    written += count
+                    let (remaining, pause) = await coordinator.advance(segment.id, by: count)
+                    allowance = remaining
+                    if pause > .zero { try await Task.sleep(for: pause) }
+                }
+                if allowance <= 0 { break }
+            }
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw try DownloadJob.classify(error, url: url)
+        }
+        if allowance > 0 && written == 0 {
+            throw TransientFailure(reason: "the server ended a segment's response early")
+        }
+        return written
+    }
+}
