@@ -99,3 +99,11 @@ public final class TestServer: Sendable {
 public enum TestServerError: Error, Sendable {
     case noLocalAddress
 }
+
+extension Resource {
+    /// The response `serve` would give to `request` (Range, If-Range and faults applied), for routes that
+    /// adjust it per request, e.g. throttling or falsifying only one segment's answer.
+    public func response(to request: RecordedRequest) -> ResponsePlan {
+        RangeResponder.plan(for: self, request: request)
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import HaulTestSupport
+import Testing
+@testable import HaulKit
+
+/// Segmented downloads through the fault-injecting server, compared byte for byte.
+@Suite struct SegmentedIntegrationTests {
+    let body = TestData.bytes(4 << 20, seed: 21)
+
+    func segmentedOptions(_ url: String, _ path: String, segments: Int = 4) throws -> DownloadOptions {
+        var options = try testOptions(url, .file(path))
+        options.segments = segments
+        options.minSegmentSize = 128 * 1024
+        return options
+    }
+
+    /// The first byte asked for by a request's `Range`, if any.
+    func rangeStart(_ request: RecordedRequest) -> Int? {
+        request.header("Range").flatMap { Int($0.dropFirst("bytes=".count).split(separator: "-").first ?? "") }
+    }
+
+    @Test func splitsIntoClosedRangesAndIsExact() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/f", Resource(body: body, etag: "\"s1\""))
+            let log = EventLog()
+            let result = try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")), events: log.append)
+            #expect(sandbox.contents("f") == body)
+            #expect(result.fetchedBytes == Int64(body.count))
+            let requests = server.requests("/f")
+            #expect(requests.first?.header("Range") == "bytes=0-")
+            #expect(requests.count >= 4)
+            for request in requests.dropFirst() {
+                #expect(request.header("If-Range") == "\"s1\"")
+                #expect(request.header("Range")?.hasSuffix("-") == false)
+            }
+            #expect(sandbox.records().first?.segments == nil)
+            #expect(sandbox.records().first?.state == .finished)
+        }
+    }
+
+    @Test func slowConnectionIsHelpedByWorkStealing() async throws {
+        try await withHarness { server, engine, sandbox in
+            let resource = Resource(body: body, etag: "\"s2\"")
+            server.route("/f") { request in
+                var plan = resource.response(to: request)
+                // The probe (which keeps the first segment) crawls; the others are fast.
+                if request.index == 0 { plan.delivery = .throttled(bytesPerSecond: 64 * 1024) }
+                return plan
+            }
+            try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")))
+            #expect(sandbox.contents("f") == body)
+            let firstSegmentEnd = body.count / 4
+            let stolen = server.requests("/f").dropFirst().compactMap(rangeStart).filter { $0 > 0 && $0 < firstSegmentEnd }
+            #expect(!stolen.isEmpty, "no connection took over part of the slow first segment")
+            #expect(server.requests("/f")[0].bytesSent < firstSegmentEnd)
+        }
+    }
+
+    @Test func droppedSegmentIsRetriedFromWhereItStopped() async throws {
+        try await withHarness { server, engine, sandbox in
+            let resource = Resource(body: body, etag: "\"s3\"")
+            server.route("/f") { request in
+                var plan = resource.response(to: request)
+                if request.index == 2 { plan.delivery = .dropAfter(200_000) }
+                return plan
+            }
+            let log = EventLog()
+            try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")), events: log.append)
+            #expect(sandbox.contents("f") == body)
+            #expect(!log.retries.isEmpty)
+            let dropped = try #require(server.requests("/f").first { $0.index == 2 })
+            let droppedStart = try #require(rangeStart(dropped))
+            #expect(server.requests("/f").contains { rangeStart($0).map { $0 > droppedStart && $0 <= droppedStart + 200_000 } ?? false })
+        }
+    }
+
+    @Test func wrongContentRangeOnOneSegmentIsNeverWritten() async throws {
+        try await withHarness { server, engine, sandbox in
+            let resource = Resource(body: body, etag: "\"s4\"")
+            var lying = resource
+            lying.faults.contentRangeStartShift = 4096
+            let liar = lying
+            server.route("/f") { request in
+                request.index == 1 ? liar.response(to: request) : resource.response(to: request)
+            }
+            let log = EventLog()
+            try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")), events: log.append)
+            #expect(sandbox.contents("f") == body)
+            #expect(log.retries.contains { $0.2.contains("unusable partial response") })
+        }
+    }
+
+    @Test func changedETagMidDownloadRestartsTheWholeFile() async throws {
+        try await withHarness { server, engine, sandbox in
+            let changed = TestData.bytes(body.count, seed: 77)
+            let old = Resource(body: body, etag: "\"old\"")
+            let new = Resource(body: changed, etag: "\"new\"")
+            server.route("/f") { request in
+                // The file is replaced right after the probe.
+                request.index == 0 ? old.response(to: request) : new.response(to: request)
+            }
+            let log = EventLog()
+            try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")), events: log.append)
+            #expect(sandbox.contents("f") == changed)
+            #expect(log.restarts.count == 1)
+            #expect(server.requests("/f").last?.header("Range") == nil)
+        }
+    }
+
+    @Test(arguments: ["ignoreRange", "noValidators", "chunked"])
+    func unsuitableServersGetOneConnection(_ kind: String) async throws {
+        try await withHarness { server, engine, sandbox in
+            var resource = Resource(body: body, etag: kind == "noValidators" ? nil : "\"s5\"")
+            if kind == "ignoreRange" { resource.faults.ignoreRange = true }
+            if kind == "chunked" { resource.faults.chunked = true; resource.faults.ignoreRange = true }
+            server.serve("/f", resource)
+            let log = EventLog()
+            try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")), events: log.append)
+            #expect(sandbox.contents("f") == body)
+            #expect(server.requests("/f").count == 1)
+            let reasons = log.events.compactMap { if case .singleConnection(let why) = $0 { return why } else { return nil } }
+            #expect(reasons.count == 1, "\(reasons)")
+        }
+    }
+
+    @Test func rateLimitCapsAllConnectionsTogether() async throws {
+        try await withHarness { server, engine, sandbox in
+            let small = Array(body.prefix(1 << 20))
+            server.serve("/f", Resource(body: small, etag: "\"s6\""))
+            var options = try segmentedOptions(server.url("/f"), sandbox.path("f"))
+            options.rateLimit = 1 << 20
+            let started = ContinuousClock.now
+            try await engine.download(options)
+            // 1 MiB at 1 MiB/s over 4 connections together: about a second, not a quarter of one.
+            #expect(ContinuousClock.now - started >= .milliseconds(800))
+            #expect(sandbox.contents("f") == small)
+        }
+    }
+
+    @Test func checksumIsVerifiedOverTheAssembledFile() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/f", Resource(body: body, etag: "\"s7\""))
+            var options = try segmentedOptions(server.url("/f"), sandbox.path("f"))
+            options.checksum = Checksum(algorithm: .sha256, hex: sha256Hex(body))
+            let result = try await engine.download(options)
+            #expect(result.checksum == options.checksum)
+            options.checksum = Checksum(algorithm: .sha1, hex: String(repeating: "a", count: 40))
+            try FileManager.default.removeItem(atPath: sandbox.path("f"))
+            await expectHaulError(.checksum) { _ = try await engine.download(options) }
+            #expect(!sandbox.exists("f"))
+        }
+    }
+
+    @Test func interruptedSegmentsResumeWithoutRefetching() async throws {
+        try await withHarness { server, engine, sandbox in
+            var resource = Resource(body: body, etag: "\"s8\"")
+            resource.faults.throttleBytesPerSecond = 1 << 20
+            server.serve("/f", resource)
+            var options = try segmentedOptions(server.url("/f"), sandbox.path("f"))
+            options.checkpointInterval = .milliseconds(20)
+            options.progressInterval = .milliseconds(20)
+            let box = TaskBox()
+            let log = EventLog { event in
+                if case .progress(let progress) = event, progress.bytes >= 1 << 20 { box.cancel() }
+            }
+            let task = Task { try await engine.download(options, events: log.append) }
+            box.set(task)
+            await expectHaulError(.interrupted) { _ = try await task.value }
+            let record = try #require(sandbox.records().first)
+            let segments = try #require(record.segments)
+            #expect(record.state == .paused)
+            #expect(POSIX.fileSize(sandbox.path("f") + ".haul-part") == Int64(body.count))
+            let before = server.requests("/f").count
+
+            server.serve("/f", Resource(body: body, etag: "\"s8\""))
+            try await engine.download(options)
+            #expect(sandbox.contents("f") == body)
+            let resumed = server.requests("/f").dropFirst(before)
+            // No request asks for a byte that was recorded as held.
+            for request in resumed {
+                let range = try #require(request.header("Range")).dropFirst("bytes=".count).split(separator: "-", omittingEmptySubsequences: false)
+                let first = try #require(Int64(range[0]))
+                let last = Int64(range[1]) ?? Int64(body.count - 1)
+                let overlapping = segments.filter { first < $0.next && last >= $0.start && $0.done > 0 && max(first, $0.start) < $0.next }
+                #expect(overlapping.isEmpty, "bytes \(first)-\(last) overlap bytes already held: \(overlapping)")
+            }
+        }
+    }
+
+    @Test func emptyFileAnswersTheProbeWith416AndCompletes() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/empty", Resource(body: [], etag: "\"e\""))
+            let result = try await engine.download(try testOptions(server.url("/empty"), .file(sandbox.path("empty"))))
+            #expect(result.bytes == 0)
+            #expect(sandbox.contents("empty") == [])
+        }
+    }
+}
