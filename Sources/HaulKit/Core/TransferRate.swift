@@ -37,7 +37,8 @@ public struct TokenBucket: Sendable {
     public init(bytesPerSecond: Int64, burst: Duration = .milliseconds(100)) {
         self.bytesPerSecond = Double(max(1, bytesPerSecond))
         self.capacity = max(1, self.bytesPerSecond * burst.seconds)
-        self.tokens = capacity
+        // Starting empty keeps the average at or under the limit even for short transfers.
+        self.tokens = 0
     }
 
     /// Takes `bytes` at `now` and returns how long to pause before going on (zero when within the limit).

@@ -131,8 +131,8 @@ import Testing
             options.rateLimit = 1 << 20
             let started = ContinuousClock.now
             try await engine.download(options)
-            // 1 MiB at 1 MiB/s over 4 connections together: about a second, not a quarter of one.
-            #expect(ContinuousClock.now - started >= .milliseconds(800))
+            // 1 MiB at 1 MiB/s over 4 connections together: at least 0.95 s (within 5% of the limit).
+            #expect(ContinuousClock.now - started >= .milliseconds(950))
             #expect(sandbox.contents("f") == small)
         }
     }
