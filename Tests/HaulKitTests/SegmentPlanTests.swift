@@ -132,6 +132,16 @@ import Testing
         #expect(plan.doneBytes == total)
     }
 
+    @Test func contiguousPrefixStopsAtTheFirstGap() {
+        let segments = [Segment(id: 0, start: 0, end: 10, done: 10), Segment(id: 1, start: 10, end: 20, done: 4),
+                        Segment(id: 2, start: 20, end: 30, done: 10)]
+        #expect(SegmentPlan.contiguousPrefix(of: segments) == 14)
+        #expect(SegmentPlan.contiguousPrefix(of: segments.reversed()) == 14)
+        #expect(SegmentPlan.contiguousPrefix(of: [Segment(id: 0, start: 0, end: 10, done: 0)]) == 0)
+        #expect(SegmentPlan.contiguousPrefix(of: [Segment(id: 0, start: 5, end: 10, done: 5)]) == 0)
+        #expect(SegmentPlan.contiguousPrefix(of: []) == 0)
+    }
+
     @Test func restoringValidatesCoverage() {
         let good = [Segment(id: 1, start: 0, end: 5, done: 5), Segment(id: 7, start: 5, end: 10, done: 2)]
         let plan = SegmentPlan(restoring: good.reversed(), total: 10, minSegmentSize: 1)

@@ -81,6 +81,17 @@ public struct SegmentPlan: Equatable, Sendable {
     }
 
     public var isComplete: Bool { segments.allSatisfy(\.isComplete) }
+
+    /// How many bytes from byte 0 on are written without a gap: what a single connection may continue from.
+    public static func contiguousPrefix(of segments: [Segment]) -> Int64 {
+        var prefix: Int64 = 0
+        for segment in segments.sorted(by: { $0.start < $1.start }) {
+            guard segment.start == prefix else { break }
+            prefix = segment.next
+            if !segment.isComplete { break }
+        }
+        return prefix
+    }
     public var doneBytes: Int64 { segments.reduce(0) { $0 + $1.done } }
 
     public func segment(_ id: Int) -> Segment? { segments.first { $0.id == id } }

@@ -105,7 +105,11 @@ final class DownloadJob {
                 record = saved
                 return nil
             } else {
-                saved.segments = nil
+                if let segments = saved.segments {
+                    // Segments that cannot be continued: keep only the bytes held without a gap from byte 0.
+                    saved.offset = SegmentPlan.contiguousPrefix(of: segments)
+                    saved.segments = nil
+                }
                 if let size = POSIX.fileSize(saved.partialPath) {
                     let file = try PartialFile(path: saved.partialPath, create: false)
                     self.file = file
