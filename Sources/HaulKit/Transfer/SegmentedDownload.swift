@@ -44,7 +44,8 @@ struct SegmentedDownload: Sendable {
                     let opening = index == 0 ? first : nil
                     group.addTask { try await self.worker(index, opening: opening) }
                 }
-                try await group.waitForAll()
+                // The first failure ends the group, which cancels the other connections at once.
+                while try await group.next() != nil {}
             }
         } catch {
             ticker.cancel()
