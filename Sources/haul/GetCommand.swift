@@ -10,8 +10,14 @@ struct GetCommand: AsyncParsableCommand {
         discussion: ExitStatus.help
     )
 
-    @Argument(help: "The http:// or https:// URL to download.")
-    var url: String
+    @Argument(help: "The http:// or https:// URLs to download.")
+    var urls: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped.")
+    var inputFile: String?
+
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once when several URLs are given (default 3).")
+    var jobs = 3
 
     @Option(name: .shortAndLong, help: "Save to this path.")
     var output: String?
@@ -68,9 +74,20 @@ struct GetCommand: AsyncParsableCommand {
     var verbose = false
 
     func run() async throws {
+        let allURLs: [String]
+        do {
+            allURLs = try collectURLs()
+        } catch let error as InputError {
+            Reporter.printError("haul: error: \(error.message)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        if allURLs.count != 1 || inputFile != nil {
+            try await BatchGet(command: self, urls: allURLs).run()
+            return
+        }
         let options: DownloadOptions
         do {
-            options = try makeOptions()
+            options = try makeOptions(url: allURLs[0])
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.message)")
             throw ExitCode(ExitStatus.usage)
@@ -103,8 +120,31 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
+    /// The URLs from the arguments and `-i`.
+    func collectURLs() throws -> [String] {
+        var all = urls
+        if let inputFile {
+            let text: String
+            if inputFile == "-" {
+                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else {
+                guard let data = FileManager.default.contents(atPath: inputFile) else {
+                    throw InputError("cannot read the URL list \(inputFile)")
+                }
+                text = String(decoding: data, as: UTF8.self)
+            }
+            all += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
+        guard (1...64).contains(jobs) else { throw InputError("-j must be between 1 and 64") }
+        if all.count > 1, output != nil { throw InputError("-o names one file; use --dir DIR with several URLs") }
+        if all.count > 1, continuePartial { throw InputError("--continue works with one URL and -o") }
+        return all
+    }
+
     /// Checks every input before any network or file activity.
-    func makeOptions() throws -> DownloadOptions {
+    func makeOptions(url: String) throws -> DownloadOptions {
         let parsedURL = try UserInput.url(url)
         if output != nil, directory != nil { throw InputError("use either -o PATH or --dir DIR, not both") }
         if quiet, json { throw InputError("use either --quiet or --json, not both") }

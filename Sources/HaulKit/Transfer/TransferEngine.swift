@@ -58,3 +58,22 @@ public final class TransferEngine: Sendable {
 public enum HaulVersion {
     public static let string = "0.1.0"
 }
+
+extension TransferEngine {
+    /// Deletes what a download left behind: its partial file and resume record (not a finished file).
+    public func discardPartialData(_ options: DownloadOptions) {
+        let key = TransferRecord.key(url: options.url, destination: options.destination)
+        if let record = try? store.load(key) {
+            if record.state != .finished { POSIX.unlink(record.partialPath) }
+        } else if case .file(let path) = options.destination {
+            POSIX.unlink(path + ".haul-part")
+        }
+        store.remove(key)
+    }
+
+    /// The final path of a finished or started download, if known.
+    public func knownPath(_ options: DownloadOptions) -> String? {
+        let key = TransferRecord.key(url: options.url, destination: options.destination)
+        return (try? store.load(key))?.destinationPath
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+
+extension DownloadSession {
+    /// Applies a user's command to tasks: stopping running ones, or moving queued ones by the state machine.
+    func command(_ command: TaskCommand, _ ids: [String]) async throws {
+        for id in ids {
+            guard let task = try store.task(id: id) else { continue }
+            if isRunning(id), command == .pause || command == .cancel {
+                await stop(id, as: command)
+                continue
+            }
+            guard let next = TaskTransitions.apply(command, to: task.state) else { continue }
+            if command == .cancel, let options = options(for: task) { engine.discardPartialData(options) }
+            try setState(id, next)
+        }
+        await schedule()
+    }
+
+    /// Starts waiting tasks while slots are free; announces when the queue has drained.
+    func schedule() async {
+        guard !isClosed, let tasks = try? store.tasks() else { return }
+        let entries = tasks.map {
+            SchedulerEntry(id: $0.id, state: $0.state, priority: $0.priority, sequence: $0.sequence, host: URL(string: $0.url)?.host ?? "")
+        }
+        let chosen = Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost)
+        for id in chosen {
+            if let task = tasks.first(where: { $0.id == id }) { start(task) }
+        }
+        let busy = tasks.contains { $0.state == .waiting || $0.state == .running } || hasRunningTasks
+        if !busy, takeDrainSignal() { emit(.allFinished) }
+    }
+
+    private func start(_ task: StoredTask) {
+        guard let options = options(for: task) else {
+            try? setState(task.id, .running)
+            finish(task.id, .failure(HaulError(.usage, "the task's URL or checksum is not valid")))
+            return
+        }
+        try? setState(task.id, .running)
+        let engine = self.engine
+        let id = task.id
+        track(id, Task {
+            let (events, continuation) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .unbounded)
+            async let outcome: Result<DownloadResult, any Error> = {
+                defer { continuation.finish() }
+                do {
+                    return .success(try await engine.download(options, events: { continuation.yield($0) }))
+                } catch {
+                    return .failure(error)
+                }
+            }()
+            for await event in events { await self.engineEvent(id, event) }
+            await self.finish(id, await outcome)
+        })
+    }
+
+    private func engineEvent(_ id: String, _ event: DownloadEvent) {
+        switch event {
+        case .started(_, let path, _, let total):
+            _ = try? store.update(id: id) { $0.filePath = path; $0.total = total }
+        case .progress(let progress):
+            noteSpeed(id, progress.bytesPerSecond)
+            emit(.progress(id: id, progress))
+            if shouldSaveProgress(id) {
+                _ = try? store.update(id: id) { $0.bytes = progress.bytes; $0.total = progress.total ?? $0.total }
+            }
+        case .retrying, .restarted, .singleConnection, .finished:
+            break
+        }
+    }
+
+    /// A task's download ended: record the stable state it ended in and tell everyone.
+    func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) {
+        let intent = untrack(id)
+        guard !isClosed else { return }
+        switch outcome {
+        case .success(let result):
+            _ = try? store.update(id: id) {
+                $0.bytes = result.bytes
+                $0.total = result.bytes
+                $0.filePath = result.path
+                $0.errorKind = nil
+                $0.errorMessage = nil
+            }
+            try? setState(id, .finished)
+            markEnded()
+            if let task = try? store.task(id: id) {
+                let snapshot = snapshot(of: task)
+                emit(.finished(snapshot))
+                completionHooks(snapshot)
+            }
+        case .failure(let error):
+            let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
+            if failure.kind == .interrupted {
+                if intent == .cancel, let task = try? store.task(id: id), let options = options(for: task) {
+                    engine.discardPartialData(options)
+                    try? setState(id, .cancelled)
+                    markEnded()
+                } else {
+                    try? setState(id, .paused)
+                }
+            } else {
+                _ = try? store.update(id: id) { $0.errorKind = failure.kind.rawValue; $0.errorMessage = failure.message }
+                try? setState(id, .failed)
+                markEnded()
+                if let task = try? store.task(id: id) {
+                    let snapshot = snapshot(of: task)
+                    emit(.failed(snapshot))
+                    completionHooks(snapshot)
+                }
+            }
+        }
+        Task { await self.schedule() }
+    }
+
+    func setState(_ id: String, _ state: TaskState) throws {
+        guard let old = try store.task(id: id)?.state, old != state else { return }
+        _ = try store.update(id: id) { $0.state = state }
+        emit(.stateChanged(id: id, from: old, to: state))
+    }
+
+    /// The engine's options for a stored task, or `nil` when its stored fields are not usable.
+    func options(for task: StoredTask) -> DownloadOptions? {
+        guard let url = try? UserInput.url(task.url) else { return nil }
+        let destination: DownloadOptions.Destination = task.destinationKind == "file" ? .file(task.destinationPath) : .directory(task.destinationPath)
+        var options = DownloadOptions(url: url, destination: destination)
+        var headers = HTTPFields(configuration.defaultHeaders.fields.filter { field in
+            !task.headers.contains { $0.name.lowercased() == field.name.lowercased() }
+        })
+        for field in task.headers { headers.append(field.name, field.value) }
+        options.headers = headers
+        if let checksum = task.checksum {
+            guard let parsed = try? Checksum(parsing: checksum) else { return nil }
+            options.checksum = parsed
+        }
+        options.segments = task.segments
+        options.retry = configuration.retry
+        options.rateLimit = configuration.rateLimit
+        options.progressInterval = configuration.progressInterval
+        options.overwrite = false
+        return options
+    }
+
+    func snapshot(of task: StoredTask) -> TaskSnapshot {
+        TaskSnapshot(
+            id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: task.bytes, total: task.total,
+            bytesPerSecond: task.state == .running ? speed(task.id) : nil, filePath: task.filePath,
+            error: task.errorKind.flatMap { HaulError.Kind(rawValue: $0) }.map { HaulError($0, task.errorMessage ?? "") })
+    }
+
+    /// Runs the configured completion command and callback for a finished or failed task.
+    private func completionHooks(_ task: TaskSnapshot) {
+        configuration.onCompletion?(task)
+        guard let command = configuration.completionCommand else { return }
+        var environment = ProcessInfo.processInfo.environment
+        environment["HAUL_SESSION"] = identifier
+        environment["HAUL_TASK_ID"] = task.id
+        environment["HAUL_TASK_URL"] = task.url
+        environment["HAUL_TASK_STATE"] = task.state.rawValue
+        environment["HAUL_TASK_PATH"] = task.filePath ?? ""
+        environment["HAUL_TASK_BYTES"] = String(task.bytes)
+        environment["HAUL_TASK_ERROR"] = task.error?.message ?? ""
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        try? process.run()
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// How a ``DownloadSession`` runs its tasks.
+public struct SessionConfiguration: Sendable {
+    /// Downloads running at once (default 3); change it at run time with ``DownloadSession/setMaxConcurrentDownloads(_:)``.
+    public var maxConcurrentDownloads = 3
+    /// Downloads running at once against one host.
+    public var maxDownloadsPerHost = 8
+    public var retry = RetryPolicy()
+    public var stallTimeout: Duration = .seconds(30)
+    /// Bytes per second for each download, or `nil` for no limit.
+    public var rateLimit: Int64?
+    /// Headers sent with every task's request (a task's own headers win).
+    public var defaultHeaders = HTTPFields()
+    /// Where tasks without a destination are saved (default: the current folder).
+    public var defaultDirectory: String?
+    /// Tasks that were running when the process ended start again by themselves (else they are restored paused).
+    public var resumeRunningTasksOnRelaunch = true
+    /// Where the session's store lives (default: from the environment).
+    public var home = HaulHome(environment: ProcessInfo.processInfo.environment)
+    /// A shell command run after each task finishes or fails, with the task in `HAUL_TASK_*` environment variables.
+    public var completionCommand: String?
+    /// Called after each task finishes or fails.
+    public var onCompletion: (@Sendable (TaskSnapshot) -> Void)?
+    /// Events are throttled to this many progress reports per second per task.
+    public var progressInterval: Duration = .milliseconds(250)
+
+    public init() {}
+}
+
+/// What to download: the URL and, optionally, where, how and under which id.
+public struct DownloadRequest: Sendable {
+    public var url: URL
+    /// `nil`: the session's default folder under the server's name.
+    public var destination: DownloadOptions.Destination?
+    public var headers = HTTPFields()
+    public var checksum: Checksum?
+    public var segments: Int?
+    /// Higher runs first.
+    public var priority = 0
+    /// A caller-chosen id (like YCDownloadSession's `fileId`); adding the same id again returns the existing task.
+    public var id: String?
+
+    public init(url: URL, destination: DownloadOptions.Destination? = nil) {
+        self.url = url
+        self.destination = destination
+    }
+}
+
+/// A task as it stands.
+public struct TaskSnapshot: Equatable, Sendable {
+    public var id: String
+    public var url: String
+    public var state: TaskState
+    public var priority: Int
+    public var bytes: Int64
+    public var total: Int64?
+    public var bytesPerSecond: Double?
+    /// The downloaded file (once its name is known).
+    public var filePath: String?
+    /// Why the task failed.
+    public var error: HaulError?
+}
+
+/// What a session reports.
+public enum SessionEvent: Sendable, Equatable {
+    case added(TaskSnapshot)
+    case stateChanged(id: String, from: TaskState, to: TaskState)
+    case progress(id: String, DownloadProgress)
+    /// The task's file is complete and verified at `filePath`.
+    case finished(TaskSnapshot)
+    case failed(TaskSnapshot)
+    /// No task is waiting or running any more (sent once each time the queue drains).
+    case allFinished
+
+    /// The task the event is about, if any.
+    public var taskID: String? {
+        switch self {
+        case .added(let task), .finished(let task), .failed(let task): return task.id
+        case .stateChanged(let id, _, _), .progress(let id, _): return id
+        case .allFinished: return nil
+        }
+    }
+}

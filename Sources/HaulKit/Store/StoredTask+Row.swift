@@ -1,0 +1,96 @@
+import Foundation
+import GRDB
+
+// Mapping between StoredTask and a row of the `task` table, with explicit column lists and cached
+// statements (no reflection), so that listing thousands of tasks stays cheap.
+extension StoredTask {
+    /// Column order shared by `selectSQL`, `init(row:)` and `insertArguments`.
+    static let columns = [
+        "id", "sequence", "url", "destinationKind", "destinationPath", "headers", "checksum", "segments",
+        "priority", "state", "bytes", "total", "filePath", "errorKind", "errorMessage", "createdAt", "updatedAt",
+    ]
+
+    static let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM task"
+
+    static let insertSQL =
+        "INSERT INTO task (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+
+    /// Every column but `id`, `sequence` and `createdAt`, which never change.
+    static let updateSQL = """
+        UPDATE task SET url = ?, destinationKind = ?, destinationPath = ?, headers = ?, checksum = ?, segments = ?,
+        priority = ?, state = ?, bytes = ?, total = ?, filePath = ?, errorKind = ?, errorMessage = ?, updatedAt = ?
+        WHERE id = ?
+        """
+
+    init(row: Row) throws {
+        let stateText = try row.decode(String.self, atIndex: 9)
+        guard let state = TaskState(rawValue: stateText) else {
+            throw StoreDecodingError("unknown task state \"\(stateText)\"")
+        }
+        self.init(
+            id: try row.decode(atIndex: 0),
+            sequence: try row.decode(atIndex: 1),
+            url: try row.decode(atIndex: 2),
+            destinationKind: try row.decode(atIndex: 3),
+            destinationPath: try row.decode(atIndex: 4),
+            headers: try Self.decodeHeaders(try row.decode(String.self, atIndex: 5)),
+            checksum: try row.decode(atIndex: 6),
+            segments: try row.decode(atIndex: 7),
+            priority: try row.decode(atIndex: 8),
+            state: state,
+            bytes: try row.decode(atIndex: 10),
+            total: try row.decode(atIndex: 11),
+            filePath: try row.decode(atIndex: 12),
+            errorKind: try row.decode(atIndex: 13),
+            errorMessage: try row.decode(atIndex: 14),
+            createdAt: try row.decode(atIndex: 15),
+            updatedAt: try row.decode(atIndex: 16))
+    }
+
+    func insertArguments() throws -> StatementArguments {
+        [
+            id, sequence, url, destinationKind, destinationPath, try Self.encodeHeaders(headers), checksum, segments,
+            priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt,
+        ]
+    }
+
+    func updateArguments() throws -> StatementArguments {
+        [
+            url, destinationKind, destinationPath, try Self.encodeHeaders(headers), checksum, segments,
+            priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, updatedAt, id,
+        ]
+    }
+
+    static func encodeHeaders(_ headers: [HTTPFields.Field]) throws -> String {
+        if headers.isEmpty { return "[]" }
+        let data = try JSONEncoder().encode(headers.map(HeaderField.init))
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decodeHeaders(_ text: String) throws -> [HTTPFields.Field] {
+        if text == "[]" || text.isEmpty { return [] }
+        do {
+            return try JSONDecoder().decode([HeaderField].self, from: Data(text.utf8)).map(\.field)
+        } catch {
+            throw StoreDecodingError("the headers of a task are not valid JSON")
+        }
+    }
+
+    /// Fetches the tasks a statement selects (its columns must be `columns`, in order).
+    static func fetchAll(_ statement: Statement, arguments: StatementArguments = StatementArguments()) throws -> [StoredTask] {
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        var tasks: [StoredTask] = []
+        while let row = try rows.next() { tasks.append(try StoredTask(row: row)) }
+        return tasks
+    }
+
+    static func fetchOne(_ statement: Statement, arguments: StatementArguments) throws -> StoredTask? {
+        try Row.fetchOne(statement, arguments: arguments).map(StoredTask.init(row:))
+    }
+}
+
+/// A row the store cannot turn into a task: the file was altered or damaged.
+struct StoreDecodingError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

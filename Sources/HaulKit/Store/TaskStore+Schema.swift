@@ -1,0 +1,61 @@
+import GRDB
+
+// The schema of a session store. Each version is one GRDB migration ("v1", "v2", ...) that also sets
+// PRAGMA user_version to its number; a file showing a higher user_version, or a migration this build
+// does not know, comes from a newer haul and is refused before anything is written to it.
+extension TaskStore {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE task (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    sequence INTEGER NOT NULL,
+                    url TEXT NOT NULL,
+                    destinationKind TEXT NOT NULL,
+                    destinationPath TEXT NOT NULL,
+                    headers TEXT NOT NULL DEFAULT '[]',
+                    checksum TEXT,
+                    segments INTEGER,
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    state TEXT NOT NULL,
+                    bytes INTEGER NOT NULL DEFAULT 0,
+                    total INTEGER,
+                    filePath TEXT,
+                    errorKind TEXT,
+                    errorMessage TEXT,
+                    createdAt REAL NOT NULL,
+                    updatedAt REAL NOT NULL
+                );
+                CREATE UNIQUE INDEX task_on_sequence ON task(sequence);
+                CREATE UNIQUE INDEX task_on_destination ON task(url, destinationKind, destinationPath);
+                CREATE INDEX task_on_state_priority_sequence ON task(state, priority, sequence);
+                PRAGMA user_version = 1;
+                """)
+        }
+        return migrator
+    }
+
+    /// The schema a file claims, when it is newer than this build understands; `nil` when it can be used.
+    static func newerSchema(_ db: Database, migrator: DatabaseMigrator) throws -> Int? {
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        if version > schemaVersion { return version }
+        if try migrator.hasBeenSuperseded(db) {
+            // An unknown migration with an old user_version: report at least the next version.
+            return max(version, schemaVersion + 1)
+        }
+        return nil
+    }
+
+    /// Refuses a file from a newer haul, then brings an older or new file up to date.
+    static func prepareSchema(_ pool: DatabasePool, path: String) throws {
+        let migrator = self.migrator
+        let newer = try pool.read { db in try newerSchema(db, migrator: migrator) }
+        if let newer {
+            throw HaulError(
+                .fileSystem,
+                "the session store at \(path) was written by a newer version of haul (schema \(newer)); upgrade haul")
+        }
+        try migrator.migrate(pool)
+    }
+}

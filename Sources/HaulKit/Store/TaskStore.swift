@@ -1,0 +1,167 @@
+import Foundation
+import GRDB
+
+/// The queue of a download session, kept in one SQLite file (WAL mode) so that it survives crashes
+/// and can be read by other haul processes while one of them works on it.
+///
+/// Each call is its own transaction. Commits are durable against a crash of the process; with
+/// `synchronous = NORMAL` a power loss may undo the last commits, but never damages the file.
+public final class TaskStore: Sendable {
+    /// The schema this build reads and writes.
+    public static let schemaVersion = 1
+
+    /// The SQLite file.
+    public let path: String
+    let pool: DatabasePool
+
+    /// Opens the store at `path` (e.g. `HAUL_HOME/sessions/<id>/tasks.sqlite`), creating its folders and
+    /// the file when missing. Throws a `HaulError` when the file is damaged or was written by a newer haul.
+    public init(path: String) throws {
+        self.path = path
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty { try POSIX.makeDirectories(folder) }
+
+        var configuration = Configuration()
+        configuration.label = "haul.tasks"
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        pool = try Self.mapErrors(path: path) {
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.prepareSchema(pool, path: path)
+            return pool
+        }
+    }
+
+    /// Adds a task unless one with the same id, or the same URL and destination, exists; then returns
+    /// that one with `created == false`. One write transaction.
+    public func add(_ task: NewTask) throws -> (task: StoredTask, created: Bool) {
+        try Self.validate(task)
+        let now = Self.now()
+        return try write { db in try Self.insertOrFind(task, db, now: now) }
+    }
+
+    /// Adds many tasks in one write transaction, with the same rules as adding one; a task
+    /// that repeats an earlier one of the same batch returns that one. Results follow the input order.
+    public func add(_ tasks: [NewTask]) throws -> [(task: StoredTask, created: Bool)] {
+        for task in tasks { try Self.validate(task) }
+        let now = Self.now()
+        return try write { db in try tasks.map { try Self.insertOrFind($0, db, now: now) } }
+    }
+
+    /// All tasks, in the order they were added.
+    public func tasks() throws -> [StoredTask] {
+        try read { db in
+            try StoredTask.fetchAll(try db.cachedStatement(sql: StoredTask.selectSQL + " ORDER BY sequence"))
+        }
+    }
+
+    /// The tasks in `state`, highest priority first, then in the order they were added.
+    public func tasks(in state: TaskState) throws -> [StoredTask] {
+        try read { db in
+            let sql = StoredTask.selectSQL + " WHERE state = ? ORDER BY priority DESC, sequence"
+            return try StoredTask.fetchAll(try db.cachedStatement(sql: sql), arguments: [state.rawValue])
+        }
+    }
+
+    public func task(id: String) throws -> StoredTask? {
+        try read { db in try Self.fetch(id: id, db) }
+    }
+
+    /// Applies `change` to the task `id` and saves it with a new `updatedAt`, in one transaction;
+    /// `nil` when there is no such task. `id`, `sequence` and `createdAt` cannot be changed.
+    public func update(id: String, _ change: (inout StoredTask) -> Void) throws -> StoredTask? {
+        let now = Self.now()
+        return try write { db in try Self.update(id: id, db, now: now, change) }
+    }
+
+    /// Applies `change` to each task of `ids` in one transaction; returns the updated tasks in the
+    /// order of `ids`, skipping ids that do not exist.
+    public func updateAll(ids: [String], _ change: (inout StoredTask) -> Void) throws -> [StoredTask] {
+        let now = Self.now()
+        return try write { db in try ids.compactMap { try Self.update(id: $0, db, now: now, change) } }
+    }
+
+    /// Removes the tasks of `ids`; unknown ids are ignored. One transaction.
+    public func remove(ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try write { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM task WHERE id = ?")
+            for id in ids { try statement.execute(arguments: [id]) }
+        }
+    }
+
+    public func count() throws -> Int {
+        try read { db in try Int.fetchOne(try db.cachedStatement(sql: "SELECT COUNT(*) FROM task")) ?? 0 }
+    }
+
+    // MARK: - Internals
+
+    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try Self.mapErrors(path: path) { try pool.read(body) }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try Self.mapErrors(path: path) { try pool.write(body) }
+    }
+
+    /// Runs raw SQL on the writer connection (tests use it to fake other versions of the file).
+    func execute(sql: String) throws {
+        try write { db in try db.execute(sql: sql) }
+    }
+
+    /// The first column of the first row of a query, as text (for tests).
+    func value(sql: String) throws -> String? {
+        try read { db in try String.fetchOne(db, sql: sql) }
+    }
+
+    static func now() -> Double { Date().timeIntervalSince1970 }
+
+    static func validate(_ task: NewTask) throws(HaulError) {
+        if let id = task.id, id.isEmpty { throw HaulError(.usage, "a task id cannot be empty") }
+        guard task.destinationKind == NewTask.fileKind || task.destinationKind == NewTask.directoryKind else {
+            throw HaulError(.usage, "unknown destination kind \"\(task.destinationKind)\"; use \"file\" or \"directory\"")
+        }
+        guard task.destinationPath.hasPrefix("/") else {
+            throw HaulError(.usage, "the destination \(task.destinationPath) of a task must be an absolute path")
+        }
+    }
+
+    static func fetch(id: String, _ db: Database) throws -> StoredTask? {
+        let statement = try db.cachedStatement(sql: StoredTask.selectSQL + " WHERE id = ?")
+        return try StoredTask.fetchOne(statement, arguments: [id])
+    }
+
+    static func insertOrFind(_ new: NewTask, _ db: Database, now: Double) throws -> (task: StoredTask, created: Bool) {
+        if let id = new.id, let existing = try fetch(id: id, db) { return (existing, false) }
+        let sameDestination = try db.cachedStatement(
+            sql: StoredTask.selectSQL + " WHERE url = ? AND destinationKind = ? AND destinationPath = ?")
+        if let existing = try StoredTask.fetchOne(
+            sameDestination, arguments: [new.url, new.destinationKind, new.destinationPath]) {
+            return (existing, false)
+        }
+        let last = try Int64.fetchOne(try db.cachedStatement(sql: "SELECT MAX(sequence) FROM task")) ?? 0
+        let task = StoredTask(
+            id: new.id ?? UUID().uuidString.lowercased(), sequence: last + 1, url: new.url,
+            destinationKind: new.destinationKind, destinationPath: new.destinationPath, headers: new.headers,
+            checksum: new.checksum, segments: new.segments, priority: new.priority, state: .waiting,
+            createdAt: now, updatedAt: now)
+        try db.cachedStatement(sql: StoredTask.insertSQL).execute(arguments: try task.insertArguments())
+        return (task, true)
+    }
+
+    static func update(
+        id: String, _ db: Database, now: Double, _ change: (inout StoredTask) -> Void
+    ) throws -> StoredTask? {
+        guard let original = try fetch(id: id, db) else { return nil }
+        var task = original
+        change(&task)
+        task.id = original.id
+        task.sequence = original.sequence
+        task.createdAt = original.createdAt
+        task.updatedAt = now
+        try db.cachedStatement(sql: StoredTask.updateSQL).execute(arguments: try task.updateArguments())
+        return task
+    }
+}

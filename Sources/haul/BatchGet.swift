@@ -1,0 +1,193 @@
+import ArgumentParser
+import Foundation
+import HaulKit
+
+/// `haul get` with several URLs: one download session, at most `-j` at once, resumable as a whole.
+struct BatchGet {
+    let command: GetCommand
+    let urls: [String]
+
+    func run() async throws {
+        var requests: [DownloadRequest] = []
+        do {
+            if command.checksum != nil { throw InputError("--checksum checks one file; give one URL") }
+            for url in urls {
+                let options = try command.makeOptions(url: url)
+                var request = DownloadRequest(url: options.url, destination: options.destination)
+                request.headers = options.headers
+                request.segments = options.segments
+                requests.append(request)
+            }
+        } catch let error as InputError {
+            Reporter.printError("haul: error: \(error.message)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        var configuration = SessionConfiguration()
+        configuration.maxConcurrentDownloads = command.jobs
+        configuration.retry = requests.isEmpty ? RetryPolicy() : (try? command.makeOptions(url: urls[0]).retry) ?? RetryPolicy()
+        configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
+        configuration.rateLimit = try? command.limitRate.map { try UserInput.byteCount($0) }
+        let identifier = BatchGet.identifier(for: requests)
+        let session: DownloadSession
+        do {
+            session = try await DownloadSession(identifier: identifier, configuration: configuration)
+        } catch let error as HaulError {
+            Reporter.printError("haul: error: \(error.message)")
+            throw ExitCode(ExitStatus.code(for: error.kind))
+        }
+        let mode: BatchReporter.Mode = command.json ? .json : command.quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)
+        let reporter = BatchReporter(mode: mode)
+        let events = await session.events()
+        let printer = Task { for await event in events { reporter.handle(event) } }
+
+        var ids: [String] = []
+        for request in requests {
+            let task = try await session.add(request)
+            ids.append(task.id)
+        }
+        // Re-running the command retries what failed or was cancelled last time.
+        let again = try await session.tasks().filter { ids.contains($0.id) && ($0.state == .failed || $0.state == .cancelled || $0.state == .paused) }
+        try await session.resume(again.map(\.id))
+
+        let waiter = Task { await session.waitUntilIdle() }
+        let signals = SignalForwarder { waiter.cancel() }
+        await waiter.value
+        signals.stop()
+        let interrupted = waiter.isCancelled
+        let final = try await session.tasks().filter { ids.contains($0.id) }
+        await session.close()
+        printer.cancel()
+        reporter.finish()
+        if interrupted {
+            Reporter.printError("haul: paused \(final.filter { $0.state != .finished }.count) downloads; run the same command again to resume")
+            throw ExitCode(ExitStatus.interrupted)
+        }
+        let finished = final.filter { $0.state == .finished }.count
+        let failed = final.filter { $0.state != .finished }
+        if mode != .quiet && mode != .json {
+            Reporter.printError("\(finished) finished, \(failed.count) failed")
+        }
+        if let first = failed.first {
+            throw ExitCode(ExitStatus.code(for: first.error?.kind ?? .network))
+        }
+    }
+
+    /// The same URLs into the same place make the same session, so re-running the command resumes it.
+    static func identifier(for requests: [DownloadRequest]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for request in requests {
+            let destination: String
+            switch request.destination {
+            case .file(let path): destination = "f:" + path
+            case .directory(let path): destination = "d:" + path
+            case nil: destination = ""
+            }
+            for byte in (request.url.absoluteString + "\n" + destination + "\n").utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+        }
+        return "get-" + String(hash, radix: 16)
+    }
+}
+
+/// Shows a batch: on a terminal one line per active download plus a total line, else one line per result.
+final class BatchReporter: @unchecked Sendable {
+    enum Mode { case terminal, plain, quiet, json }
+
+    private let mode: Mode
+    private let lock = NSLock()
+    private var active: [String: (name: String, progress: DownloadProgress?)] = [:]
+    private var order: [String] = []
+    private var names: [String: String] = [:]
+    private var finished = 0
+    private var failed = 0
+    private var drawnLines = 0
+    private var lastDraw = ContinuousClock.now - .seconds(1)
+
+    init(mode: Mode) { self.mode = mode }
+
+    func handle(_ event: SessionEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        if mode == .json { return json(event) }
+        switch event {
+        case .added(let task):
+            names[task.id] = BatchReporter.shortName(task.url)
+        case .stateChanged(let id, _, let to):
+            if to == .running {
+                active[id] = (names[id] ?? id, nil)
+                order.append(id)
+            } else {
+                active[id] = nil
+                order.removeAll { $0 == id }
+            }
+        case .progress(let id, let progress):
+            if active[id] != nil { active[id]?.progress = progress }
+        case .finished(let task):
+            finished += 1
+            if mode != .quiet { say("saved \(task.filePath ?? task.url) (\(ByteFormat.string(task.bytes)))") }
+        case .failed(let task):
+            failed += 1
+            say("haul: error: \(task.url): \(task.error?.message ?? "failed")")
+        case .allFinished:
+            break
+        }
+        draw()
+    }
+
+    func finish() {
+        lock.lock()
+        defer { lock.unlock() }
+        clear()
+    }
+
+    private func say(_ line: String) {
+        clear()
+        Reporter.printError(line)
+    }
+
+    private func clear() {
+        guard mode == .terminal, drawnLines > 0 else { return }
+        Reporter.write("\u{1B}[\(drawnLines)A\u{1B}[J", to: STDERR_FILENO)
+        drawnLines = 0
+    }
+
+    private func draw() {
+        guard mode == .terminal else { return }
+        let now = ContinuousClock.now
+        guard now - lastDraw >= .milliseconds(200) else { return }
+        lastDraw = now
+        clear()
+        var lines = order.compactMap { id -> String? in
+            guard let entry = active[id] else { return nil }
+            return entry.name + "  " + (entry.progress.map(Reporter.progressLine) ?? "starting")
+        }
+        let speed = active.values.compactMap { $0.progress?.bytesPerSecond }.reduce(0, +)
+        lines.append("total: \(finished) finished, \(failed) failed, \(active.count) running  \(ByteFormat.string(Int64(speed)))/s")
+        Reporter.write(lines.joined(separator: "\n") + "\n", to: STDERR_FILENO)
+        drawnLines = lines.count
+    }
+
+    private func json(_ event: SessionEvent) {
+        var object: [String: Any]
+        switch event {
+        case .added(let task): object = ["event": "added", "id": task.id, "url": task.url]
+        case .stateChanged(let id, let from, let to): object = ["event": "state", "id": id, "from": from.rawValue, "to": to.rawValue]
+        case .progress(let id, let p):
+            object = ["event": "progress", "id": id, "bytes": p.bytes]
+            if let total = p.total { object["total"] = total }
+            if let speed = p.bytesPerSecond { object["bytes_per_second"] = speed.rounded() }
+        case .finished(let task): object = ["event": "finished", "id": task.id, "url": task.url, "path": task.filePath ?? "", "bytes": task.bytes]
+        case .failed(let task):
+            object = ["event": "failed", "id": task.id, "url": task.url, "error": task.error?.message ?? "", "kind": task.error?.kind.rawValue ?? ""]
+        case .allFinished: object = ["event": "all_finished"]
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        Reporter.write(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
+    }
+
+    static func shortName(_ url: String) -> String {
+        let last = URL(string: url)?.lastPathComponent ?? url
+        return last.isEmpty || last == "/" ? url : last
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import HaulTestSupport
+import Testing
+@testable import HaulKit
+
+/// Collects a session's events from its stream.
+final class SessionEventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [SessionEvent] = []
+    private var reader: Task<Void, Never>?
+
+    init(_ stream: AsyncStream<SessionEvent>) {
+        reader = Task { for await event in stream { self.append(event) } }
+    }
+
+    private func append(_ event: SessionEvent) {
+        lock.lock()
+        storage.append(event)
+        lock.unlock()
+    }
+
+    var events: [SessionEvent] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
+
+    func count(_ match: (SessionEvent) -> Bool) -> Int { events.filter(match).count }
+
+    /// The largest number of tasks that were running at the same time.
+    var peakRunning: Int {
+        var running = Set<String>()
+        var peak = 0
+        for case .stateChanged(let id, _, let to) in events {
+            if to == .running { running.insert(id) } else { running.remove(id) }
+            peak = max(peak, running.count)
+        }
+        return peak
+    }
+
+    /// Task ids in the order they started running.
+    var startOrder: [String] {
+        events.compactMap { if case .stateChanged(let id, _, .running) = $0 { return id } else { return nil } }
+    }
+}
+
+func sessionConfiguration(_ sandbox: Sandbox, concurrent: Int = 3) -> SessionConfiguration {
+    var configuration = SessionConfiguration()
+    configuration.home = sandbox.home
+    configuration.maxConcurrentDownloads = concurrent
+    configuration.retry = RetryPolicy(maxRetries: 2, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+    configuration.defaultDirectory = sandbox.files
+    configuration.progressInterval = .milliseconds(20)
+    return configuration
+}
+
+/// Waits (bounded) until `condition` holds.
+func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("timed out waiting for \(what)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+@Suite struct SessionTests {
+    @Test func runsEveryTaskWithinTheCapAndReportsEachEndOnce() async throws {
+        try await withHarness { server, _, sandbox in
+            let bodies = (0..<6).map { TestData.bytes(200_000, seed: UInt64($0 + 1)) }
+            for (index, body) in bodies.enumerated() {
+                var resource = Resource(body: body, etag: "\"\(index)\"")
+                resource.faults.throttleBytesPerSecond = 2_000_000
+                server.serve("/f\(index)", resource)
+            }
+            let session = try await DownloadSession(identifier: "cap", configuration: sessionConfiguration(sandbox, concurrent: 2))
+            let log = SessionEventLog(await session.events())
+            for index in bodies.indices {
+                try await session.add(DownloadRequest(url: try UserInput.url(server.url("/f\(index)"))))
+            }
+            await session.waitUntilIdle()
+            try await waitFor("all-finished") { log.count { $0 == .allFinished } == 1 }
+            for (index, body) in bodies.enumerated() { #expect(sandbox.contents("f\(index)") == body) }
+            #expect(log.peakRunning == 2)
+            let tasks = try await session.tasks()
+            #expect(tasks.allSatisfy { $0.state == .finished })
+            for task in tasks {
+                #expect(log.count { if case .finished(let t) = $0 { return t.id == task.id } else { return false } } == 1)
+            }
+            #expect(log.count { if case .added = $0 { return true } else { return false } } == 6)
+            await session.close()
+        }
+    }
+
+    @Test func addingTheSameTaskAgainReturnsTheExistingOne() async throws {
+        try await withHarness { server, _, sandbox in
+            server.serve("/f", Resource(body: [1, 2, 3]))
+            var configuration = sessionConfiguration(sandbox)
+            configuration.maxConcurrentDownloads = 0
+            let session = try await DownloadSession(identifier: "dup", configuration: configuration)
+            var request = DownloadRequest(url: try UserInput.url(server.url("/f")), destination: .file(sandbox.path("f")))
+            let first = try await session.add(request)
+            let again = try await session.add(request)
+            request.id = "my-id"
+            request.destination = .file(sandbox.path("g"))
+            let named = try await session.add(request)
+            request.url = try UserInput.url(server.url("/other"))
+            let sameID = try await session.add(request)
+            #expect(first.id == again.id)
+            #expect(named.id == "my-id")
+            #expect(sameID.id == "my-id" && sameID.url == server.url("/f"))
+            #expect(try await session.tasks().count == 2)
+            await session.close()
+        }
+    }
+
+    @Test func higherPriorityStartsFirst() async throws {
+        try await withHarness { server, _, sandbox in
+            for name in ["a", "low", "high"] { server.serve("/\(name)", Resource(body: TestData.bytes(50_000), etag: "\"\(name)\"")) }
+            var configuration = sessionConfiguration(sandbox, concurrent: 0)
+            configuration.maxConcurrentDownloads = 0
+            let session = try await DownloadSession(identifier: "prio", configuration: configuration)
+            let log = SessionEventLog(await session.events())
+            for (name, priority) in [("a", 0), ("low", -1), ("high", 5)] {
+                var request = DownloadRequest(url: try UserInput.url(server.url("/\(name)")))
+                request.priority = priority
+                request.id = name
+                try await session.add(request)
+            }
+            await session.setMaxConcurrentDownloads(1)
+            await session.waitUntilIdle()
+            #expect(log.startOrder == ["high", "a", "low"])
+            await session.close()
+        }
+    }
+
+    @Test func pauseKeepsProgressAndResumeFinishesExact() async throws {
+        try await withHarness { server, _, sandbox in
+            let body = TestData.bytes(1_000_000, seed: 9)
+            var resource = Resource(body: body, etag: "\"p\"")
+            resource.faults.throttleBytesPerSecond = 500_000
+            server.serve("/f", resource)
+            let session = try await DownloadSession(identifier: "pause", configuration: sessionConfiguration(sandbox))
+            let task = try await session.add(DownloadRequest(url: try UserInput.url(server.url("/f")), destination: .file(sandbox.path("f"))))
+            try await waitFor("progress") { (try await session.task(task.id)?.bytes ?? 0) > 0 || sandbox.exists("f.haul-part") }
+            try await Task.sleep(for: .milliseconds(300))
+            try await session.pause([task.id])
+            #expect(try await session.task(task.id)?.state == .paused)
+            #expect(sandbox.exists("f.haul-part"))
+            server.serve("/f", Resource(body: body, etag: "\"p\""))
+            try await session.resume([task.id])
+            await session.waitUntilIdle()
+            #expect(try await session.task(task.id)?.state == .finished)
+            #expect(sandbox.contents("f") == body)
+            #expect(server.requests("/f").last?.header("Range")?.hasPrefix("bytes=") == true)
+            await session.close()
+        }
+    }
+
+    @Test func cancelDeletesPartialData() async throws {
+        try await withHarness { server, _, sandbox in
+            var resource = Resource(body: TestData.bytes(1_000_000), etag: "\"c\"")
+            resource.faults.throttleBytesPerSecond = 200_000
+            server.serve("/f", resource)
+            let session = try await DownloadSession(identifier: "cancel", configuration: sessionConfiguration(sandbox))
+            let log = SessionEventLog(await session.events())
+            let task = try await session.add(DownloadRequest(url: try UserInput.url(server.url("/f")), destination: .file(sandbox.path("f"))))
+            try await waitFor("the partial file") { sandbox.exists("f.haul-part") }
+            try await session.cancel([task.id])
+            #expect(try await session.task(task.id)?.state == .cancelled)
+            #expect(!sandbox.exists("f.haul-part"))
+            #expect(!sandbox.exists("f"))
+            try await waitFor("all-finished") { log.count { $0 == .allFinished } == 1 }
+            await session.close()
+        }
+    }
+
+    @Test func failuresCarryATypedErrorAndRunTheHooks() async throws {
+        try await withHarness { server, _, sandbox in
+            server.route("/missing") { _ in .text(404, "no") }
+            server.serve("/ok", Resource(body: [7, 7, 7]))
+            var configuration = sessionConfiguration(sandbox)
+            let hookLog = sandbox.root + "/hook.log"
+            configuration.completionCommand = "echo \"$HAUL_TASK_ID $HAUL_TASK_STATE $HAUL_TASK_PATH\" >> '\(hookLog)'"
+            let callbacks = SessionEventLogBox()
+            configuration.onCompletion = { callbacks.add($0) }
+            let session = try await DownloadSession(identifier: "fail", configuration: configuration)
+            let log = SessionEventLog(await session.events())
+            var missing = DownloadRequest(url: try UserInput.url(server.url("/missing")))
+            missing.id = "missing"
+            var ok = DownloadRequest(url: try UserInput.url(server.url("/ok")))
+            ok.id = "ok"
+            try await session.add(missing)
+            try await session.add(ok)
+            await session.waitUntilIdle()
+            let failed = try #require(try await session.task("missing"))
+            #expect(failed.state == .failed)
+            #expect(failed.error?.kind == .httpStatus)
+            #expect(log.count { if case .failed(let t) = $0 { return t.id == "missing" && t.error?.kind == .httpStatus } else { return false } } == 1)
+            try await waitFor("both hooks") {
+                ((try? String(contentsOfFile: hookLog, encoding: .utf8)) ?? "").split(separator: "\n").count == 2
+            }
+            let lines = try String(contentsOfFile: hookLog, encoding: .utf8)
+            #expect(lines.contains("missing failed"))
+            #expect(lines.contains("ok finished \(sandbox.path("ok"))"))
+            #expect(callbacks.ids.sorted() == ["missing", "ok"])
+            await session.close()
+        }
+    }
+
+    @Test func reopeningRestoresTasksAndResumesRunningOnes() async throws {
+        try await withHarness { server, _, sandbox in
+            let body = TestData.bytes(600_000, seed: 4)
+            var resource = Resource(body: body, etag: "\"r\"")
+            resource.faults.throttleBytesPerSecond = 300_000
+            server.serve("/slow", resource)
+            server.serve("/queued", Resource(body: [1, 2, 3, 4]))
+            var configuration = sessionConfiguration(sandbox, concurrent: 1)
+            var session = try await DownloadSession(identifier: "reopen", configuration: configuration)
+            var slow = DownloadRequest(url: try UserInput.url(server.url("/slow")))
+            slow.id = "slow"
+            var queued = DownloadRequest(url: try UserInput.url(server.url("/queued")))
+            queued.id = "queued"
+            try await session.add(slow)
+            try await session.add(queued)
+            try await waitFor("a running download") { sandbox.exists("slow.haul-part") }
+            await session.close()
+
+            configuration.resumeRunningTasksOnRelaunch = false
+            session = try await DownloadSession(identifier: "reopen", configuration: configuration)
+            #expect(try await session.task("slow")?.state == .paused)
+            await session.close()
+
+            configuration.resumeRunningTasksOnRelaunch = true
+            configuration.maxConcurrentDownloads = 2
+            session = try await DownloadSession(identifier: "reopen", configuration: configuration)
+            try await session.resume(["slow"])
+            await session.waitUntilIdle()
+            #expect(sandbox.contents("slow") == body)
+            #expect(sandbox.contents("queued") == [1, 2, 3, 4])
+            #expect(server.requests("/slow").count >= 2)
+            await session.close()
+        }
+    }
+
+    @Test func aSessionIsOpenInOneProcessAtATime() async throws {
+        try await withHarness { _, _, sandbox in
+            let session = try await DownloadSession(identifier: "one", configuration: sessionConfiguration(sandbox))
+            await #expect(throws: HaulError.self) {
+                _ = try await DownloadSession(identifier: "one", configuration: sessionConfiguration(sandbox))
+            }
+            await session.close()
+            await #expect(throws: HaulError.self) {
+                _ = try await DownloadSession(identifier: "../evil", configuration: sessionConfiguration(sandbox))
+            }
+        }
+    }
+}
+
+final class SessionEventLogBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [String] = []
+    func add(_ task: TaskSnapshot) { lock.withLock { storage.append(task.id) } }
+    var ids: [String] { lock.withLock { storage } }
+}
