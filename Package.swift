@@ -38,6 +38,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A runnable example of the session API (see Sources/HaulKit/HaulKit.docc).
+        .executableTarget(
+            name: "SessionExample",
+            dependencies: ["HaulKit"],
+            path: "Examples/SessionExample"
+        ),
+        // Measures a session at scale (bench/session-scale.sh).
+        .executableTarget(
+            name: "haul-session-bench",
+            dependencies: ["HaulKit"],
+            path: "bench/SessionBench"
+        ),
         // An in-process HTTP server with fault injection, shared by the test targets.
         .target(
             name: "HaulTestSupport",

@@ -1,0 +1,8 @@
+import HaulKit
+
+@main
+struct SessionBench {
+    static func main() async {
+        print("not written yet")
+    }
+}
