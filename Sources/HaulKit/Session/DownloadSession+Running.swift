@@ -135,7 +135,7 @@ extension DownloadSession {
         }
         options.segments = task.segments
         options.retry = configuration.retry
-        options.rateLimit = configuration.rateLimit
+        options.sharedRateLimiter = rateLimiter
         options.progressInterval = configuration.progressInterval
         options.overwrite = false
         return options

@@ -13,6 +13,7 @@ public actor DownloadSession {
     let engine: TransferEngine
     private let lock: SessionLock
     private var maxConcurrent: Int
+    let rateLimiter: RateLimiter?
     private var running: [String: Task<Void, Never>] = [:]
     /// What the user asked of a running task that is stopping.
     private var stopping: [String: TaskCommand] = [:]
@@ -39,6 +40,7 @@ public actor DownloadSession {
         engineConfiguration.stallTimeout = configuration.stallTimeout
         self.engine = TransferEngine(home: configuration.home, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
+        self.rateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
         let stale = try store.tasks().filter { $0.state == .running }.map(\.id)
         let resume = configuration.resumeRunningTasksOnRelaunch
         _ = try store.updateAll(ids: stale) { $0.state = TaskTransitions.restored($0.state, resumeRunning: resume) }

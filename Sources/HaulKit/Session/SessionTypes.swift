@@ -8,7 +8,7 @@ public struct SessionConfiguration: Sendable {
     public var maxDownloadsPerHost = 8
     public var retry = RetryPolicy()
     public var stallTimeout: Duration = .seconds(30)
-    /// Bytes per second for each download, or `nil` for no limit.
+    /// Bytes per second for all the session's downloads together, or `nil` for no limit.
     public var rateLimit: Int64?
     /// Headers sent with every task's request (a task's own headers win).
     public var defaultHeaders = HTTPFields()

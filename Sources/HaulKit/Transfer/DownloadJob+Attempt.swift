@@ -118,7 +118,10 @@ extension DownloadJob {
     /// Rate limiting, progress and checkpoints after `count` bytes were written.
     private func afterWrite(_ count: Int) async throws {
         fetched += Int64(count)
-        if bucket != nil {
+        if let shared = options.sharedRateLimiter {
+            let pause = shared.consume(count)
+            if pause > .zero { try await Task.sleep(for: pause) }
+        } else if bucket != nil {
             let pause = bucket!.consume(count, at: clock.now - startTime)
             if pause > .zero { try await Task.sleep(for: pause) }
         }

@@ -48,7 +48,7 @@ extension DownloadJob {
         }
         announceStart()
         let heldBefore = plan.doneBytes
-        let coordinator = SegmentCoordinator(plan: plan, rateLimit: options.rateLimit)
+        let coordinator = SegmentCoordinator(plan: plan, rateLimit: options.rateLimit, shared: options.sharedRateLimiter)
         let download = SegmentedDownload(
             sender: sender, url: requestURL, file: file, validators: point.validators, total: total,
             coordinator: coordinator, retry: options.retry, events: events, logger: logger)

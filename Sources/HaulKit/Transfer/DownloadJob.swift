@@ -66,7 +66,7 @@ final class DownloadJob {
             client: engine.client, configuration: engine.configuration, userHeaders: options.headers,
             userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
             logger: engine.configuration.logger)
-        self.bucket = options.rateLimit.map { TokenBucket(bytesPerSecond: $0) }
+        self.bucket = options.sharedRateLimiter == nil ? options.rateLimit.map { TokenBucket(bytesPerSecond: $0) } : nil
         self.hasher = options.checksum.map { Checksummer($0.algorithm) }
     }
 

@@ -1,14 +1,11 @@
 /// Shares a ``SegmentPlan`` and one rate limit between the connections of a segmented download.
 actor SegmentCoordinator {
     private var plan: SegmentPlan
-    private var bucket: TokenBucket?
-    private let clock = ContinuousClock()
-    private let start: ContinuousClock.Instant
+    private let limiter: RateLimiter?
 
-    init(plan: SegmentPlan, rateLimit: Int64?) {
+    init(plan: SegmentPlan, rateLimit: Int64?, shared: RateLimiter? = nil) {
         self.plan = plan
-        self.bucket = rateLimit.map { TokenBucket(bytesPerSecond: $0) }
-        self.start = clock.now
+        self.limiter = shared ?? rateLimit.map { RateLimiter(bytesPerSecond: $0) }
     }
 
     func claim() -> Segment? { plan.claim() }
@@ -20,7 +17,7 @@ actor SegmentCoordinator {
     /// Records bytes written; returns what the segment may still write and how long to pause for the rate limit.
     func advance(_ id: Int, by count: Int64) -> (remaining: Int64, pause: Duration) {
         let remaining = plan.advance(id, by: count)
-        let pause = bucket?.consume(Int(count), at: clock.now - start) ?? .zero
+        let pause = limiter?.consume(Int(count)) ?? .zero
         return (remaining, pause)
     }
 

@@ -245,6 +245,25 @@ func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: () a
         }
     }
 
+    @Test func bandwidthLimitIsSharedByAllDownloads() async throws {
+        try await withHarness { server, _, sandbox in
+            server.serve("/a", Resource(body: TestData.bytes(250_000, seed: 1)))
+            server.serve("/b", Resource(body: TestData.bytes(250_000, seed: 2)))
+            var configuration = sessionConfiguration(sandbox, concurrent: 2)
+            configuration.rateLimit = 500_000
+            let session = try await DownloadSession(identifier: "limit", configuration: configuration)
+            let started = ContinuousClock.now
+            try await session.add(DownloadRequest(url: try UserInput.url(server.url("/a"))))
+            try await session.add(DownloadRequest(url: try UserInput.url(server.url("/b"))))
+            await session.waitUntilIdle()
+            // 500 kB together at 500 kB/s: at least 0.95 s, not half of that as two separate limits would allow.
+            #expect(ContinuousClock.now - started >= .milliseconds(950))
+            #expect(sandbox.contents("a") == TestData.bytes(250_000, seed: 1))
+            #expect(sandbox.contents("b") == TestData.bytes(250_000, seed: 2))
+            await session.close()
+        }
+    }
+
     @Test func aSessionIsOpenInOneProcessAtATime() async throws {
         try await withHarness { _, _, sandbox in
             let session = try await DownloadSession(identifier: "one", configuration: sessionConfiguration(sandbox))
