@@ -121,8 +121,9 @@ extension DownloadJob {
         if let shared = options.sharedRateLimiter {
             let pause = shared.consume(count)
             if pause > .zero { try await Task.sleep(for: pause) }
-        } else if bucket != nil {
-            let pause = bucket!.consume(count, at: clock.now - startTime)
+        } else if var limit = bucket {
+            let pause = limit.consume(count, at: clock.now - startTime)
+            bucket = limit
             if pause > .zero { try await Task.sleep(for: pause) }
         }
         // Progress and checkpoints are looked at every 256 KiB, not on every small chunk.
