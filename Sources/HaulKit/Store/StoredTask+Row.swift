@@ -12,8 +12,13 @@ extension StoredTask {
 
     static let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM task"
 
-    static let insertSQL =
-        "INSERT INTO task (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+    /// Inserts all but `sequence`, which SQLite assigns (the largest one plus one); does nothing when the
+    /// id or the URL and destination are taken.
+    static let insertSQL = {
+        let inserted = columns.filter { $0 != "sequence" }
+        return "INSERT INTO task (\(inserted.joined(separator: ", "))) VALUES (\(inserted.map { _ in "?" }.joined(separator: ", ")))"
+            + " ON CONFLICT DO NOTHING"
+    }()
 
     /// Every column but `id`, `sequence` and `createdAt`, which never change.
     static let updateSQL = """
@@ -33,7 +38,7 @@ extension StoredTask {
             url: try row.decode(atIndex: 2),
             destinationKind: try row.decode(atIndex: 3),
             destinationPath: try row.decode(atIndex: 4),
-            headers: try Self.decodeHeaders(try row.decode(String.self, atIndex: 5)),
+            headers: try HeaderJSON.decode(try row.decode(String.self, atIndex: 5)),
             checksum: try row.decode(atIndex: 6),
             segments: try row.decode(atIndex: 7),
             priority: try row.decode(atIndex: 8),
@@ -47,33 +52,18 @@ extension StoredTask {
             updatedAt: try row.decode(atIndex: 16))
     }
 
-    func insertArguments() throws -> StatementArguments {
+    func insertArguments() -> StatementArguments {
         [
-            id, sequence, url, destinationKind, destinationPath, try Self.encodeHeaders(headers), checksum, segments,
+            id, url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
             priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt,
         ]
     }
 
-    func updateArguments() throws -> StatementArguments {
+    func updateArguments() -> StatementArguments {
         [
-            url, destinationKind, destinationPath, try Self.encodeHeaders(headers), checksum, segments,
+            url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
             priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, updatedAt, id,
         ]
-    }
-
-    static func encodeHeaders(_ headers: [HTTPFields.Field]) throws -> String {
-        if headers.isEmpty { return "[]" }
-        let data = try JSONEncoder().encode(headers.map(HeaderField.init))
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static func decodeHeaders(_ text: String) throws -> [HTTPFields.Field] {
-        if text == "[]" || text.isEmpty { return [] }
-        do {
-            return try JSONDecoder().decode([HeaderField].self, from: Data(text.utf8)).map(\.field)
-        } catch {
-            throw StoreDecodingError("the headers of a task are not valid JSON")
-        }
     }
 
     /// Fetches the tasks a statement selects (its columns must be `columns`, in order).

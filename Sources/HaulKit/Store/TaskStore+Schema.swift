@@ -3,14 +3,17 @@ import GRDB
 // The schema of a session store. Each version is one GRDB migration ("v1", "v2", ...) that also sets
 // PRAGMA user_version to its number; a file showing a higher user_version, or a migration this build
 // does not know, comes from a newer haul and is refused before anything is written to it.
+//
+// `sequence` is the rowid: SQLite gives a new row the largest sequence plus one, listing in FIFO order
+// walks the table itself, and an insert touches one index fewer. `id` is unique through its own index.
 extension TaskStore {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
                 CREATE TABLE task (
-                    id TEXT NOT NULL PRIMARY KEY,
-                    sequence INTEGER NOT NULL,
+                    sequence INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
                     url TEXT NOT NULL,
                     destinationKind TEXT NOT NULL,
                     destinationPath TEXT NOT NULL,
@@ -27,7 +30,6 @@ extension TaskStore {
                     createdAt REAL NOT NULL,
                     updatedAt REAL NOT NULL
                 );
-                CREATE UNIQUE INDEX task_on_sequence ON task(sequence);
                 CREATE UNIQUE INDEX task_on_destination ON task(url, destinationKind, destinationPath);
                 CREATE INDEX task_on_state_priority_sequence ON task(state, priority, sequence);
                 PRAGMA user_version = 1;

@@ -24,9 +24,7 @@ public final class TaskStore: Sendable {
         var configuration = Configuration()
         configuration.label = "haul.tasks"
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-        }
+        // GRDB opens the pool in WAL mode with synchronous = NORMAL.
         pool = try Self.mapErrors(path: path) {
             let pool = try DatabasePool(path: path, configuration: configuration)
             try Self.prepareSchema(pool, path: path)
@@ -134,21 +132,24 @@ public final class TaskStore: Sendable {
     }
 
     static func insertOrFind(_ new: NewTask, _ db: Database, now: Double) throws -> (task: StoredTask, created: Bool) {
-        if let id = new.id, let existing = try fetch(id: id, db) { return (existing, false) }
+        var task = StoredTask(
+            id: new.id ?? UUID().uuidString.lowercased(), sequence: 0, url: new.url,
+            destinationKind: new.destinationKind, destinationPath: new.destinationPath, headers: new.headers,
+            checksum: new.checksum, segments: new.segments, priority: new.priority, state: .waiting,
+            createdAt: now, updatedAt: now)
+        try db.cachedStatement(sql: StoredTask.insertSQL).execute(arguments: task.insertArguments())
+        if db.changesCount == 1 {
+            task.sequence = db.lastInsertedRowID
+            return (task, true)
+        }
+        if let existing = try fetch(id: task.id, db) { return (existing, false) }
         let sameDestination = try db.cachedStatement(
             sql: StoredTask.selectSQL + " WHERE url = ? AND destinationKind = ? AND destinationPath = ?")
         if let existing = try StoredTask.fetchOne(
             sameDestination, arguments: [new.url, new.destinationKind, new.destinationPath]) {
             return (existing, false)
         }
-        let last = try Int64.fetchOne(try db.cachedStatement(sql: "SELECT MAX(sequence) FROM task")) ?? 0
-        let task = StoredTask(
-            id: new.id ?? UUID().uuidString.lowercased(), sequence: last + 1, url: new.url,
-            destinationKind: new.destinationKind, destinationPath: new.destinationPath, headers: new.headers,
-            checksum: new.checksum, segments: new.segments, priority: new.priority, state: .waiting,
-            createdAt: now, updatedAt: now)
-        try db.cachedStatement(sql: StoredTask.insertSQL).execute(arguments: try task.insertArguments())
-        return (task, true)
+        throw HaulError(.fileSystem, "could not add the task for \(new.url) to the session store")
     }
 
     static func update(
@@ -161,7 +162,7 @@ public final class TaskStore: Sendable {
         task.sequence = original.sequence
         task.createdAt = original.createdAt
         task.updatedAt = now
-        try db.cachedStatement(sql: StoredTask.updateSQL).execute(arguments: try task.updateArguments())
+        try db.cachedStatement(sql: StoredTask.updateSQL).execute(arguments: task.updateArguments())
         return task
     }
 }

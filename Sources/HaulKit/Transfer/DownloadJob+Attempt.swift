@@ -157,10 +157,13 @@ extension DownloadJob {
             destination = "\(directory)/\(free)"
         }
         let partial = destination + ".haul-part"
-        file = try PartialFile(path: partial, create: true)
-        record = TransferRecord(
+        let fresh = TransferRecord(
             url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
             partialPath: partial, offset: 0, state: .running, adopted: false)
+        // The record first: a partial file never exists without a record that names it.
+        try store.save(fresh, key: key)
+        record = fresh
+        file = try PartialFile(path: partial, create: true)
     }
 
     /// The adopted file's bytes match the server's: move it to the partial path and own it from now on.

@@ -89,6 +89,15 @@ final class DownloadJob {
     /// Loads the resume record or checks the destination; returns a result when the file is already complete.
     private func prepare() throws -> DownloadResult? {
         if var saved = try store.load(key) {
+            if saved.state != .finished, !saved.adopted, POSIX.fileSize(saved.partialPath) == nil,
+               let total = saved.totalLength, POSIX.isRegularFile(saved.destinationPath),
+               POSIX.fileSize(saved.destinationPath) == total {
+                // Killed between moving the finished file into place and recording that: it is complete.
+                saved.state = .finished
+                saved.offset = total
+                saved.segments = nil
+                try store.save(saved, key: key)
+            }
             if saved.state == .finished {
                 if !options.overwrite, POSIX.isRegularFile(saved.destinationPath),
                    saved.totalLength == nil || POSIX.fileSize(saved.destinationPath) == saved.totalLength {

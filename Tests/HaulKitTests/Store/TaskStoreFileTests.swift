@@ -51,6 +51,16 @@ struct TaskStoreFileTests {
         #expect(error?.message.hasPrefix("the session store at \(path) is damaged (") == true)
     }
 
+    @Test func unreadableRowsAreReportedAsDamaged() throws {
+        let store = try TaskStore(path: sandbox.storePath)
+        _ = try store.add(sandbox.newTask(1, id: "a"))
+        try store.execute(sql: "UPDATE task SET state = 'exploded'")
+        #expect(StoreSandbox.thrown { try store.tasks() }?.message
+            == "the session store at \(sandbox.storePath) is damaged (unknown task state \"exploded\"); move it away to start over")
+        try store.execute(sql: "UPDATE task SET state = 'waiting', headers = '[{'")
+        #expect(StoreSandbox.thrown { try store.task(id: "a") }?.message.contains("is damaged (the headers") == true)
+    }
+
     @Test func emptyFileBecomesANewStore() throws {
         try sandbox.writeFile(sandbox.storePath, [])
         let store = try TaskStore(path: sandbox.storePath)
