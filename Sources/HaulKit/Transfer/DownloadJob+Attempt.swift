@@ -18,8 +18,7 @@ extension DownloadJob {
         case .redirect(let location):
             throw HaulError(.httpStatus, "\(url) redirected to \(location), which could not be followed")
         case .retry(let status, let retryAfter):
-            let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
-            throw TransientFailure(reason: "\(url) answered \(status) \(response.status.reasonPhrase)", kind: .httpStatus, retryAfter: wait)
+            throw TransientFailure.status(status, response.status.reasonPhrase, from: url, retryAfter: retryAfter)
         case .fail(let status):
             if !retriedOriginalURL, url != options.url, [401, 403, 404, 410].contains(status) {
                 // The final URL of an earlier run may have expired (signed URLs): resolve the original again.

@@ -8,6 +8,12 @@ struct TransientFailure: Error {
     var reason: String
     var kind: HaulError.Kind = .network
     var retryAfter: Duration?
+
+    /// A 408, 429 or 5xx answer, honouring its `Retry-After`.
+    static func status(_ status: Int, _ phrase: String, from url: URL, retryAfter: String?) -> TransientFailure {
+        let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+        return TransientFailure(reason: "\(url) answered \(status) \(phrase)", kind: .httpStatus, retryAfter: wait)
+    }
 }
 
 /// One run of one download: the imperative shell around ``ResumePolicy``. Owned by a single task.

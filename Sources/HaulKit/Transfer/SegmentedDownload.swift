@@ -117,8 +117,7 @@ struct SegmentedDownload: Sendable {
                 if case .resourceChanged = reason { throw ResourceChanged(reason: reason) }
                 throw TransientFailure(reason: reason.description, kind: .server)
             case .retry(let status, let retryAfter):
-                let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
-                throw TransientFailure(reason: "\(answered) answered \(status) \(response.status.reasonPhrase)", kind: .httpStatus, retryAfter: wait)
+                throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)
             case .fail(let status):
                 throw HaulError(.httpStatus, "\(answered) answered \(status) \(response.status.reasonPhrase) to a range request")
             case .redirect, .alreadyComplete, .protocolViolation:
