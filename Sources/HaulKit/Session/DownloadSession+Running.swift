@@ -18,19 +18,24 @@ extension DownloadSession {
 
     /// Starts waiting tasks while slots are free; announces when the queue has drained.
     func schedule() async {
-        guard !isClosed, let tasks = try? store.tasks() else { return }
-        let entries = tasks.map {
-            SchedulerEntry(id: $0.id, state: $0.state, priority: $0.priority, sequence: $0.sequence, host: URL(string: $0.url)?.host ?? "")
+        guard !isClosed else { return }
+        // Only waiting tasks are read, and only when a slot is free: adding many tasks stays linear.
+        var waiting: [StoredTask]?
+        if currentMaxConcurrent - runningCount > 0, let queued = try? store.tasks(in: .waiting) {
+            waiting = queued
+            let entries = runningEntries() + queued.map {
+                SchedulerEntry(id: $0.id, state: $0.state, priority: $0.priority, sequence: $0.sequence, host: URL(string: $0.url)?.host ?? "")
+            }
+            let chosen = Set(Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost))
+            for task in queued where chosen.contains(task.id) { start(task) }
         }
-        let chosen = Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost)
-        for id in chosen {
-            if let task = tasks.first(where: { $0.id == id }) { start(task) }
-        }
-        let busy = tasks.contains { $0.state == .waiting || $0.state == .running } || hasRunningTasks
-        if !busy, takeDrainSignal() { emit(.allFinished) }
+        guard !hasRunningTasks else { return }
+        let stillWaiting = (try? waiting ?? store.tasks(in: .waiting))?.contains { !isRunning($0.id) } ?? false
+        if !stillWaiting, takeDrainSignal() { emit(.allFinished) }
     }
 
     private func start(_ task: StoredTask) {
+        noteHost(task.id, URL(string: task.url)?.host ?? "")
         guard let options = options(for: task) else {
             try? setState(task.id, .running)
             finish(task.id, .failure(HaulError(.usage, "the task's URL or checksum is not valid")))

@@ -18,6 +18,7 @@ public actor DownloadSession {
     /// What the user asked of a running task that is stopping.
     private var stopping: [String: TaskCommand] = [:]
     private var speeds: [String: Double] = [:]
+    private var hosts: [String: String] = [:]
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
     private var subscribers: [UUID: (filter: String?, continuation: AsyncStream<SessionEvent>.Continuation)] = [:]
     private var endedSinceDrain = false
@@ -151,7 +152,7 @@ public actor DownloadSession {
     }
 
     private func isIdle() -> Bool {
-        running.isEmpty && ((try? store.tasks().allSatisfy { $0.state != .waiting && $0.state != .running }) ?? true)
+        running.isEmpty && ((try? store.tasks(in: .waiting).isEmpty) ?? true)
     }
 
     // MARK: Bookkeeping for the running tasks
@@ -159,6 +160,13 @@ public actor DownloadSession {
     var isClosed: Bool { closed }
     var currentMaxConcurrent: Int { maxConcurrent }
     var hasRunningTasks: Bool { !running.isEmpty }
+    var runningCount: Int { running.count }
+    func noteHost(_ id: String, _ host: String) { hosts[id] = host }
+
+    /// The running tasks as the scheduler sees them (their host is what counts).
+    func runningEntries() -> [SchedulerEntry] {
+        running.keys.map { SchedulerEntry(id: $0, state: .running, priority: 0, sequence: 0, host: hosts[$0] ?? "") }
+    }
     func isRunning(_ id: String) -> Bool { running[id] != nil }
     func track(_ id: String, _ task: Task<Void, Never>) { running[id] = task }
 
@@ -166,6 +174,7 @@ public actor DownloadSession {
     func untrack(_ id: String) -> TaskCommand? {
         running[id] = nil
         speeds[id] = nil
+        hosts[id] = nil
         lastSaved[id] = nil
         return stopping.removeValue(forKey: id)
     }

@@ -27,7 +27,9 @@ public struct TransferRecordStore: Sendable {
         }
     }
 
-    public func save(_ record: TransferRecord, key: String) throws(HaulError) {
+    /// Replaces the record. `durable: false` skips the fsyncs, for records whose loss costs nothing: one that
+    /// only names a new partial file (offset 0), or the final one (a complete destination is recognised anyway).
+    public func save(_ record: TransferRecord, key: String, durable: Bool = true) throws(HaulError) {
         try POSIX.makeDirectories(directory)
         let path = recordPath(key)
         let temporary = path + ".tmp"
@@ -45,9 +47,9 @@ public struct TransferRecordStore: Sendable {
         } catch {
             throw HaulError(.fileSystem, "could not write \(temporary): \(error)")
         }
-        try file.sync()
+        if durable { try file.sync() }
         try POSIX.rename(temporary, path)
-        POSIX.syncDirectory(directory)
+        if durable { POSIX.syncDirectory(directory) }
     }
 
     public func remove(_ key: String) {

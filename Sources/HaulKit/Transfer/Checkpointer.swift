@@ -45,10 +45,11 @@ final class Checkpointer {
     }
 
     /// Waits for a running checkpoint, then makes `record` durable now (with `file` synced first, if given).
-    func checkpointNow(_ record: TransferRecord, file: PartialFile?) async throws {
+    /// With `durable: false` (a record claiming no bytes) nothing is fsync'd.
+    func checkpointNow(_ record: TransferRecord, file: PartialFile?, durable: Bool = true) async throws {
         try await waitForPending()
-        try file?.sync()
-        try store.save(record, key: key)
+        if durable { try file?.sync() }
+        try store.save(record, key: key, durable: durable)
         lastOffset = record.offset
         lastTime = clock.now
     }

@@ -160,7 +160,7 @@ extension DownloadJob {
             url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
             partialPath: partial, offset: 0, state: .running, adopted: false)
         // The record first: a partial file never exists without a record that names it.
-        try store.save(fresh, key: key)
+        try store.save(fresh, key: key, durable: false)
         record = fresh
         file = try PartialFile(path: partial, create: true)
     }
@@ -191,7 +191,8 @@ extension DownloadJob {
         record.update(from: point)
         record.state = .running
         self.record = record
-        try await checkpointer.checkpointNow(record, file: file)
+        // A record that claims no bytes needs no fsync: losing it loses nothing.
+        try await checkpointer.checkpointNow(record, file: file, durable: record.offset > 0)
     }
 
     /// Brings the running checksum up to `point.offset` by hashing the bytes held once.

@@ -249,7 +249,7 @@ final class DownloadJob {
         record.adopted = false
         record.segments = nil
         self.record = record
-        try store.save(record, key: key)
+        try store.save(record, key: key, durable: false)
         emitProgress(force: true)
         let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: fetched, checksum: options.checksum, alreadyComplete: false)
         events(.finished(result))
