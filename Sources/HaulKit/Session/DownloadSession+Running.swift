@@ -29,7 +29,8 @@ extension DownloadSession {
             let chosen = Set(Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost))
             for task in queued where chosen.contains(task.id) { start(task) }
         }
-        guard !hasRunningTasks else { return }
+        // The queue has drained when a task ended since the last drain and nothing runs or waits.
+        guard !hasRunningTasks, drainPending else { return }
         let stillWaiting = (try? waiting ?? store.tasks(in: .waiting))?.contains { !isRunning($0.id) } ?? false
         if !stillWaiting, takeDrainSignal() { emit(.allFinished) }
     }

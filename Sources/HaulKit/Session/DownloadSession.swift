@@ -180,6 +180,7 @@ public actor DownloadSession {
     }
 
     func markEnded() { endedSinceDrain = true }
+    var drainPending: Bool { endedSinceDrain }
 
     func takeDrainSignal() -> Bool {
         defer { endedSinceDrain = false }
