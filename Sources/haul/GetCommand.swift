@@ -6,7 +6,7 @@ import Logging
 struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Download a URL; run the same command again to resume an interrupted download.",
+        abstract: "Download URLs; run the same command again to resume an interrupted download.",
         discussion: ExitStatus.help
     )
 
@@ -16,7 +16,7 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped.")
     var inputFile: String?
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once when several URLs are given (default 3).")
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once when several URLs are given.")
     var jobs = 3
 
     @Option(name: .shortAndLong, help: "Save to this path.")
