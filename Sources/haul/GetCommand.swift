@@ -58,7 +58,7 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("min-segment-size"), help: "Never split a range below this size, e.g. 1M (default 1M).")
     var minSegmentSize: String?
 
-    @Option(name: .customLong("max-connections-per-host"), help: "At most this many connections to one host (default 8).")
+    @Option(name: .customLong("max-connections-per-host"), help: "At most this many connections to one host.")
     var maxConnectionsPerHost = 8
 
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
