@@ -100,7 +100,8 @@ final class HaulRun: @unchecked Sendable {
     private let stdoutPath: String
     private let stderrPath: String
 
-    init(binary: String, arguments: [String], environment: [String: String], directory: String, logPrefix: String) throws {
+    /// With `input`, the child's stdin is a pipe that gets `input` and is then closed; else /dev/null.
+    init(binary: String, arguments: [String], environment: [String: String], directory: String, logPrefix: String, input: Data? = nil) throws {
         self.arguments = arguments
         stdoutPath = logPrefix + ".stdout"
         stderrPath = logPrefix + ".stderr"
@@ -111,10 +112,16 @@ final class HaulRun: @unchecked Sendable {
         process.arguments = arguments
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.standardInput = FileHandle.nullDevice
+        let pipe = input.map { _ in Pipe() }
+        process.standardInput = pipe ?? FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         try process.run()
+        if let pipe, let input {
+            // Small inputs (well under a pipe buffer) do not block; closing sends EOF.
+            try pipe.fileHandleForWriting.write(contentsOf: input)
+            try pipe.fileHandleForWriting.close()
+        }
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -173,13 +180,13 @@ final class Sandbox: @unchecked Sendable {
     func path(_ name: String) -> String { work + "/" + name }
 
     /// Starts `haul ARGS` with HAUL_HOME = `home` in `work`.
-    func start(_ arguments: [String]) throws -> HaulRun {
+    func start(_ arguments: [String], input: Data? = nil) throws -> HaulRun {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_HOME"] = home
         let run = try lock.withLock {
             let run = try HaulRun(
                 binary: try HaulBinary.path(), arguments: arguments, environment: environment,
-                directory: work, logPrefix: "\(logs)/run\(runs.count)")
+                directory: work, logPrefix: "\(logs)/run\(runs.count)", input: input)
             runs.append(run)
             return run
         }

@@ -25,7 +25,11 @@ enum Tmpfs {
     }
 
     static func remount(_ directory: String, size: String) -> Bool {
-        run(["mount", "-o", "remount,size=\(size)", directory])
+        remount(directory, options: "size=\(size)")
+    }
+
+    static func remount(_ directory: String, options: String) -> Bool {
+        run(["mount", "-o", "remount,\(options)", directory])
     }
 
     static func unmount(_ directory: String) { _ = run(["umount", "-l", directory]) }
