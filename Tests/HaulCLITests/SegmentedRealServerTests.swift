@@ -34,7 +34,7 @@ struct SegmentedNginxTests {
     }
 
     @Test func fourSegmentsThrottledPerConnectionAreExact() async throws {
-        try await ThrottledNginx.with(rate: "8m") { nginx in
+        try await withNginx(throttledRate: "8m") { nginx in
             let body = TestData.bytes(16 << 20, seed: 612)
             try nginx.put("throttled/file.bin", body)
             try await Sandbox.with { box in

@@ -182,7 +182,9 @@ private func launchProcess(_ executable: String, _ arguments: [String], logsIn p
 
 /// Runs `body` with a fresh nginx serving `<prefix>/www`. Under `/slow/`, whole-file requests are limited to
 /// `slowRate` (`limit_rate`), so a download can be killed part-way; Range requests (resumes) run at full speed.
-func withNginx<T>(slowRate: String = "1m", _ body: (ExternalServer) async throws -> T) async throws -> T {
+/// `/slow/` throttles only requests without a Range header (to `slowRate`); `/throttled/` throttles every
+/// request, ranged or not, to `throttledRate`.
+func withNginx<T>(slowRate: String = "1m", throttledRate: String = "8m", _ body: (ExternalServer) async throws -> T) async throws -> T {
     let nginx = try ExternalTools.requireNginx()
     return try await ExternalServer.with(name: "nginx", documentRoot: { $0 + "/www" }, launch: { prefix, port in
         // nginx started as root switches its worker to an unprivileged user; keep it root to read the temp folder.
@@ -207,6 +209,7 @@ func withNginx<T>(slowRate: String = "1m", _ body: (ExternalServer) async throws
                     listen 127.0.0.1:\(port);
                     root \(prefix)/www;
                     location /slow/ { limit_rate $haul_slow_rate; }
+                    location /throttled/ { limit_rate \(throttledRate); }
                 }
             }
 
