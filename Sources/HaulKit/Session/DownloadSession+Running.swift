@@ -127,8 +127,7 @@ extension DownloadSession {
 
     /// The engine's options for a stored task, or `nil` when its stored fields are not usable.
     func options(for task: StoredTask) -> DownloadOptions? {
-        guard let url = try? UserInput.url(task.url) else { return nil }
-        let destination: DownloadOptions.Destination = task.destinationKind == "file" ? .file(task.destinationPath) : .directory(task.destinationPath)
+        guard let url = try? UserInput.url(task.url), let destination = task.destination else { return nil }
         var options = DownloadOptions(url: url, destination: destination)
         var headers = HTTPFields(configuration.defaultHeaders.fields.filter { field in
             !task.headers.contains { $0.name.lowercased() == field.name.lowercased() }
@@ -143,7 +142,6 @@ extension DownloadSession {
         options.retry = configuration.retry
         options.sharedRateLimiter = rateLimiter
         options.progressInterval = configuration.progressInterval
-        options.overwrite = false
         return options
     }
 

@@ -54,13 +54,13 @@ public actor DownloadSession {
     @discardableResult
     public func add(_ request: DownloadRequest) throws -> TaskSnapshot {
         let destination = request.destination ?? .directory(absolutePath(configuration.defaultDirectory ?? "."))
-        let (kind, path): (String, String)
+        let absolute: DownloadOptions.Destination
         switch destination {
-        case .file(let file): (kind, path) = ("file", absolutePath(file))
-        case .directory(let folder): (kind, path) = ("directory", absolutePath(folder))
+        case .file(let file): absolute = .file(absolutePath(file))
+        case .directory(let folder): absolute = .directory(absolutePath(folder))
         }
         let new = NewTask(
-            id: request.id, url: request.url.absoluteString, destinationKind: kind, destinationPath: path,
+            id: request.id, url: request.url.absoluteString, destination: absolute,
             headers: request.headers.fields, checksum: request.checksum?.description, segments: request.segments,
             priority: request.priority)
         let (task, created) = try store.add(new)

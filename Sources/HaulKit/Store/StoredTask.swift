@@ -155,15 +155,25 @@ public struct NewTask: Sendable, Equatable {
         self.priority = priority
     }
 
-    /// The task for a download described by `options` (URL, destination, headers, checksum, segments).
-    public init(id: String? = nil, options: DownloadOptions, priority: Int = 0) {
+    /// The task for `url` saved at `destination`.
+    public init(
+        id: String? = nil, url: String, destination: DownloadOptions.Destination,
+        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0
+    ) {
         let kind: String, path: String
-        switch options.destination {
+        switch destination {
         case .file(let file): (kind, path) = (Self.fileKind, file)
         case .directory(let folder): (kind, path) = (Self.directoryKind, folder)
         }
         self.init(
-            id: id, url: options.url.absoluteString, destinationKind: kind, destinationPath: path,
+            id: id, url: url, destinationKind: kind, destinationPath: path,
+            headers: headers, checksum: checksum, segments: segments, priority: priority)
+    }
+
+    /// The task for a download described by `options` (URL, destination, headers, checksum, segments).
+    public init(id: String? = nil, options: DownloadOptions, priority: Int = 0) {
+        self.init(
+            id: id, url: options.url.absoluteString, destination: options.destination,
             headers: options.headers.fields, checksum: options.checksum?.description,
             segments: options.segments, priority: priority)
     }
