@@ -201,7 +201,7 @@ import Glibc
     @Test func sigintMidBatchExits130AndSameCommandCompletes() async throws {
         try await withTestServer { server in
             let size = 400 * 1024
-            let files = BatchFiles(server, prefix: "s", count: 6, size: size, seed: 4_000, rate: 200 * 1024)
+            let files = BatchFiles(server, prefix: "s", count: 6, size: size, seed: 4_000, rate: 64 * 1024)
             try await Sandbox.with { box in
                 let out = box.path("out")
                 let args = ["get"] + files.urls + ["-j", "2", "--dir", out]
