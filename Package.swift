@@ -36,6 +36,7 @@ let package = Package(
                 "HaulKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // A runnable example of the session API (see Sources/HaulKit/HaulKit.docc).

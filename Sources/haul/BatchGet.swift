@@ -106,6 +106,19 @@ final class BatchReporter: @unchecked Sendable {
 
     init(mode: Mode) { self.mode = mode }
 
+    /// Starts from tasks that already exist (`haul watch`): their names, and the running ones as active.
+    func seed(_ tasks: [TaskSnapshot]) {
+        lock.lock()
+        defer { lock.unlock() }
+        for task in tasks {
+            names[task.id] = BatchReporter.shortName(task.url)
+            if task.state == .running {
+                active[task.id] = (names[task.id] ?? task.id, nil)
+                order.append(task.id)
+            }
+        }
+    }
+
     func handle(_ event: SessionEvent) {
         lock.lock()
         defer { lock.unlock() }

@@ -33,7 +33,10 @@ struct HaulCommand: AsyncParsableCommand {
         abstract: "A download manager that never loses progress.",
         discussion: ExitStatus.help,
         version: HaulVersion.string,
-        subcommands: [GetCommand.self]
+        subcommands: [
+            GetCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self, ResumeCommand.self, RemoveCommand.self,
+            WatchCommand.self, WaitCommand.self, DaemonCommand.self,
+        ]
     )
 }
 

@@ -86,7 +86,7 @@ struct SessionBench {
         let addEnd = clock.now
         // Each add also queues a schedule pass on the session actor. An actor call after the loop
         // (this one runs a schedule pass itself) returns once those queued ahead of it have run.
-        await session.setMaxConcurrentDownloads(0)
+        try await session.setMaxConcurrentDownloads(0)
         let settleEnd = clock.now
 
         var listTimes: [Duration] = []

@@ -24,8 +24,36 @@ public struct SessionConfiguration: Sendable {
     public var onCompletion: (@Sendable (TaskSnapshot) -> Void)?
     /// Events are throttled to this many progress reports per second per task.
     public var progressInterval: Duration = .milliseconds(250)
+    /// When set, the session is a background session: `haul daemon` does the transfers (see ``background``).
+    public var daemon: DaemonEndpoint?
 
     public init() {}
+
+    /// A background session: the transfers run in `haul daemon` (started when none is running) and go on
+    /// after this process exits; ``completionCommand`` runs in the daemon, ``onCompletion`` in this process.
+    public static var background: SessionConfiguration { background(DaemonEndpoint()) }
+
+    public static func background(_ daemon: DaemonEndpoint) -> SessionConfiguration {
+        var configuration = SessionConfiguration()
+        configuration.daemon = daemon
+        return configuration
+    }
+}
+
+/// How to reach `haul daemon`.
+public struct DaemonEndpoint: Sendable, Equatable {
+    /// The socket; `nil`: the default location (see docs/protocol.md).
+    public var socketPath: String?
+    /// Start a daemon when none answers.
+    public var autostart = true
+    /// The `haul` executable to start; `nil`: `$HAUL_EXECUTABLE`, else `haul` beside this program, else on `PATH`.
+    public var executable: String?
+
+    public init(socketPath: String? = nil, autostart: Bool = true, executable: String? = nil) {
+        self.socketPath = socketPath
+        self.autostart = autostart
+        self.executable = executable
+    }
 }
 
 /// What to download: the URL and, optionally, where, how and under which id.

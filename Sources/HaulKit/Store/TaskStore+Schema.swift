@@ -35,6 +35,19 @@ extension TaskStore {
                 PRAGMA user_version = 1;
                 """)
         }
+        // v2: the journal of finished and failed events that a daemon keeps for clients that were away.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: """
+                CREATE TABLE journal (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                    taskID TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    createdAt REAL NOT NULL
+                );
+                PRAGMA user_version = 2;
+                """)
+        }
         return migrator
     }
 

@@ -8,7 +8,7 @@ import GRDB
 /// `synchronous = NORMAL` a power loss may undo the last commits, but never damages the file.
 public final class TaskStore: Sendable {
     /// The schema this build reads and writes.
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
 
     /// The SQLite file.
     public let path: String
@@ -96,11 +96,11 @@ public final class TaskStore: Sendable {
 
     // MARK: - Internals
 
-    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
         try Self.mapErrors(path: path) { try pool.read(body) }
     }
 
-    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
         try Self.mapErrors(path: path) { try pool.write(body) }
     }
 

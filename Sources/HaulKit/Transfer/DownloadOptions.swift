@@ -49,6 +49,14 @@ public struct DownloadProgress: Equatable, Sendable {
     public var secondsRemaining: Double?
     /// Each connection's range and progress, for a segmented download.
     public var segments: [Segment]? = nil
+
+    public init(bytes: Int64, total: Int64?, bytesPerSecond: Double?, secondsRemaining: Double?, segments: [Segment]? = nil) {
+        self.bytes = bytes
+        self.total = total
+        self.bytesPerSecond = bytesPerSecond
+        self.secondsRemaining = secondsRemaining
+        self.segments = segments
+    }
 }
 
 /// What a finished download produced.

@@ -183,6 +183,9 @@ final class Sandbox: @unchecked Sendable {
     func start(_ arguments: [String], input: Data? = nil) throws -> HaulRun {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_HOME"] = home
+        // The daemon's socket then lives under HAUL_HOME/run, private to this sandbox.
+        environment["XDG_RUNTIME_DIR"] = nil
+        environment["HAUL_SOCKET"] = nil
         let run = try lock.withLock {
             let run = try HaulRun(
                 binary: try HaulBinary.path(), arguments: arguments, environment: environment,
@@ -220,9 +223,26 @@ final class Sandbox: @unchecked Sendable {
         ((try? FileManager.default.contentsOfDirectory(atPath: work)) ?? []).sorted()
     }
 
+    /// Process ids of daemons started in this sandbox (also autostarted ones): every `*.pid` under `home`.
+    func daemonPIDs() -> [Int32] {
+        let enumerator = FileManager.default.enumerator(atPath: home)
+        var pids: [Int32] = []
+        while let name = enumerator?.nextObject() as? String {
+            guard name.hasSuffix(".pid"),
+                  let text = try? String(contentsOfFile: home + "/" + name, encoding: .utf8),
+                  let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 1,
+                  // A stale file's pid may belong to another process by now.
+                  let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8),
+                  command.contains("haul") else { continue }
+            pids.append(pid)
+        }
+        return pids
+    }
+
     private func cleanUp() {
         let all = lock.withLock { runs }
         for run in all where run.isRunning { run.signal(SIGKILL) }
+        for pid in daemonPIDs() { kill(pid, SIGKILL) }
         let deadline = ContinuousClock.now + .seconds(5)
         while all.contains(where: \.isRunning), ContinuousClock.now < deadline { usleep(10_000) }
         try? FileManager.default.removeItem(atPath: root)

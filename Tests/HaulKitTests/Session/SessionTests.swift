@@ -129,7 +129,7 @@ func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: () a
                 request.id = name
                 try await session.add(request)
             }
-            await session.setMaxConcurrentDownloads(1)
+            try await session.setMaxConcurrentDownloads(1)
             await session.waitUntilIdle()
             #expect(log.startOrder == ["high", "a", "low"])
             await session.close()

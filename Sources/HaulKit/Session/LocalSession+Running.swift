@@ -1,6 +1,6 @@
 import Foundation
 
-extension DownloadSession {
+extension LocalSession {
     /// Applies a user's command to tasks: stopping running ones, or moving queued ones by the state machine.
     func command(_ command: TaskCommand, _ ids: [String]) async throws {
         for id in ids {
@@ -55,8 +55,8 @@ extension DownloadSession {
                     return .failure(error)
                 }
             }()
-            for await event in events { await self.engineEvent(id, event) }
-            await self.finish(id, await outcome)
+            for await event in events { self.engineEvent(id, event) }
+            self.finish(id, await outcome)
         })
     }
 
@@ -81,19 +81,12 @@ extension DownloadSession {
         guard !isClosed else { return }
         switch outcome {
         case .success(let result):
-            _ = try? store.update(id: id) {
+            conclude(id, .finished) {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
                 $0.errorKind = nil
                 $0.errorMessage = nil
-            }
-            try? setState(id, .finished)
-            markEnded()
-            if let task = try? store.task(id: id) {
-                let snapshot = snapshot(of: task)
-                emit(.finished(snapshot))
-                completionHooks(snapshot)
             }
         case .failure(let error):
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
@@ -106,17 +99,34 @@ extension DownloadSession {
                     try? setState(id, .paused)
                 }
             } else {
-                _ = try? store.update(id: id) { $0.errorKind = failure.kind.rawValue; $0.errorMessage = failure.message }
-                try? setState(id, .failed)
-                markEnded()
-                if let task = try? store.task(id: id) {
-                    let snapshot = snapshot(of: task)
-                    emit(.failed(snapshot))
-                    completionHooks(snapshot)
+                conclude(id, .failed) {
+                    $0.errorKind = failure.kind.rawValue
+                    $0.errorMessage = failure.message
                 }
             }
         }
         Task { await self.schedule() }
+    }
+
+    /// Records that a task finished or failed (with the journal entry, in one transaction, when journaling),
+    /// then tells everyone and runs the completion hooks.
+    private func conclude(_ id: String, _ state: TaskState, _ change: (inout StoredTask) -> Void) {
+        guard let old = try? store.task(id: id)?.state else { return }
+        let kind = state == .finished ? "finished" : "failed"
+        let stored: (task: StoredTask, sequence: Int64?)?
+        if journaling {
+            stored = try? store.update(id: id, journaling: kind, payload: { task in
+                DaemonProtocol.encode(Self.snapshot(of: task, speed: nil)).serialized
+            }) { change(&$0); $0.state = state }.map { ($0.task, $0.sequence) }
+        } else {
+            stored = try? store.update(id: id) { change(&$0); $0.state = state }.map { ($0, nil) }
+        }
+        guard let stored else { return }
+        markEnded()
+        if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
+        let snapshot = self.snapshot(of: stored.task)
+        emit(state == .finished ? .finished(snapshot) : .failed(snapshot), sequence: stored.sequence)
+        completionHooks(snapshot)
     }
 
     func setState(_ id: String, _ state: TaskState) throws {
@@ -146,9 +156,13 @@ extension DownloadSession {
     }
 
     func snapshot(of task: StoredTask) -> TaskSnapshot {
+        Self.snapshot(of: task, speed: speed(task.id))
+    }
+
+    static func snapshot(of task: StoredTask, speed: Double?) -> TaskSnapshot {
         TaskSnapshot(
             id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: task.bytes, total: task.total,
-            bytesPerSecond: task.state == .running ? speed(task.id) : nil, filePath: task.filePath,
+            bytesPerSecond: task.state == .running ? speed : nil, filePath: task.filePath,
             error: task.errorKind.flatMap { HaulError.Kind(rawValue: $0) }.map { HaulError($0, task.errorMessage ?? "") })
     }
 

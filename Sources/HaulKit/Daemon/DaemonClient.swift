@@ -1,0 +1,130 @@
+import NIOCore
+import NIOPosix
+
+/// One connection to `haul daemon`: JSON-RPC calls, and the notifications the daemon sends.
+public actor DaemonClient {
+    public let socketPath: String
+    /// The daemon's notifications (`method`, `params`), in order; ends when the connection closes.
+    public nonisolated let notifications: AsyncStream<(method: String, params: JSONValue)>
+    private let notify: AsyncStream<(method: String, params: JSONValue)>.Continuation
+    private var channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>?
+    private var outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>?
+    private var pending: [Int64: CheckedContinuation<JSONValue, any Error>] = [:]
+    private var nextID: Int64 = 0
+    private var closedError: HaulError?
+
+    private init(socketPath: String) {
+        self.socketPath = socketPath
+        (notifications, notify) = AsyncStream.makeStream(of: (method: String, params: JSONValue).self, bufferingPolicy: .unbounded)
+    }
+
+    /// Connects and says hello (checking the protocol version); throws when no daemon answers at `socketPath`.
+    public static func connect(socketPath: String, client: String = "haulkit") async throws -> DaemonClient {
+        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder()))
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw HaulError(.network, "no haul daemon answers at \(socketPath): \(error)")
+        }
+        let connection = DaemonClient(socketPath: socketPath)
+        await connection.start(channel)
+        do {
+            let hello = try await connection.call("daemon.hello", ["protocol": JSONValue(DaemonProtocol.version), "client": .string(client)])
+            guard hello["protocol"]?.intValue == DaemonProtocol.version else {
+                throw HaulError(.server, "the haul daemon at \(socketPath) speaks another protocol; restart it with this haul")
+            }
+        } catch {
+            await connection.close()
+            throw error
+        }
+        return connection
+    }
+
+    private func start(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) {
+        self.channel = channel
+        let (writerStream, writerContinuation) = AsyncStream.makeStream(of: NIOAsyncChannelOutboundWriter<ByteBuffer>.self)
+        Task {
+            do {
+                try await channel.executeThenClose { inbound, outbound in
+                    writerContinuation.yield(outbound)
+                    writerContinuation.finish()
+                    for try await line in inbound { await self.receive(line) }
+                }
+            } catch {}
+            writerContinuation.finish()
+            await self.ended()
+        }
+        // The writer is available as soon as executeThenClose runs; calls wait for it.
+        Task { for await writer in writerStream { self.attach(writer) } }
+    }
+
+    private func attach(_ writer: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
+        outbound = writer
+        for waiter in writerWaiters { waiter.resume() }
+        writerWaiters = []
+    }
+
+    private var writerWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Calls `method` and returns its result; a JSON-RPC error is thrown as ``RPCError``.
+    public func call(_ method: String, _ params: JSONValue = [:]) async throws -> JSONValue {
+        if let closedError { throw closedError }
+        if outbound == nil { await withCheckedContinuation { writerWaiters.append($0) } }
+        guard let outbound else { throw closedError ?? HaulError(.network, "the connection to the haul daemon closed") }
+        nextID += 1
+        let id = nextID
+        let line = JSONRPC.request(id: JSONValue(id), method: method, params: params)
+        return try await withCheckedThrowingContinuation { continuation in
+            pending[id] = continuation
+            Task {
+                do {
+                    try await outbound.write(ByteBuffer(string: line))
+                } catch {
+                    self.fail(id, HaulError(.network, "could not reach the haul daemon: \(error)"))
+                }
+            }
+        }
+    }
+
+    private func fail(_ id: Int64, _ error: any Error) {
+        pending.removeValue(forKey: id)?.resume(throwing: error)
+    }
+
+    private func receive(_ line: ByteBuffer) {
+        switch JSONRPC.decodeIncoming(line.readableBytesView) {
+        case .response(let id, let result)?:
+            guard let key = id.int64Value, let continuation = pending.removeValue(forKey: key) else { return }
+            continuation.resume(with: result.mapError { $0 })
+        case .notification(let method, let params)?:
+            notify.yield((method, params))
+        case nil:
+            break
+        }
+    }
+
+    private func ended() {
+        let error = closedError ?? HaulError(.network, "the haul daemon closed the connection; is it still running? (`haul ls` starts one)")
+        closedError = error
+        for (_, continuation) in pending { continuation.resume(throwing: error) }
+        pending = [:]
+        for waiter in writerWaiters { waiter.resume() }
+        writerWaiters = []
+        notify.finish()
+    }
+
+    /// True once the connection has closed.
+    public var isClosed: Bool { closedError != nil }
+
+    /// Closes the connection; pending calls fail.
+    public func close() async {
+        if closedError == nil { closedError = HaulError(.network, "the connection to the haul daemon was closed") }
+        try? await channel?.channel.close()
+        ended()
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Connects to `haul daemon`, starting one (detached, logging to `HAUL_HOME/daemon.log`) when none answers.
+public enum DaemonLauncher {
+    /// How long to wait for a daemon that was just started.
+    static let startTimeout: Duration = .seconds(15)
+
+    public static func connect(
+        _ endpoint: DaemonEndpoint, home: HaulHome, environment: [String: String] = ProcessInfo.processInfo.environment,
+        client: String = "haulkit"
+    ) async throws -> DaemonClient {
+        let location = DaemonLocation(explicit: endpoint.socketPath, environment: environment, home: home)
+        if let client = try? await DaemonClient.connect(socketPath: location.socketPath, client: client) { return client }
+        guard endpoint.autostart else {
+            throw HaulError(.network, "no haul daemon is running at \(location.socketPath); start one with `haul daemon`, or drop --no-autostart")
+        }
+        guard let executable = executable(endpoint, environment: environment) else {
+            throw HaulError(.usage, "cannot start haul daemon: no haul executable found; set HAUL_EXECUTABLE or put haul on PATH")
+        }
+        let log = home.path + "/daemon.log"
+        try POSIX.makeDirectories(home.path)
+        let pid = try spawnDetached(executable, ["daemon", "--socket", location.socketPath], environment: environment, log: log)
+        let deadline = ContinuousClock.now + startTimeout
+        var lastError: any Error = HaulError(.network, "the haul daemon did not start")
+        while ContinuousClock.now < deadline {
+            do {
+                return try await DaemonClient.connect(socketPath: location.socketPath, client: client)
+            } catch {
+                lastError = error
+            }
+            // Another client may have started a daemon first: ours then exits (busy) while theirs answers.
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid, !(status & 0x7f == 0 && (status >> 8) & 0xff == 8) {
+                throw HaulError(.network, "haul daemon exited at start; see \(log)" + lastLine(of: log))
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw HaulError(.network, "haul daemon did not answer within \(startTimeout) (\(lastError)); see \(log)")
+    }
+
+    private static func lastLine(of path: String) -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let line = text.split(separator: "\n").last else { return "" }
+        return ": " + line
+    }
+
+    /// `endpoint.executable`, else `$HAUL_EXECUTABLE`, else `haul` beside this program, else `haul` on `PATH`.
+    static func executable(_ endpoint: DaemonEndpoint, environment: [String: String]) -> String? {
+        if let path = endpoint.executable ?? environment["HAUL_EXECUTABLE"], !path.isEmpty { return path }
+        var candidates: [String] = []
+        if let own = Bundle.main.executablePath {
+            candidates.append((own as NSString).deletingLastPathComponent + "/haul")
+        }
+        for folder in (environment["PATH"] ?? "/usr/local/bin:/usr/bin").split(separator: ":") {
+            candidates.append(folder + "/haul")
+        }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts `executable` in its own session (no controlling terminal, immune to the caller's Ctrl-C),
+    /// stdin from /dev/null, stdout and stderr appended to `log`.
+    static func spawnDetached(_ executable: String, _ arguments: [String], environment: [String: String], log: String) throws -> pid_t {
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t?
+        var attributes: posix_spawnattr_t?
+        #else
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        #if os(Linux)
+        let setSession: Int32 = 0x80  // POSIX_SPAWN_SETSID in <spawn.h>
+        #else
+        let setSession = Int32(POSIX_SPAWN_SETSID)
+        #endif
+        posix_spawnattr_setflags(&attributes, Int16(setSession))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard result == 0 else {
+            throw HaulError(.usage, "could not start \(executable) daemon: \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+}

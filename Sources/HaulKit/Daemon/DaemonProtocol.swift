@@ -1,0 +1,210 @@
+import Foundation
+
+/// The daemon's wire objects (see docs/protocol.md): tasks, events, configurations and additions as JSON.
+/// Pure conversions, used by both the daemon and its clients.
+public enum DaemonProtocol {
+    /// The protocol version this build speaks.
+    public static let version = 1
+    /// The most tasks one `tasks.add` may carry.
+    public static let maxTasksPerAdd = 10_000
+
+    // MARK: Tasks
+
+    public static func encode(_ task: TaskSnapshot) -> JSONValue {
+        var error: JSONValue = .null
+        if let failure = task.error {
+            error = ["kind": .string(failure.kind.rawValue), "message": .string(failure.message)]
+        }
+        return [
+            "id": .string(task.id), "url": .string(task.url), "state": .string(task.state.rawValue),
+            "priority": JSONValue(task.priority), "bytes": JSONValue(task.bytes), "total": task.total.map(JSONValue.init) ?? .null,
+            "bytesPerSecond": task.bytesPerSecond.map(JSONValue.number) ?? .null, "path": JSONValue(task.filePath),
+            "error": error,
+        ]
+    }
+
+    public static func decodeTask(_ value: JSONValue) -> TaskSnapshot? {
+        guard let id = value["id"]?.stringValue, let url = value["url"]?.stringValue,
+              let state = value["state"]?.stringValue.flatMap(TaskState.init(rawValue:)),
+              let bytes = value["bytes"]?.int64Value else { return nil }
+        var error: HaulError?
+        if let kind = value["error"]?["kind"]?.stringValue.flatMap(HaulError.Kind.init(rawValue:)) {
+            error = HaulError(kind, value["error"]?["message"]?.stringValue ?? "")
+        }
+        return TaskSnapshot(
+            id: id, url: url, state: state, priority: value["priority"]?.intValue ?? 0, bytes: bytes,
+            total: value["total"]?.int64Value, bytesPerSecond: value["bytesPerSecond"]?.doubleValue,
+            filePath: value["path"]?.stringValue, error: error)
+    }
+
+    public static func decodeTasks(_ value: JSONValue?) -> [TaskSnapshot]? {
+        guard let array = value?.arrayValue else { return nil }
+        var tasks: [TaskSnapshot] = []
+        for element in array {
+            guard let task = decodeTask(element) else { return nil }
+            tasks.append(task)
+        }
+        return tasks
+    }
+
+    // MARK: Events
+
+    /// An event on the wire; `finished` and `failed` carry their journal sequence number.
+    public static func encode(_ event: SessionEvent, sequence: Int64? = nil) -> JSONValue {
+        var object: [String: JSONValue]
+        switch event {
+        case .added(let task): object = ["type": "added", "task": encode(task)]
+        case .stateChanged(let id, let from, let to):
+            object = ["type": "stateChanged", "id": .string(id), "from": .string(from.rawValue), "to": .string(to.rawValue)]
+        case .progress(let id, let progress):
+            object = [
+                "type": "progress", "id": .string(id), "bytes": JSONValue(progress.bytes),
+                "total": progress.total.map(JSONValue.init) ?? .null,
+                "bytesPerSecond": progress.bytesPerSecond.map(JSONValue.number) ?? .null,
+                "secondsRemaining": progress.secondsRemaining.map(JSONValue.number) ?? .null,
+            ]
+        case .finished(let task): object = ["type": "finished", "task": encode(task)]
+        case .failed(let task): object = ["type": "failed", "task": encode(task)]
+        case .allFinished: object = ["type": "allFinished"]
+        }
+        if let sequence { object["seq"] = JSONValue(sequence) }
+        return .object(object)
+    }
+
+    public static func decodeEvent(_ value: JSONValue) -> (event: SessionEvent, sequence: Int64?)? {
+        let sequence = value["seq"]?.int64Value
+        switch value["type"]?.stringValue {
+        case "added": return decodeTask(value["task"] ?? .null).map { (.added($0), sequence) }
+        case "finished": return decodeTask(value["task"] ?? .null).map { (.finished($0), sequence) }
+        case "failed": return decodeTask(value["task"] ?? .null).map { (.failed($0), sequence) }
+        case "stateChanged":
+            guard let id = value["id"]?.stringValue,
+                  let from = value["from"]?.stringValue.flatMap(TaskState.init(rawValue:)),
+                  let to = value["to"]?.stringValue.flatMap(TaskState.init(rawValue:)) else { return nil }
+            return (.stateChanged(id: id, from: from, to: to), sequence)
+        case "progress":
+            guard let id = value["id"]?.stringValue, let bytes = value["bytes"]?.int64Value else { return nil }
+            let progress = DownloadProgress(
+                bytes: bytes, total: value["total"]?.int64Value, bytesPerSecond: value["bytesPerSecond"]?.doubleValue,
+                secondsRemaining: value["secondsRemaining"]?.doubleValue)
+            return (.progress(id: id, progress), sequence)
+        case "allFinished": return (.allFinished, sequence)
+        default: return nil
+        }
+    }
+
+    // MARK: Configuration
+
+    /// The parts of a configuration the daemon can carry out (closures stay in the client).
+    public static func encode(_ configuration: SessionConfiguration) -> JSONValue {
+        [
+            "maxConcurrentDownloads": JSONValue(configuration.maxConcurrentDownloads),
+            "maxDownloadsPerHost": JSONValue(configuration.maxDownloadsPerHost),
+            "rateLimit": configuration.rateLimit.map(JSONValue.init) ?? .null,
+            "completionCommand": JSONValue(configuration.completionCommand),
+            "defaultDirectory": JSONValue(configuration.defaultDirectory),
+            "defaultHeaders": encode(configuration.defaultHeaders),
+            "resumeRunningTasksOnRelaunch": .bool(configuration.resumeRunningTasksOnRelaunch),
+            "stallTimeout": .number(configuration.stallTimeout.seconds),
+            "progressInterval": .number(configuration.progressInterval.seconds),
+        ]
+    }
+
+    /// Applies the members present in `params` to `configuration`.
+    public static func apply(_ params: Params, to configuration: inout SessionConfiguration) throws(RPCError) {
+        if let count = try params.int("maxConcurrentDownloads") {
+            guard count >= 0 else { throw .invalidParams("\"maxConcurrentDownloads\" must be 0 or more") }
+            configuration.maxConcurrentDownloads = count
+        }
+        if let count = try params.int("maxDownloadsPerHost") {
+            guard count >= 1 else { throw .invalidParams("\"maxDownloadsPerHost\" must be 1 or more") }
+            configuration.maxDownloadsPerHost = count
+        }
+        if params.members["rateLimit"] != nil {
+            let limit = try params.int64("rateLimit")
+            if let limit, limit < 1 { throw .invalidParams("\"rateLimit\" must be 1 or more bytes per second") }
+            configuration.rateLimit = limit
+        }
+        if params.members["completionCommand"] != nil { configuration.completionCommand = try params.string("completionCommand") }
+        if params.members["defaultDirectory"] != nil {
+            let folder = try params.string("defaultDirectory")
+            if let folder, !folder.hasPrefix("/") { throw .invalidParams("\"defaultDirectory\" must be an absolute path") }
+            configuration.defaultDirectory = folder
+        }
+        if let headers = try params.objects("defaultHeaders") { configuration.defaultHeaders = try decodeHeaders(headers, "defaultHeaders") }
+        if let resume = try params.bool("resumeRunningTasksOnRelaunch") { configuration.resumeRunningTasksOnRelaunch = resume }
+        if let seconds = try params.double("stallTimeout") {
+            guard seconds > 0, seconds < 86_400 else { throw .invalidParams("\"stallTimeout\" must be between 0 and 86400 seconds") }
+            configuration.stallTimeout = .milliseconds(Int64(seconds * 1000))
+        }
+        if let seconds = try params.double("progressInterval") {
+            guard seconds >= 0, seconds < 3600 else { throw .invalidParams("\"progressInterval\" must be between 0 and 3600 seconds") }
+            configuration.progressInterval = .milliseconds(Int64(seconds * 1000))
+        }
+    }
+
+    // MARK: Additions
+
+    public static func encode(_ request: DownloadRequest) -> JSONValue {
+        var object: [String: JSONValue] = ["url": .string(request.url.absoluteString), "priority": JSONValue(request.priority)]
+        switch request.destination {
+        case .file(let path)?: object["path"] = .string(path)
+        case .directory(let folder)?: object["directory"] = .string(folder)
+        case nil: break
+        }
+        if !request.headers.fields.isEmpty { object["headers"] = encode(request.headers) }
+        if let checksum = request.checksum { object["checksum"] = .string(checksum.description) }
+        if let segments = request.segments { object["segments"] = JSONValue(segments) }
+        if let id = request.id { object["id"] = .string(id) }
+        return .object(object)
+    }
+
+    public static func decodeRequest(_ params: Params) throws(RPCError) -> DownloadRequest {
+        let text = try params.requiredString("url")
+        let url: URL
+        do { url = try UserInput.url(text) } catch { throw .invalidParams("\"url\": \(error.message)") }
+        var request = DownloadRequest(url: url)
+        let path = try params.string("path"), folder = try params.string("directory")
+        switch (path, folder) {
+        case (let path?, nil):
+            guard path.hasPrefix("/") else { throw .invalidParams("\"path\" must be an absolute path") }
+            request.destination = .file(path)
+        case (nil, let folder?):
+            guard folder.hasPrefix("/") else { throw .invalidParams("\"directory\" must be an absolute path") }
+            request.destination = .directory(folder)
+        case (nil, nil): break
+        case (.some, .some): throw .invalidParams("give \"path\" or \"directory\", not both")
+        }
+        if let headers = try params.objects("headers") { request.headers = try decodeHeaders(headers, "headers") }
+        if let checksum = try params.string("checksum") {
+            do { request.checksum = try Checksum(parsing: checksum) } catch { throw .invalidParams("\"checksum\": \(error.message)") }
+        }
+        if let segments = try params.int("segments") {
+            guard segments >= 1, segments <= 64 else { throw .invalidParams("\"segments\" must be between 1 and 64") }
+            request.segments = segments
+        }
+        request.priority = try params.int("priority") ?? 0
+        if let id = try params.string("id") {
+            guard !id.isEmpty else { throw .invalidParams("\"id\" cannot be empty") }
+            request.id = id
+        }
+        return request
+    }
+
+    static func encode(_ headers: HTTPFields) -> JSONValue {
+        .array(headers.fields.map { ["name": .string($0.name), "value": .string($0.value)] })
+    }
+
+    static func decodeHeaders(_ objects: [Params], _ key: String) throws(RPCError) -> HTTPFields {
+        var fields = HTTPFields()
+        for object in objects {
+            let name = try object.requiredString("name"), value = try object.requiredString("value")
+            guard !name.isEmpty, !name.contains(where: { $0 == ":" || $0.isWhitespace || $0.isNewline }),
+                  !value.contains(where: \.isNewline) else {
+                throw .invalidParams("\"\(key)\" holds an invalid header field \"\(name)\"")
+            }
+            fields.append(name, value)
+        }
+        return fields
+    }
+}

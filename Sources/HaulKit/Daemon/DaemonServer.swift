@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `haul daemon`: serves the control protocol (docs/protocol.md) on a private Unix socket and runs the
+/// background sessions' transfers.
+public final class DaemonServer: Sendable {
+    public let location: DaemonLocation
+    private let service: DaemonService
+    private let logger: Logger
+    private let lockFD: Int32
+    private let serverChannel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+    private let connections = NIOLockedValueBox((next: 0, open: [Int: Channel]()))
+
+    /// Takes the socket (refusing when another daemon holds it), restores the sessions it ran before and
+    /// starts listening. Call ``run()`` next.
+    public init(location: DaemonLocation, home: HaulHome, logger: Logger) async throws {
+        self.location = location
+        self.logger = logger
+        try location.prepareDirectory()
+        let fd = open(location.lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw POSIX.error("opening", location.lockPath) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw HaulError(.busy, "a haul daemon is already running on \(location.socketPath)")
+        }
+        lockFD = fd
+        // The socket is created 0600 (no moment where others could connect), and any stale one is replaced.
+        unlink(location.socketPath)
+        let oldMask = umask(0o177)
+        defer { umask(oldMask) }
+        do {
+            serverChannel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 256)
+                .bind(unixDomainSocketPath: location.socketPath) { channel in
+                    PeerCredentials.uid(of: channel).flatMapThrowing { uid in
+                        if let uid, uid != PeerCredentials.ownUID {
+                            throw HaulError(.usage, "refused a connection from uid \(uid)")
+                        }
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder()))
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            close(fd)
+            throw HaulError(.fileSystem, "could not listen on \(location.socketPath): \(error)")
+        }
+        chmod(location.socketPath, 0o600)
+        let pid = "\(getpid())\n"
+        _ = FileManager.default.createFile(atPath: location.pidPath, contents: Data(pid.utf8), attributes: [.posixPermissions: 0o600])
+        service = DaemonService(home: home, logger: logger)
+        await service.restoreSessions()
+        logger.info("haul daemon \(HaulVersion.string) listening on \(location.socketPath)")
+    }
+
+    /// Serves clients until ``shutdown()``.
+    public func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            try await serverChannel.executeThenClose { inbound in
+                for try await connection in inbound {
+                    let id = connections.withLockedValue { state in
+                        state.next += 1
+                        state.open[state.next] = connection.channel
+                        return state.next
+                    }
+                    group.addTask {
+                        await self.serve(connection, id: id)
+                        self.connections.withLockedValue { _ = $0.open.removeValue(forKey: id) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops listening, checkpoints every running download and closes the sessions.
+    public func shutdown() async {
+        try? await serverChannel.channel.close()
+        await service.shutdown()
+        for (_, channel) in connections.withLockedValue({ $0.open }) { channel.close(promise: nil) }
+        unlink(location.socketPath)
+        unlink(location.pidPath)
+        close(lockFD)
+        logger.info("haul daemon stopped")
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, id: Int) async {
+        let channel = connection.channel
+        let outbox = ConnectionOutbox(id: id) {
+            channel.close(promise: nil)
+        }
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await line in outbox.lines {
+                            try await outbound.write(ByteBuffer(string: line))
+                            outbox.written(line)
+                        }
+                    }
+                    do {
+                        for try await line in inbound { await self.handle(line, outbox) }
+                    } catch is LineFrameDecoder.LineTooLong {
+                        outbox.send(JSONRPC.response(
+                            id: .null, error: .invalidRequest("a message exceeds \(JSONRPC.maxMessageBytes) bytes")))
+                    }
+                    // Whatever is queued goes out before the connection closes.
+                    outbox.finish()
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            logger.debug("connection \(id) ended: \(error)")
+        }
+        outbox.finish()
+        await service.disconnected(outbox)
+    }
+
+    private func handle(_ line: ByteBuffer, _ outbox: ConnectionOutbox) async {
+        switch JSONRPC.decodeRequest(line.readableBytesView) {
+        case .failure(let failure):
+            outbox.send(JSONRPC.response(id: failure.id, error: failure.error))
+        case .success(let request):
+            let result = await service.handle(request, from: outbox)
+            guard let id = request.id else { return }
+            switch result {
+            case .success(let value): outbox.send(JSONRPC.response(id: id, result: value))
+            case .failure(let error): outbox.send(JSONRPC.response(id: id, error: error))
+            }
+        }
+    }
+}

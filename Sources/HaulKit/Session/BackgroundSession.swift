@@ -1,0 +1,185 @@
+import Foundation
+
+/// A session whose transfers run in `haul daemon`: every call is a message to the daemon, and its events
+/// come back as notifications. Finished and failed events are journaled by the daemon and kept here in
+/// ``pendingEvents()`` until acknowledged.
+actor BackgroundSession: SessionBackend {
+    let identifier: String
+    private let configuration: SessionConfiguration
+    private let client: DaemonClient
+    private var subscribers: [UUID: (filter: String?, continuation: AsyncStream<SessionEvent>.Continuation)] = [:]
+    /// Journaled events delivered to this process and not yet acknowledged, with their sequence.
+    private var pending: [(sequence: Int64, event: SessionEvent)] = []
+    private var pump: Task<Void, Never>?
+    /// The connection to the daemon has closed: no more events will come.
+    private var ended = false
+
+    init(identifier: String, configuration: SessionConfiguration, daemon: DaemonEndpoint) async throws {
+        self.identifier = identifier
+        self.configuration = configuration
+        client = try await DaemonLauncher.connect(daemon, home: configuration.home)
+        do {
+            var settings = DaemonProtocol.encode(configuration).objectValue ?? [:]
+            if configuration.defaultDirectory == nil {
+                // Tasks without a destination go to this process's folder, not the daemon's.
+                settings["defaultDirectory"] = .string(absolutePath("."))
+            }
+            _ = try await call("session.open", ["configuration": .object(settings)])
+            let journal = try await call("events.subscribe", ["replay": true])
+            for entry in journal["journal"]?.arrayValue ?? [] { receive(entry) }
+        } catch {
+            await client.close()
+            throw error
+        }
+        let notifications = client.notifications
+        pump = Task { [weak self] in
+            for await (method, params) in notifications where method == "event" {
+                guard let event = params["event"] else { continue }
+                await self?.receive(event)
+            }
+            await self?.finishStreams()
+        }
+    }
+
+    private func call(_ method: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
+        var params = params
+        params["session"] = .string(identifier)
+        do {
+            return try await client.call(method, .object(params))
+        } catch let error as RPCError {
+            throw error.haulError
+        }
+    }
+
+    private func receive(_ value: JSONValue) {
+        guard let (event, sequence) = DaemonProtocol.decodeEvent(value) else { return }
+        if let sequence {
+            guard !pending.contains(where: { $0.sequence == sequence }) else { return }
+            pending.append((sequence, event))
+            if case .finished(let task) = event { configuration.onCompletion?(task) }
+            if case .failed(let task) = event { configuration.onCompletion?(task) }
+        }
+        for (_, subscriber) in subscribers where subscriber.filter == nil || subscriber.filter == event.taskID {
+            subscriber.continuation.yield(event)
+        }
+    }
+
+    private func finishStreams() {
+        ended = true
+        for (_, subscriber) in subscribers { subscriber.continuation.finish() }
+        subscribers = [:]
+    }
+
+    // MARK: SessionBackend
+
+    func add(_ requests: [DownloadRequest]) async throws -> [TaskSnapshot] {
+        var result: [TaskSnapshot] = []
+        // The daemon takes at most maxTasksPerAdd per message.
+        for start in stride(from: 0, to: requests.count, by: DaemonProtocol.maxTasksPerAdd) {
+            let chunk = requests[start..<min(requests.count, start + DaemonProtocol.maxTasksPerAdd)].map { request in
+                var request = request
+                switch request.destination {
+                case .file(let path)?: request.destination = .file(absolutePath(path))
+                case .directory(let folder)?: request.destination = .directory(absolutePath(folder))
+                case nil: break
+                }
+                return DaemonProtocol.encode(request)
+            }
+            let answer = try await call("tasks.add", ["tasks": .array(chunk)])
+            guard let tasks = DaemonProtocol.decodeTasks(answer["tasks"]) else { throw Self.garbled }
+            result += tasks
+        }
+        return result
+    }
+
+    func apply(_ command: TaskCommand, to ids: [String]?) async throws {
+        let method: String
+        switch command {
+        case .pause: method = "tasks.pause"
+        case .resume: method = "tasks.resume"
+        case .cancel: method = "tasks.cancel"
+        case .start, .finish, .fail: throw HaulError(.usage, "only pause, resume and cancel can be asked of a task")
+        }
+        _ = try await call(method, Self.selection(ids))
+    }
+
+    func remove(_ ids: [String]?, deleteFile: Bool) async throws {
+        var params = Self.selection(ids)
+        params["deleteFile"] = .bool(deleteFile)
+        _ = try await call("tasks.remove", params)
+    }
+
+    func setPriority(_ priority: Int, for ids: [String]) async throws {
+        _ = try await call("tasks.setPriority", ["ids": .array(ids.map(JSONValue.string)), "priority": JSONValue(priority)])
+    }
+
+    func setMaxConcurrentDownloads(_ count: Int) async throws {
+        _ = try await call("session.setMaxConcurrentDownloads", ["count": JSONValue(count)])
+    }
+
+    func tasks() async throws -> [TaskSnapshot] {
+        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list")["tasks"]) else { throw Self.garbled }
+        return tasks
+    }
+
+    func task(_ id: String) async throws -> TaskSnapshot? {
+        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list", ["ids": [.string(id)]])["tasks"]) else {
+            throw Self.garbled
+        }
+        return tasks.first
+    }
+
+    func events(filter: String?) -> AsyncStream<SessionEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .unbounded)
+        for (_, event) in pending where filter == nil || filter == event.taskID { continuation.yield(event) }
+        if ended {
+            continuation.finish()
+            return stream
+        }
+        let key = UUID()
+        subscribers[key] = (filter, continuation)
+        continuation.onTermination = { _ in Task { await self.unsubscribe(key) } }
+        return stream
+    }
+
+    private func unsubscribe(_ key: UUID) { subscribers[key] = nil }
+
+    func waitUntilIdle() async {
+        let stream = events(filter: nil)
+        if await isIdle() { return }
+        for await event in stream {
+            switch event {
+            case .allFinished, .finished, .failed, .stateChanged:
+                if await isIdle() { return }
+            default:
+                continue
+            }
+        }
+    }
+
+    private func isIdle() async -> Bool {
+        guard let tasks = try? await tasks() else { return true }
+        return !tasks.contains { $0.state == .waiting || $0.state == .running }
+    }
+
+    func pendingEvents() -> [SessionEvent] { pending.map(\.event) }
+
+    func acknowledgeEvents() async throws {
+        guard let last = pending.last?.sequence else { return }
+        _ = try await call("journal.ack", ["through": JSONValue(last)])
+        pending.removeAll { $0.sequence <= last }
+    }
+
+    func close() async {
+        await client.close()
+        await pump?.value
+        finishStreams()
+    }
+
+    private static func selection(_ ids: [String]?) -> [String: JSONValue] {
+        guard let ids else { return ["all": true] }
+        return ["ids": .array(ids.map(JSONValue.string))]
+    }
+
+    private static let garbled = HaulError(.server, "the haul daemon sent an answer this haul does not understand; restart the daemon")
+}

@@ -1,0 +1,232 @@
+import Foundation
+
+/// A session whose downloads run in this process: the backend of an in-process ``DownloadSession``,
+/// and what `haul daemon` runs for background sessions (then with a journal of finished and failed events).
+actor LocalSession: SessionBackend {
+    nonisolated let identifier: String
+    let configuration: SessionConfiguration
+    let store: TaskStore
+    let engine: TransferEngine
+    private let lock: SessionLock
+    private var maxConcurrent: Int
+    let rateLimiter: RateLimiter?
+    private var running: [String: Task<Void, Never>] = [:]
+    /// What the user asked of a running task that is stopping.
+    private var stopping: [String: TaskCommand] = [:]
+    private var speeds: [String: Double] = [:]
+    private var hosts: [String: String] = [:]
+    private var lastSaved: [String: ContinuousClock.Instant] = [:]
+    /// Each subscriber gets every event (or one task's) with its journal sequence, if journaled.
+    private var subscribers: [UUID: Subscriber] = [:]
+    private struct Subscriber {
+        var filter: String?
+        var yield: @Sendable (SessionEvent, Int64?) -> Void
+        var finish: @Sendable () -> Void
+    }
+    /// Finished and failed events go to the store's journal, in the same transaction as the task's state.
+    let journaling: Bool
+    private var endedSinceDrain = false
+    private var closed = false
+
+    init(identifier: String, configuration: SessionConfiguration, journaling: Bool = false) async throws {
+        try Self.validate(identifier: identifier)
+        let folder = Self.folder(identifier, home: configuration.home)
+        try POSIX.makeDirectories(folder)
+        self.identifier = identifier
+        self.configuration = configuration
+        self.journaling = journaling
+        self.lock = try SessionLock(path: folder + "/session.lock", identifier: identifier)
+        self.store = try TaskStore(path: folder + "/tasks.sqlite")
+        var engineConfiguration = TransferEngine.Configuration()
+        engineConfiguration.stallTimeout = configuration.stallTimeout
+        self.engine = TransferEngine(home: configuration.home, configuration: engineConfiguration)
+        self.maxConcurrent = configuration.maxConcurrentDownloads
+        self.rateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
+        let stale = try store.tasks().filter { $0.state == .running }.map(\.id)
+        let resume = configuration.resumeRunningTasksOnRelaunch
+        _ = try store.updateAll(ids: stale) { $0.state = TaskTransitions.restored($0.state, resumeRunning: resume) }
+        await schedule()
+    }
+
+    // MARK: Adding and controlling tasks
+
+    /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
+    func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
+        let results = try store.add(requests.map(newTask(for:)))
+        for (task, created) in results where created { emit(.added(snapshot(of: task))) }
+        if results.contains(where: \.created) { Task { await self.schedule() } }
+        return results.map { snapshot(of: $0.task) }
+    }
+
+    private func newTask(for request: DownloadRequest) -> NewTask {
+        let destination = request.destination ?? .directory(absolutePath(configuration.defaultDirectory ?? "."))
+        let absolute: DownloadOptions.Destination
+        switch destination {
+        case .file(let file): absolute = .file(absolutePath(file))
+        case .directory(let folder): absolute = .directory(absolutePath(folder))
+        }
+        return NewTask(
+            id: request.id, url: request.url.absoluteString, destination: absolute,
+            headers: request.headers.fields, checksum: request.checksum?.description, segments: request.segments,
+            priority: request.priority)
+    }
+
+    /// Applies `command` to the tasks `ids` (every task when `nil`).
+    func apply(_ command: TaskCommand, to ids: [String]?) async throws {
+        try await self.command(command, ids ?? store.tasks().map(\.id))
+    }
+
+    func remove(_ ids: [String]?, deleteFile: Bool) async throws {
+        for id in try ids ?? store.tasks().map(\.id) {
+            guard let task = try store.task(id: id) else { continue }
+            if running[id] != nil { await stop(id, as: .cancel) }
+            if let options = self.options(for: task) {
+                if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
+                    POSIX.unlink(path)
+                }
+                engine.discardPartialData(options)
+            }
+            try store.remove(ids: [id])
+        }
+        await schedule()
+    }
+
+    func setPriority(_ priority: Int, for ids: [String]) async throws {
+        _ = try store.updateAll(ids: ids) { $0.priority = priority }
+        await schedule()
+    }
+
+    func setMaxConcurrentDownloads(_ count: Int) async {
+        maxConcurrent = max(0, count)
+        await schedule()
+    }
+
+    func tasks() throws -> [TaskSnapshot] {
+        try store.tasks().map(snapshot(of:))
+    }
+
+    func task(_ id: String) throws -> TaskSnapshot? {
+        try store.task(id: id).map(snapshot(of:))
+    }
+
+    // MARK: Events
+
+    func events(filter: String?) -> AsyncStream<SessionEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .unbounded)
+        subscribe(filter: filter, continuation) { event, _ in continuation.yield(event) }
+        return stream
+    }
+
+    /// Every event with its journal sequence (finished and failed events of a journaling session).
+    func journaledEvents() -> AsyncStream<(event: SessionEvent, sequence: Int64?)> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: (event: SessionEvent, sequence: Int64?).self, bufferingPolicy: .unbounded)
+        subscribe(filter: nil, continuation) { event, sequence in continuation.yield((event, sequence)) }
+        return stream
+    }
+
+    private func subscribe<T>(
+        filter: String?, _ continuation: AsyncStream<T>.Continuation, yield: @escaping @Sendable (SessionEvent, Int64?) -> Void
+    ) {
+        let key = UUID()
+        subscribers[key] = Subscriber(filter: filter, yield: yield, finish: { continuation.finish() })
+        continuation.onTermination = { _ in Task { await self.unsubscribe(key) } }
+    }
+
+    private func unsubscribe(_ key: UUID) { subscribers[key] = nil }
+
+    func emit(_ event: SessionEvent, sequence: Int64? = nil) {
+        for (_, subscriber) in subscribers where subscriber.filter == nil || subscriber.filter == event.taskID {
+            subscriber.yield(event, sequence)
+        }
+    }
+
+    func waitUntilIdle() async {
+        let stream = events(filter: nil)
+        if isIdle() { return }
+        for await event in stream {
+            if case .allFinished = event { return }
+            if isIdle() { return }
+        }
+    }
+
+    func isIdle() -> Bool {
+        running.isEmpty && ((try? store.tasks(in: .waiting).isEmpty) ?? true)
+    }
+
+    // MARK: Bookkeeping for the running tasks
+
+    var isClosed: Bool { closed }
+    var currentMaxConcurrent: Int { maxConcurrent }
+    var hasRunningTasks: Bool { !running.isEmpty }
+    var runningCount: Int { running.count }
+    func noteHost(_ id: String, _ host: String) { hosts[id] = host }
+
+    /// The running tasks as the scheduler sees them (their host is what counts).
+    func runningEntries() -> [SchedulerEntry] {
+        running.keys.map { SchedulerEntry(id: $0, state: .running, priority: 0, sequence: 0, host: hosts[$0] ?? "") }
+    }
+    func isRunning(_ id: String) -> Bool { running[id] != nil }
+    func track(_ id: String, _ task: Task<Void, Never>) { running[id] = task }
+
+    /// Forgets a running task; returns what the user had asked of it while it stopped.
+    func untrack(_ id: String) -> TaskCommand? {
+        running[id] = nil
+        speeds[id] = nil
+        hosts[id] = nil
+        lastSaved[id] = nil
+        return stopping.removeValue(forKey: id)
+    }
+
+    func markEnded() { endedSinceDrain = true }
+    var drainPending: Bool { endedSinceDrain }
+
+    func takeDrainSignal() -> Bool {
+        defer { endedSinceDrain = false }
+        return endedSinceDrain
+    }
+
+    func noteSpeed(_ id: String, _ speed: Double?) { speeds[id] = speed }
+    func speed(_ id: String) -> Double? { speeds[id] }
+
+    /// Progress is written to the store at most once a second per task.
+    func shouldSaveProgress(_ id: String) -> Bool {
+        let now = ContinuousClock.now
+        if let last = lastSaved[id], now - last < .seconds(1) { return false }
+        lastSaved[id] = now
+        return true
+    }
+
+    /// Asks a running task to stop and waits until it has. `nil` (closing): its stored state stays `running`,
+    /// so the next open restores it as configured.
+    func stop(_ id: String, as command: TaskCommand?) async {
+        guard let task = running[id] else { return }
+        if let command { stopping[id] = command }
+        task.cancel()
+        await task.value
+    }
+
+    func close() async {
+        guard !closed else { return }
+        closed = true
+        for id in Array(running.keys) { await stop(id, as: nil) }
+        for (_, subscriber) in subscribers { subscriber.finish() }
+        subscribers = [:]
+        try? await engine.shutdown()
+        lock.release()
+    }
+}
+
+extension LocalSession {
+    /// Throws unless `identifier` is letters, digits, `.`, `_` and `-` (not starting with `.`).
+    static func validate(identifier: String) throws(HaulError) {
+        guard !identifier.isEmpty, identifier.count <= 100,
+              identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }),
+              !identifier.hasPrefix(".") else {
+            throw HaulError(.usage, "session identifier \"\(identifier)\" must be letters, digits, '.', '_' or '-'")
+        }
+    }
+
+    /// The folder of the session's store and lock.
+    static func folder(_ identifier: String, home: HaulHome) -> String { home.path + "/sessions/" + identifier }
+}

@@ -1,0 +1,57 @@
+import GRDB
+
+/// One event in a session's durable journal (a task finished or failed), kept until a client acknowledges it.
+public struct JournalEntry: Equatable, Sendable {
+    /// Increases with each entry of the session, never reused.
+    public var sequence: Int64
+    public var taskID: String
+    /// `"finished"` or `"failed"`.
+    public var kind: String
+    /// The task as it ended, in the daemon protocol's JSON.
+    public var payload: String
+    /// Unix seconds.
+    public var createdAt: Double
+}
+
+extension TaskStore {
+    /// Unacknowledged entries beyond this many are dropped, oldest first.
+    public static let journalLimit: Int64 = 10_000
+
+    /// Changes a task and appends a journal entry about the result in one transaction, so a crash keeps both
+    /// or neither. Returns the task and the entry's sequence, or `nil` when there is no such task.
+    public func update(
+        id: String, journaling kind: String, payload: @escaping (StoredTask) -> String, _ change: (inout StoredTask) -> Void
+    ) throws -> (task: StoredTask, sequence: Int64)? {
+        let now = Self.now()
+        return try write { db in
+            guard let task = try Self.update(id: id, db, now: now, change) else { return nil }
+            try db.execute(
+                sql: "INSERT INTO journal (taskID, kind, payload, createdAt) VALUES (?, ?, ?, ?)",
+                arguments: [id, kind, payload(task), now])
+            let sequence = db.lastInsertedRowID
+            try db.execute(sql: "DELETE FROM journal WHERE sequence <= ?", arguments: [sequence - Self.journalLimit])
+            return (task, sequence)
+        }
+    }
+
+    /// Unacknowledged entries with a sequence above `after`, oldest first.
+    public func journal(after sequence: Int64 = 0) throws -> [JournalEntry] {
+        try read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT sequence, taskID, kind, payload, createdAt FROM journal WHERE sequence > ? ORDER BY sequence",
+                arguments: [sequence]
+            ).map { row in
+                JournalEntry(sequence: row[0], taskID: row[1], kind: row[2], payload: row[3], createdAt: row[4])
+            }
+        }
+    }
+
+    /// Acknowledges (deletes) every entry up to and including `sequence`; returns how many there were.
+    @discardableResult
+    public func acknowledgeJournal(through sequence: Int64) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM journal WHERE sequence <= ?", arguments: [sequence])
+            return db.changesCount
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import HaulKit
+
+/// How the CLI's queue commands reach the daemon, and which of its sessions they act on.
+struct DaemonClientOptions: ParsableArguments {
+    @Option(help: "The daemon's control socket (default: $HAUL_SOCKET, else $XDG_RUNTIME_DIR/haul/daemon.sock, else $HAUL_HOME/run/daemon.sock).")
+    var socket: String?
+
+    @Flag(name: .customLong("no-autostart"), help: "Fail instead of starting a daemon when none is running.")
+    var noAutostart = false
+
+    @Option(help: "The daemon session to use.")
+    var session = "default"
+
+    /// Connects (starting a daemon unless --no-autostart); on failure prints one line and exits.
+    func connect() async throws -> DaemonConnection {
+        let environment = ProcessInfo.processInfo.environment
+        var executable: String?
+        if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { executable = own }
+        let endpoint = DaemonEndpoint(socketPath: socket, autostart: !noAutostart, executable: executable)
+        let home = HaulHome(environment: environment)
+        do {
+            let client = try await DaemonLauncher.connect(endpoint, home: home, client: "haul-cli")
+            return DaemonConnection(client: client, session: session, endpoint: endpoint, home: home)
+        } catch let error as HaulError {
+            throw CLIFailure(error)
+        }
+    }
+}
+
+/// A one-line failure that maps to the exit code of its kind.
+struct CLIFailure: Error {
+    var error: HaulError
+    init(_ error: HaulError) { self.error = error }
+
+    static func exit(_ error: any Error) -> ExitCode {
+        let failure: HaulError
+        switch error {
+        case let cli as CLIFailure: failure = cli.error
+        case let haul as HaulError: failure = haul
+        case let rpc as RPCError: failure = rpc.haulError
+        default: failure = HaulError(.network, String(describing: error))
+        }
+        Reporter.printError("haul: error: \(failure.message)")
+        return ExitCode(ExitStatus.code(for: failure.kind))
+    }
+}
+
+/// A connection to the daemon bound to one session.
+final class DaemonConnection: Sendable {
+    let client: DaemonClient
+    let session: String
+    let endpoint: DaemonEndpoint
+    let home: HaulHome
+
+    init(client: DaemonClient, session: String, endpoint: DaemonEndpoint, home: HaulHome) {
+        self.client = client
+        self.session = session
+        self.endpoint = endpoint
+        self.home = home
+    }
+
+    func call(_ method: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
+        var params = params
+        params["session"] = .string(session)
+        do {
+            return try await client.call(method, .object(params))
+        } catch let error as RPCError {
+            throw CLIFailure(error.haulError)
+        }
+    }
+
+    func tasks() async throws -> [TaskSnapshot] {
+        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list")["tasks"]) else {
+            throw CLIFailure(HaulError(.server, "the haul daemon's task list could not be read; restart the daemon"))
+        }
+        return tasks
+    }
+
+    /// Full task ids for what the user typed: an id, or a prefix of exactly one id.
+    func resolve(_ typed: [String]) async throws -> [String] {
+        let ids = try await tasks().map(\.id)
+        return try typed.map { prefix in
+            if ids.contains(prefix) { return prefix }
+            let matches = ids.filter { $0.hasPrefix(prefix) }
+            guard matches.count == 1 else {
+                throw CLIFailure(HaulError(
+                    .usage,
+                    matches.isEmpty ? "no task \(prefix) in session \(session); `haul ls` lists them"
+                        : "\(prefix) matches \(matches.count) tasks; give more of the id"))
+            }
+            return matches[0]
+        }
+    }
+
+    func close() async { await client.close() }
+}

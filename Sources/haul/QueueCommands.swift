@@ -1,0 +1,188 @@
+import ArgumentParser
+import Foundation
+import HaulKit
+
+struct AddCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Queue downloads in the haul daemon and return at once; prints one task id per line.",
+        discussion: "The daemon (started if none is running) downloads them after this command has exited; see `haul ls`, `haul watch`, `haul wait`."
+    )
+
+    @Argument(help: "The http:// or https:// URLs to download.")
+    var urls: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin).")
+    var inputFile: String?
+
+    @Option(name: .shortAndLong, help: "Save to this path (one URL only).")
+    var output: String?
+
+    @Option(name: .customLong("dir"), help: "Save into this folder under the name the server suggests (default: the current folder).")
+    var directory: String?
+
+    @Option(help: "Higher runs first (default 0).")
+    var priority = 0
+
+    @Option(help: "Verify the download: md5, sha1, sha256 or sha512, as ALG:HEX.")
+    var checksum: String?
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: "An extra request header, 'Name: value' (repeatable).")
+    var headers: [String] = []
+
+    @Option(help: "Connections for one file, 1-32 (default: by size).")
+    var segments: Int?
+
+    @Option(help: "A task id of your choosing (one URL only); adding the same id again returns the existing task.")
+    var id: String?
+
+    @OptionGroup var daemon: DaemonClientOptions
+
+    func run() async throws {
+        let requests: [JSONValue]
+        do {
+            requests = try makeRequests()
+        } catch let error as InputError {
+            Reporter.printError("haul: error: \(error.message)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        do {
+            let connection = try await daemon.connect()
+            let answer = try await connection.call("tasks.add", ["tasks": .array(requests)])
+            for task in answer["tasks"]?.arrayValue ?? [] {
+                print(task["id"]?.stringValue ?? "")
+            }
+            await connection.close()
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+    }
+
+    private func makeRequests() throws -> [JSONValue] {
+        var all = urls
+        if let inputFile {
+            let data = inputFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: inputFile)
+            guard let data else { throw InputError("cannot read the URL list \(inputFile)") }
+            all += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
+        if output != nil, directory != nil { throw InputError("use either -o PATH or --dir DIR, not both") }
+        if all.count > 1, output != nil { throw InputError("-o names one file; use --dir DIR with several URLs") }
+        if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
+        if let segments, !(1...32).contains(segments) { throw InputError("--segments must be between 1 and 32") }
+        let checksum = try checksum.map { try Checksum(parsing: $0) }
+        let headers = HTTPFields(try headers.map { try UserInput.header($0) })
+        return try all.map { text in
+            var request = DownloadRequest(url: try UserInput.url(text))
+            if let output {
+                guard !output.isEmpty else { throw InputError("-o needs a path") }
+                request.destination = .file(absolutePath(output))
+            } else {
+                request.destination = .directory(absolutePath(directory ?? "."))
+            }
+            request.headers = headers
+            request.checksum = checksum
+            request.segments = segments
+            request.priority = priority
+            request.id = id
+            return DaemonProtocol.encode(request)
+        }
+    }
+}
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls", abstract: "List the daemon's tasks: id, state, bytes, total, speed, path.")
+
+    @Flag(help: "One JSON object per task and line.")
+    var json = false
+
+    @OptionGroup var daemon: DaemonClientOptions
+
+    func run() async throws {
+        do {
+            let connection = try await daemon.connect()
+            let tasks = try await connection.tasks()
+            await connection.close()
+            if json {
+                for task in tasks { print(DaemonProtocol.encode(task).serialized) }
+                return
+            }
+            let rows = tasks.map { task in
+                [
+                    task.id, task.state.rawValue, ByteFormat.string(task.bytes), task.total.map(ByteFormat.string) ?? "-",
+                    task.bytesPerSecond.map { ByteFormat.string(Int64($0)) + "/s" } ?? "-",
+                    task.filePath ?? task.url,
+                ]
+            }
+            print(Self.table([["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH"]] + rows), terminator: "")
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+    }
+
+    static func table(_ rows: [[String]]) -> String {
+        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+}
+
+/// `pause`, `resume` and `rm`: the same selection of tasks, one method each.
+struct TaskSelection: ParsableArguments {
+    @Argument(help: "Task ids (or unique prefixes of them).")
+    var ids: [String] = []
+
+    @Flag(help: "Every task of the session.")
+    var all = false
+
+    func params(_ connection: DaemonConnection) async throws -> [String: JSONValue] {
+        if all {
+            guard ids.isEmpty else { throw CLIFailure(HaulError(.usage, "give task ids or --all, not both")) }
+            return ["all": true]
+        }
+        guard !ids.isEmpty else { throw CLIFailure(HaulError(.usage, "give at least one task id, or --all")) }
+        return ["ids": .array(try await connection.resolve(ids).map(JSONValue.string))]
+    }
+}
+
+struct PauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause tasks; running ones save their progress first.")
+    @OptionGroup var selection: TaskSelection
+    @OptionGroup var daemon: DaemonClientOptions
+    func run() async throws { try await control("tasks.pause", selection, daemon) }
+}
+
+struct ResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Queue paused, failed or cancelled tasks again.")
+    @OptionGroup var selection: TaskSelection
+    @OptionGroup var daemon: DaemonClientOptions
+    func run() async throws { try await control("tasks.resume", selection, daemon) }
+}
+
+struct RemoveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Remove tasks, cancelling running ones and deleting their partial data.")
+    @OptionGroup var selection: TaskSelection
+    @Flag(name: .customLong("delete-file"), help: "Also delete the downloaded files of finished tasks.")
+    var deleteFile = false
+    @OptionGroup var daemon: DaemonClientOptions
+    func run() async throws { try await control("tasks.remove", selection, daemon, ["deleteFile": .bool(deleteFile)]) }
+}
+
+private func control(
+    _ method: String, _ selection: TaskSelection, _ daemon: DaemonClientOptions, _ extra: [String: JSONValue] = [:]
+) async throws {
+    do {
+        let connection = try await daemon.connect()
+        let params = try await selection.params(connection).merging(extra) { first, _ in first }
+        _ = try await connection.call(method, params)
+        await connection.close()
+    } catch {
+        throw CLIFailure.exit(error)
+    }
+}

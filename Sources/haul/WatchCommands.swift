@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import HaulKit
+import NIOConcurrencyHelpers
+
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Show live progress of tasks (default: every waiting or running one) until they end.")
+
+    @Argument(help: "Task ids (or unique prefixes).")
+    var ids: [String] = []
+
+    @OptionGroup var daemon: DaemonClientOptions
+
+    func run() async throws {
+        let terminal = isatty(STDERR_FILENO) == 1
+        let reporter = BatchReporter(mode: terminal ? .terminal : .plain)
+        var lastPlain = ContinuousClock.now
+        do {
+            let final = try await TaskFollower(options: daemon, typed: ids).follow(
+                seed: { reporter.seed($0) }, event: { reporter.handle($0) },
+                tick: { tasks in
+                    // Without a terminal, a progress line per running task every few seconds.
+                    guard !terminal, ContinuousClock.now - lastPlain >= .seconds(2) else { return }
+                    lastPlain = ContinuousClock.now
+                    for task in tasks where task.state == .running {
+                        let progress = DownloadProgress(bytes: task.bytes, total: task.total, bytesPerSecond: task.bytesPerSecond, secondsRemaining: nil)
+                        Reporter.printError("\(task.id.prefix(8))  \(BatchReporter.shortName(task.url))  \(Reporter.progressLine(progress))")
+                    }
+                })
+            reporter.finish()
+            let counts = Dictionary(grouping: final, by: { $0.state }).mapValues { $0.count }
+            let summary = TaskState.allCases.compactMap { state in counts[state].map { "\($0) \(state.rawValue)" } }
+            Reporter.printError(summary.isEmpty ? "no tasks to watch" : summary.joined(separator: ", "))
+        } catch {
+            reporter.finish()
+            throw CLIFailure.exit(error)
+        }
+    }
+}
+
+struct WaitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Block until tasks end; exit 0 only if all finished successfully.",
+        discussion: "Paused tasks are still waited for (they may be resumed). A failed task makes the exit code its error's; a cancelled or removed one, 1."
+    )
+
+    @Argument(help: "Task ids (or unique prefixes).")
+    var ids: [String]
+
+    @OptionGroup var daemon: DaemonClientOptions
+
+    func run() async throws {
+        let final: [TaskSnapshot]
+        do {
+            final = try await TaskFollower(options: daemon, typed: ids).follow(seed: { _ in }, event: { _ in }, tick: { _ in })
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+        var code: Int32 = 0
+        for task in final where task.state != .finished {
+            let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
+            Reporter.printError("haul: error: \(task.id): \(task.url): \(error.message)")
+            if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
+        }
+        let missing = Set(final.map(\.id))
+        for id in TaskFollower.resolvedTargets(final, typed: ids) where !missing.contains(id) {
+            Reporter.printError("haul: error: \(id) was removed")
+            if code == 0 { code = 1 }
+        }
+        if code != 0 { throw ExitCode(code) }
+    }
+}
+
+/// Follows tasks through the daemon until none of them is waiting or running, reconnecting (and so
+/// restarting the daemon) when the connection drops.
+struct TaskFollower {
+    var options: DaemonClientOptions
+    var typed: [String]
+    /// Reconnections allowed in a row without progress.
+    static let maxReconnects = 20
+
+    /// Returns the tasks as they ended (removed ones are missing).
+    func follow(
+        seed: ([TaskSnapshot]) -> Void, event: @escaping @Sendable (SessionEvent) -> Void, tick: ([TaskSnapshot]) -> Void
+    ) async throws -> [TaskSnapshot] {
+        var targets: Set<String>?
+        var failures = 0
+        while true {
+            do {
+                let connection = try await options.connect()
+                defer { Task { await connection.close() } }
+                let wakeup = Wakeup()
+                let notifications = connection.client.notifications
+                let consumer = Task {
+                    for await (method, params) in notifications where method == "event" {
+                        guard let (decoded, _) = params["event"].flatMap(DaemonProtocol.decodeEvent) else { continue }
+                        event(decoded)
+                        if case .progress = decoded { continue }
+                        wakeup.fire()
+                    }
+                    wakeup.fire()
+                }
+                defer { consumer.cancel() }
+                _ = try await connection.call("events.subscribe", ["replay": false])
+                if targets == nil {
+                    targets = typed.isEmpty
+                        ? Set(try await connection.tasks().filter { $0.state == .waiting || $0.state == .running }.map(\.id))
+                        : Set(try await connection.resolve(typed))
+                    seed(try await connection.tasks().filter { targets?.contains($0.id) ?? false })
+                }
+                while true {
+                    let tasks = try await connection.tasks().filter { targets?.contains($0.id) ?? false }
+                    failures = 0
+                    tick(tasks)
+                    if !tasks.contains(where: { $0.state == .waiting || $0.state == .running || $0.state == .paused }) {
+                        return tasks
+                    }
+                    await wakeup.wait(timeout: .seconds(1))
+                    if await connection.client.isClosed { break }
+                }
+            } catch let failure as CLIFailure where failure.error.kind != .network {
+                throw failure
+            } catch {
+                failures += 1
+                guard failures <= Self.maxReconnects, !options.noAutostart else { throw error }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+
+    static func resolvedTargets(_ final: [TaskSnapshot], typed: [String]) -> [String] {
+        typed.filter { prefix in !final.contains { $0.id.hasPrefix(prefix) } }
+    }
+}
+
+/// Wakes one waiter, or the next one when nobody waits yet.
+final class Wakeup: Sendable {
+    private let state = NIOLockedValueBox<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func fire() {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.fired = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait(timeout: Duration) async {
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            self.fire()
+        }
+        await withCheckedContinuation { continuation in
+            let now = state.withLockedValue { state -> Bool in
+                if state.fired {
+                    state.fired = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}
