@@ -26,7 +26,10 @@ public enum DaemonLauncher {
         }
         let log = home.path + "/daemon.log"
         try POSIX.makeDirectories(home.path)
-        let pid = try spawnDetached(executable, ["daemon", "--socket", location.socketPath], environment: environment, log: log)
+        // The daemon serves the caller's HAUL_HOME, wherever the caller's configuration put it.
+        var daemonEnvironment = environment
+        daemonEnvironment["HAUL_HOME"] = home.path
+        let pid = try spawnDetached(executable, ["daemon", "--socket", location.socketPath], environment: daemonEnvironment, log: log)
         let deadline = ContinuousClock.now + startTimeout
         var lastError: any Error = HaulError(.network, "the haul daemon did not start")
         while ContinuousClock.now < deadline {
@@ -81,10 +84,13 @@ public enum DaemonLauncher {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the caller's leaks into the daemon: an inherited pipe would keep whoever
+        // watches it (a parent waiting for the caller's output to end) waiting for the daemon too.
         #if os(Linux)
         let setSession: Int32 = 0x80  // POSIX_SPAWN_SETSID in <spawn.h>
+        markCloseOnExec()
         #else
-        let setSession = Int32(POSIX_SPAWN_SETSID)
+        let setSession = Int32(POSIX_SPAWN_SETSID) | Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)
         #endif
         posix_spawnattr_setflags(&attributes, Int16(setSession))
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -100,4 +106,16 @@ public enum DaemonLauncher {
         }
         return pid
     }
+
+    #if os(Linux)
+    /// Sets FD_CLOEXEC on every open descriptor above stderr (glibc's closefrom action is not visible to Swift).
+    private static func markCloseOnExec() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+        for name in names {
+            guard let fd = Int32(name), fd > 2 else { continue }
+            let flags = fcntl(fd, F_GETFD)
+            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        }
+    }
+    #endif
 }

@@ -81,10 +81,10 @@ struct TaskStoreFileTests {
     @Test func unknownMigrationIsRefused() throws {
         do {
             let store = try TaskStore(path: sandbox.storePath)
-            try store.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v2')")
+            try store.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v3')")
         }
         let error = try #require(StoreSandbox.thrown { try TaskStore(path: sandbox.storePath) })
-        #expect(error.message == "the session store at \(sandbox.storePath) was written by a newer version of haul (schema 2); upgrade haul")
+        #expect(error.message == "the session store at \(sandbox.storePath) was written by a newer version of haul (schema 3); upgrade haul")
     }
 
     @Test func currentSchemaReopensWithoutChanges() throws {
@@ -92,7 +92,7 @@ struct TaskStoreFileTests {
         let store = try TaskStore(path: sandbox.storePath)
         #expect(try store.value(sql: "PRAGMA user_version") == "\(TaskStore.schemaVersion)")
         #expect(try store.value(sql: "PRAGMA journal_mode") == "wal")
-        #expect(try store.value(sql: "SELECT COUNT(*) FROM grdb_migrations") == "1")
+        #expect(try store.value(sql: "SELECT COUNT(*) FROM grdb_migrations") == "\(TaskStore.schemaVersion)")
     }
 
     @Test func unwritableFolderIsAFileSystemError() throws {

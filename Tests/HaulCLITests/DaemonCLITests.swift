@@ -1,0 +1,255 @@
+import Foundation
+import HaulKit
+import HaulTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `haul daemon` and its clients as separate processes: downloads outlive the client that asked for them,
+/// a daemon killed with SIGKILL resumes from its checkpoints, and a returning client gets what it missed.
+@Suite struct DaemonCLITests {
+    static let size = 8 << 20
+    static let rate = 1 << 20
+    static let etag = "\"daemon-v1\""
+
+    func serve(_ server: TestServer, _ path: String, _ body: [UInt8], rate: Int? = Self.rate) {
+        var resource = Resource(body: body, etag: Self.etag)
+        resource.faults.throttleBytesPerSecond = rate
+        server.serve(path, resource)
+    }
+
+    func socket(_ box: Sandbox) -> String { box.home + "/run/daemon.sock" }
+
+    /// Starts `haul daemon` in the sandbox and waits until it answers.
+    func startDaemon(_ box: Sandbox) async throws -> HaulRun {
+        let daemon = try box.start(["daemon"])
+        try await eventually("the daemon listens") {
+            guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
+            return daemon.stderrSoFar().contains("listening on")
+        }
+        return daemon
+    }
+
+    /// The tasks as `haul ls --json` prints them.
+    func list(_ box: Sandbox) async throws -> [[String: Any]] {
+        let result = try await box.run(["ls", "--json", "--no-autostart"])
+        #expect(result.exitCode == 0, "ls failed: \(result.stderr)")
+        return try result.jsonEvents()
+    }
+
+    func isAlive(_ pid: Int32) -> Bool { kill(pid, 0) == 0 }
+
+    @Test func addReturnsAtOnceAndTheDaemonItStartedFinishesTheFile() async throws {
+        try await withTestServer { server in
+            let source = TestData.bytes(Self.size, seed: 501)
+            serve(server, "/a.bin", source)
+            try await Sandbox.with { box in
+                let destination = box.path("a.bin")
+                let added = try await box.run(["add", server.url("/a.bin"), "-o", "a.bin"])
+                #expect(added.exitCode == 0, "add failed: \(added.stderr)")
+                let id = try #require(added.stdoutLines.first)
+                #expect(added.stdoutLines.count == 1 && id.count >= 8, "add prints one id per line: \(added.stdout)")
+                // add has exited; at 1 MiB/s the 8 MiB download is still going on in the daemon it started.
+                let tasks = try await list(box)
+                #expect(tasks.count == 1 && tasks.first?["id"] as? String == id)
+                #expect(["waiting", "running"].contains(tasks.first?["state"] as? String ?? ""), "\(tasks)")
+                #expect(!fileExists(destination), "the file must appear only when complete")
+                let pid = try #require(box.daemonPIDs().first, "the autostarted daemon wrote its pid file")
+                #expect(isAlive(pid))
+
+                try await eventually("the file arrives", timeout: .seconds(30)) { fileExists(destination) }
+                #expect(contentMismatch(destination, expected: source) == nil)
+                let waited = try await box.run(["wait", id, "--no-autostart"])
+                #expect(waited.exitCode == 0, "wait failed: \(waited.stderr)")
+                #expect(try await list(box).first?["state"] as? String == "finished")
+                #expect(FileManager.default.contents(atPath: box.home + "/daemon.log").map { !$0.isEmpty } == true)
+
+                kill(pid, SIGTERM)
+                try await eventually("the daemon exits on SIGTERM", timeout: .seconds(3)) { !isAlive(pid) }
+                #expect(!fileExists(socket(box)), "a clean exit removes the socket")
+            }
+        }
+    }
+
+    @Test func daemonKilledMidDownloadResumesTheRemainderAfterRestart() async throws {
+        try await withTestServer { server in
+            let source = TestData.bytes(Self.size, seed: 502)
+            serve(server, "/big.bin", source)
+            try await Sandbox.with { box in
+                let destination = box.path("big.bin")
+                let first = try await startDaemon(box)
+                let added = try await box.run(["add", server.url("/big.bin"), "-o", "big.bin", "--no-autostart"])
+                let id = try #require(added.stdoutLines.first, "add failed: \(added.stderr)")
+                try await eventually("a checkpoint beyond 1 MiB is recorded") {
+                    guard first.isRunning else { throw HarnessError("the daemon died: \(first.stderrSoFar())") }
+                    return (box.recordedOffset() ?? 0) >= 1 << 20
+                }
+                first.signal(SIGKILL)
+                let killed = try await first.wait(timeout: .seconds(10))
+                #expect(killed.signalled && killed.exitCode == SIGKILL)
+                let held = try #require(box.recordedOffset())
+                #expect(held > 0 && held < Self.size && !fileExists(destination))
+
+                serve(server, "/big.bin", source, rate: nil)
+                let before = server.requests("/big.bin").count
+                _ = try await startDaemon(box)
+                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "wait failed: \(waited.stderr)")
+                #expect(contentMismatch(destination, expected: source) == nil)
+                let resumes = Array(server.requests("/big.bin").dropFirst(before))
+                #expect(resumes.count == 1, "one resume request: \(resumes.map(\.headers))")
+                #expect(resumes.first?.header("Range") == "bytes=\(held)-")
+                #expect(resumes.first?.header("If-Range") == Self.etag)
+            }
+        }
+    }
+
+    @Test func sigtermCheckpointsWithinTwoSecondsAndTheNextDaemonResumes() async throws {
+        try await withTestServer { server in
+            let source = TestData.bytes(Self.size, seed: 503)
+            serve(server, "/t.bin", source)
+            try await Sandbox.with { box in
+                let daemon = try await startDaemon(box)
+                let added = try await box.run(["add", server.url("/t.bin"), "-o", "t.bin", "--no-autostart"])
+                let id = try #require(added.stdoutLines.first, "add failed: \(added.stderr)")
+                try await eventually("the download has started") { (fileSize(box.path("t.bin.haul-part")) ?? 0) >= 1 << 20 }
+                let start = ContinuousClock.now
+                daemon.signal(SIGTERM)
+                let stopped = try await daemon.wait(timeout: .seconds(10))
+                #expect(ContinuousClock.now - start < .seconds(2), "SIGTERM took \(ContinuousClock.now - start)")
+                #expect(stopped.exitCode == 0 && !stopped.signalled, "daemon: \(stopped.stderr)")
+                let held = try #require(box.recordedOffset())
+                #expect(held >= 1 << 20, "SIGTERM saved the progress")
+
+                serve(server, "/t.bin", source, rate: nil)
+                let before = server.requests("/t.bin").count
+                _ = try await startDaemon(box)
+                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "wait failed: \(waited.stderr)")
+                #expect(contentMismatch(box.path("t.bin"), expected: source) == nil)
+                #expect(server.requests("/t.bin").dropFirst(before).first?.header("Range") == "bytes=\(held)-")
+            }
+        }
+    }
+
+    @Test func pauseResumeRemoveAndWaitExitCodes() async throws {
+        try await withTestServer { server in
+            let source = TestData.bytes(2 << 20, seed: 504)
+            serve(server, "/p.bin", source, rate: 256 << 10)
+            server.route("/missing") { _ in .text(404, "no such file") }
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                let added = try await box.run(["add", server.url("/p.bin"), server.url("/missing"), "--no-autostart"])
+                #expect(added.stdoutLines.count == 2, "add: \(added.stdout) \(added.stderr)")
+                let id = try #require(added.stdoutLines.first), missing = try #require(added.stdoutLines.last)
+
+                let failed = try await box.run(["wait", String(missing.prefix(8)), "--no-autostart"])
+                #expect(failed.exitCode == 4, "a 404 ends wait with the HTTP exit code: \(failed)")
+                #expect(failed.stderr.contains("404"), "stderr: \(failed.stderr)")
+
+                #expect(try await box.run(["pause", id, "--no-autostart"]).exitCode == 0)
+                #expect(try await list(box).first { $0["id"] as? String == id }?["state"] as? String == "paused")
+                let unknown = try await box.run(["pause", "no-such-task", "--no-autostart"])
+                #expect(unknown.exitCode == 2 && unknown.stderrLines.count == 1, "unknown id: \(unknown)")
+
+                serve(server, "/p.bin", source, rate: nil)
+                #expect(try await box.run(["resume", id, "--no-autostart"]).exitCode == 0)
+                #expect(try await box.run(["wait", id, "--no-autostart"]).exitCode == 0)
+                #expect(contentMismatch(box.path("p.bin"), expected: source) == nil)
+
+                #expect(try await box.run(["rm", "--all", "--delete-file", "--no-autostart"]).exitCode == 0)
+                #expect(try await list(box).isEmpty)
+                #expect(!fileExists(box.path("p.bin")), "--delete-file removes finished files")
+            }
+        }
+    }
+
+    @Test func aClientThatWasAwayReceivesExactlyTheMissedEventsUntilItAcknowledges() async throws {
+        try await withTestServer { server in
+            let one = TestData.bytes(512 << 10, seed: 505), two = TestData.bytes(300 << 10, seed: 506)
+            serve(server, "/one.bin", one, rate: 512 << 10)
+            serve(server, "/two.bin", two, rate: 512 << 10)
+            server.route("/gone") { _ in .text(404, "gone") }
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                var configuration = SessionConfiguration.background(
+                    DaemonEndpoint(socketPath: socket(box), autostart: false))
+                configuration.home = HaulHome(path: box.home)
+                configuration.completionCommand = "echo \"$HAUL_TASK_ID $HAUL_TASK_STATE\" >> '\(box.path("hooks.txt"))'"
+
+                let app = try await DownloadSession(identifier: "app", configuration: configuration)
+                let added = try await app.add([
+                    DownloadRequest(url: try #require(URL(string: server.url("/one.bin"))), destination: .file(box.path("one.bin"))),
+                    DownloadRequest(url: try #require(URL(string: server.url("/two.bin"))), destination: .file(box.path("two.bin"))),
+                    DownloadRequest(url: try #require(URL(string: server.url("/gone"))), destination: .file(box.path("gone.bin"))),
+                ])
+                #expect(added.count == 3)
+                // The client goes away while the daemon downloads.
+                await app.close()
+                try await eventually("the daemon finishes both files and runs the hooks", timeout: .seconds(30)) {
+                    let hooks = (try? String(contentsOfFile: box.path("hooks.txt"), encoding: .utf8)) ?? ""
+                    return hooks.split(separator: "\n").count == 3
+                }
+                #expect(contentMismatch(box.path("one.bin"), expected: one) == nil)
+                #expect(contentMismatch(box.path("two.bin"), expected: two) == nil)
+
+                let back = try await DownloadSession(identifier: "app", configuration: configuration)
+                let missed = await back.pendingEvents()
+                var finished: Set<String> = [], failed: Set<String> = []
+                for event in missed {
+                    switch event {
+                    case .finished(let task): finished.insert(task.id)
+                    case .failed(let task): failed.insert(task.id)
+                    default: Issue.record("only finished and failed events are journaled: \(event)")
+                    }
+                }
+                #expect(missed.count == 3, "each missed event exactly once: \(missed)")
+                #expect(finished == Set(added.prefix(2).map(\.id)))
+                #expect(failed == [added[2].id])
+                // A stream opened now starts with the same events.
+                var replayed: [SessionEvent] = []
+                for await event in await back.events() {
+                    replayed.append(event)
+                    if replayed.count == 3 { break }
+                }
+                #expect(replayed == missed)
+                try await back.acknowledgeEvents()
+                await back.close()
+
+                let again = try await DownloadSession(identifier: "app", configuration: configuration)
+                #expect(await again.pendingEvents().isEmpty, "acknowledged events are not delivered again")
+                #expect(try await again.tasks().map(\.state) == [.finished, .finished, .failed])
+                await again.close()
+            }
+        }
+    }
+
+    @Test func unacknowledgedEventsAreDeliveredAgain() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(64 << 10, seed: 507)
+            serve(server, "/small.bin", body, rate: nil)
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                var configuration = SessionConfiguration.background(DaemonEndpoint(socketPath: socket(box), autostart: false))
+                configuration.home = HaulHome(path: box.home)
+                let first = try await DownloadSession(identifier: "app2", configuration: configuration)
+                let events = await first.events()
+                let task = try await first.add(
+                    DownloadRequest(url: try #require(URL(string: server.url("/small.bin"))), destination: .file(box.path("small.bin"))))
+                for await event in events {
+                    if case .finished(let done) = event, done.id == task.id { break }
+                }
+                #expect(await first.pendingEvents().count == 1)
+                // Seen live but never acknowledged (as if the app crashed while handling it).
+                await first.close()
+                let second = try await DownloadSession(identifier: "app2", configuration: configuration)
+                let again = await second.pendingEvents()
+                #expect(again.count == 1)
+                if case .finished(let done)? = again.first { #expect(done.id == task.id) } else { Issue.record("expected finished: \(again)") }
+                await second.close()
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import HaulKit
+
+@Suite struct DaemonWireFormatTests {
+    @Test func tasksAndEventsRoundTrip() throws {
+        let task = TaskSnapshot(
+            id: "t1", url: "https://example.com/a.iso", state: .failed, priority: 2, bytes: 10, total: 20,
+            bytesPerSecond: nil, filePath: "/d/a.iso", error: HaulError(.httpStatus, "HTTP 404"))
+        #expect(DaemonProtocol.decodeTask(DaemonProtocol.encode(task)) == task)
+        let events: [SessionEvent] = [
+            .added(task), .stateChanged(id: "t1", from: .running, to: .paused),
+            .progress(id: "t1", DownloadProgress(bytes: 5, total: nil, bytesPerSecond: 2.5, secondsRemaining: 3)),
+            .finished(task), .failed(task), .allFinished,
+        ]
+        for event in events {
+            let decoded = try #require(DaemonProtocol.decodeEvent(DaemonProtocol.encode(event, sequence: 9)))
+            #expect(decoded.event == event)
+            #expect(decoded.sequence == 9)
+        }
+        #expect(DaemonProtocol.decodeEvent(["type": "bogus"]) == nil)
+        #expect(DaemonProtocol.decodeTask(["id": "x"]) == nil)
+    }
+
+    @Test func additionsAreCheckedMemberByMember() throws {
+        var request = DownloadRequest(url: try UserInput.url("https://example.com/a"), destination: .file("/tmp/a"))
+        request.headers = ["X-Token": "1"]
+        request.checksum = try Checksum(parsing: "sha256:" + String(repeating: "ab", count: 32))
+        request.segments = 4
+        request.priority = -1
+        request.id = "mine"
+        let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
+        #expect(decoded.url == request.url && decoded.destination == request.destination && decoded.headers == request.headers)
+        #expect(decoded.checksum == request.checksum && decoded.segments == 4 && decoded.priority == -1 && decoded.id == "mine")
+
+        let bad: [([String: JSONValue], String)] = [
+            ([:], "\"url\" is required"),
+            (["url": "ftp://x/y"], "\"url\""),
+            (["url": "https://x/y", "path": "relative"], "absolute"),
+            (["url": "https://x/y", "path": "/a", "directory": "/b"], "not both"),
+            (["url": "https://x/y", "segments": 0], "\"segments\""),
+            (["url": "https://x/y", "checksum": "nope"], "\"checksum\""),
+            (["url": "https://x/y", "headers": [["name": "Bad Name", "value": "v"]]], "invalid header"),
+            (["url": "https://x/y", "id": ""], "\"id\""),
+        ]
+        for (members, fragment) in bad {
+            do {
+                _ = try DaemonProtocol.decodeRequest(Params(members))
+                Issue.record("accepted \(members)")
+            } catch {
+                #expect(error.code == -32602 && error.message.contains(fragment), "\(members): \(error.message)")
+            }
+        }
+    }
+
+    @Test func configurationsRoundTripAndRejectNonsense() throws {
+        var configuration = SessionConfiguration()
+        configuration.maxConcurrentDownloads = 7
+        configuration.rateLimit = 1000
+        configuration.completionCommand = "echo done"
+        configuration.defaultDirectory = "/downloads"
+        configuration.defaultHeaders = ["A": "b"]
+        configuration.resumeRunningTasksOnRelaunch = false
+        configuration.stallTimeout = .seconds(12)
+        var copy = SessionConfiguration()
+        try DaemonProtocol.apply(Params(try #require(DaemonProtocol.encode(configuration).objectValue)), to: &copy)
+        #expect(DaemonProtocol.encode(copy) == DaemonProtocol.encode(configuration))
+
+        for members: [String: JSONValue] in [
+            ["maxConcurrentDownloads": -1], ["maxDownloadsPerHost": 0], ["rateLimit": 0], ["defaultDirectory": "rel"],
+            ["stallTimeout": 0], ["progressInterval": "fast"],
+        ] {
+            var target = SessionConfiguration()
+            #expect(throws: RPCError.self, "\(members)") { try DaemonProtocol.apply(Params(members), to: &target) }
+        }
+        var unchanged = SessionConfiguration()
+        try DaemonProtocol.apply(Params(["rateLimit": nil]), to: &unchanged)
+        #expect(unchanged.rateLimit == nil, "null clears the limit")
+    }
+
+    @Test func socketLocationFollowsTheDocumentedOrder() {
+        let home = HaulHome(path: "/h")
+        #expect(DaemonLocation(explicit: "/x/s.sock", environment: ["HAUL_SOCKET": "/y"], home: home).socketPath == "/x/s.sock")
+        #expect(DaemonLocation(explicit: nil, environment: ["HAUL_SOCKET": "/y/s", "XDG_RUNTIME_DIR": "/run/u"], home: home).socketPath == "/y/s")
+        #expect(DaemonLocation(explicit: nil, environment: ["XDG_RUNTIME_DIR": "/run/u"], home: home).socketPath == "/run/u/haul/daemon.sock")
+        #expect(DaemonLocation(explicit: nil, environment: ["XDG_RUNTIME_DIR": "relative"], home: home).socketPath == "/h/run/daemon.sock")
+        let location = DaemonLocation(socketPath: "/run/u/haul/daemon.sock")
+        #expect(location.directory == "/run/u/haul" && location.lockPath == "/run/u/haul/daemon.sock.lock")
+        #expect(location.pidPath == "/run/u/haul/daemon.sock.pid")
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@testable import HaulKit
+
+@Suite("TaskStore journal") struct TaskStoreJournalTests {
+    let sandbox = StoreSandbox()
+
+    @Test func appendsWithTheTaskChangeAndAcknowledgesUpToASequence() throws {
+        let store = try TaskStore(path: sandbox.storePath)
+        let a = try store.add(sandbox.newTask(1, id: "a")).task, b = try store.add(sandbox.newTask(2, id: "b")).task
+        let first = try #require(try store.update(id: a.id, journaling: "finished", payload: { "{\"id\":\"\($0.id)\",\"state\":\"\($0.state.rawValue)\"}" }) {
+            $0.state = .finished
+        })
+        #expect(first.task.state == .finished)
+        #expect(try store.task(id: "a")?.state == .finished, "the change is stored with the entry")
+        let second = try #require(try store.update(id: b.id, journaling: "failed", payload: { _ in "{}" }) { $0.state = .failed })
+        #expect(second.sequence > first.sequence)
+        #expect(try store.journal().map(\.taskID) == ["a", "b"])
+        #expect(try store.journal().first?.payload == "{\"id\":\"a\",\"state\":\"finished\"}", "the payload sees the changed task")
+        #expect(try store.journal(after: first.sequence).map(\.kind) == ["failed"])
+
+        #expect(try store.acknowledgeJournal(through: first.sequence) == 1)
+        #expect(try store.journal().map(\.taskID) == ["b"])
+        #expect(try store.acknowledgeJournal(through: first.sequence) == 0, "acknowledging twice changes nothing")
+        #expect(try store.update(id: "missing", journaling: "finished", payload: { _ in "{}" }) { $0.state = .finished } == nil)
+        #expect(try store.journal().count == 1, "no entry for a task that does not exist")
+    }
+
+    @Test func sequencesAreNeverReusedAfterAcknowledgement() throws {
+        let store = try TaskStore(path: sandbox.storePath)
+        _ = try store.add(sandbox.newTask(1, id: "a"))
+        let first = try #require(try store.update(id: "a", journaling: "failed", payload: { _ in "{}" }) { $0.state = .failed })
+        try store.acknowledgeJournal(through: first.sequence)
+        let reopened = try TaskStore(path: sandbox.storePath)
+        let second = try #require(try reopened.update(id: "a", journaling: "finished", payload: { _ in "{}" }) { $0.state = .finished })
+        #expect(second.sequence > first.sequence)
+    }
+
+    @Test func aVersion1StoreIsMigratedKeepingItsTasks() throws {
+        do {
+            let store = try TaskStore(path: sandbox.storePath)
+            _ = try store.add(sandbox.newTask(1, id: "kept"))
+            // Undo v2, as a store written by the previous haul would be.
+            try store.execute(sql: "DROP TABLE journal; DELETE FROM grdb_migrations WHERE identifier = 'v2'; PRAGMA user_version = 1")
+        }
+        let store = try TaskStore(path: sandbox.storePath)
+        #expect(try store.task(id: "kept") != nil)
+        #expect(try store.value(sql: "PRAGMA user_version") == "2")
+        #expect(try store.journal().isEmpty)
+    }
+}
