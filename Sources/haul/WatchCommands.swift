@@ -86,6 +86,8 @@ struct TaskFollower {
         seed: ([TaskSnapshot]) -> Void, event: @escaping @Sendable (SessionEvent) -> Void, tick: ([TaskSnapshot]) -> Void
     ) async throws -> [TaskSnapshot] {
         var targets: Set<String>?
+        // Events reach `event` only for the followed tasks (and the queue-wide ones), once those are known.
+        let followed = NIOLockedValueBox<Set<String>?>(nil)
         var failures = 0
         while true {
             do {
@@ -96,6 +98,7 @@ struct TaskFollower {
                 let consumer = Task {
                     for await (method, params) in notifications where method == "event" {
                         guard let (decoded, _) = params["event"].flatMap(DaemonProtocol.decodeEvent) else { continue }
+                        if let id = decoded.taskID, followed.withLockedValue({ $0?.contains(id) }) != true { continue }
                         event(decoded)
                         if case .progress = decoded { continue }
                         wakeup.fire()
@@ -108,6 +111,7 @@ struct TaskFollower {
                     targets = typed.isEmpty
                         ? Set(try await connection.tasks().filter { $0.state == .waiting || $0.state == .running }.map(\.id))
                         : Set(try await connection.resolve(typed))
+                    followed.withLockedValue { $0 = targets }
                     seed(try await connection.tasks().filter { targets?.contains($0.id) ?? false })
                 }
                 while true {

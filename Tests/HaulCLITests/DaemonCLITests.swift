@@ -39,7 +39,13 @@ import Glibc
         return try result.jsonEvents()
     }
 
-    func isAlive(_ pid: Int32) -> Bool { kill(pid, 0) == 0 }
+    /// The process exists and is not a zombie (an orphaned daemon is reaped by init, maybe not at once).
+    func isAlive(_ pid: Int32) -> Bool {
+        guard kill(pid, 0) == 0 else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        return !stat[close...].hasPrefix(") Z")
+    }
 
     @Test func addReturnsAtOnceAndTheDaemonItStartedFinishesTheFile() async throws {
         try await withTestServer { server in

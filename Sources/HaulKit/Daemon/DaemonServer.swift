@@ -34,6 +34,9 @@ public final class DaemonServer: Sendable {
             throw HaulError(.busy, "a haul daemon is already running on \(location.socketPath)")
         }
         lockFD = fd
+        // Written before the socket exists, so whoever can connect can also find the pid.
+        let pid = "\(getpid())\n"
+        _ = FileManager.default.createFile(atPath: location.pidPath, contents: Data(pid.utf8), attributes: [.posixPermissions: 0o600])
         // The socket is created 0600 (no moment where others could connect), and any stale one is replaced.
         unlink(location.socketPath)
         let oldMask = umask(0o177)
@@ -51,12 +54,11 @@ public final class DaemonServer: Sendable {
                     }
                 }
         } catch {
+            unlink(location.pidPath)
             close(fd)
             throw HaulError(.fileSystem, "could not listen on \(location.socketPath): \(error)")
         }
         chmod(location.socketPath, 0o600)
-        let pid = "\(getpid())\n"
-        _ = FileManager.default.createFile(atPath: location.pidPath, contents: Data(pid.utf8), attributes: [.posixPermissions: 0o600])
         service = DaemonService(home: home, logger: logger)
         await service.restoreSessions()
         logger.info("haul daemon \(HaulVersion.string) listening on \(location.socketPath)")

@@ -77,7 +77,7 @@ actor DaemonService {
                 "pid": JSONValue(Int(getpid())), "sessions": .array(sessions.keys.sorted().map(JSONValue.string)),
             ]
         default:
-            break
+            guard Self.sessionMethods.contains(request.method) else { throw RPCError.methodNotFound(request.method) }
         }
         let name = try params.requiredString("session")
         do { try LocalSession.validate(identifier: name) } catch { throw RPCError.invalidParams("\"session\": \(error.message)") }
@@ -144,6 +144,13 @@ actor DaemonService {
         }
     }
 
+    /// The methods that act on a session (all but `daemon.*`).
+    static let sessionMethods: Set<String> = [
+        "session.open", "session.setMaxConcurrentDownloads", "tasks.add", "tasks.list", "tasks.pause", "tasks.resume",
+        "tasks.cancel", "tasks.remove", "tasks.setPriority", "events.subscribe", "events.unsubscribe", "journal.list",
+        "journal.ack",
+    ]
+
     /// The ids named by `ids` (all must exist) or `nil` for `"all": true`.
     private func selection(_ params: Params, in session: LocalSession, _ name: String) async throws -> [String]? {
         if try params.bool("all") == true { return nil }
@@ -168,32 +175,38 @@ actor DaemonService {
     /// The open session `name`, opened on first use from its saved configuration. With `changes`, the
     /// configuration is updated and saved; a changed session is reopened (its downloads resume at once).
     private func session(_ name: String, configuring changes: Params? = nil) async throws -> LocalSession {
-        if let pending = opening[name] { _ = try? await pending.value }
+        // One opening at a time per session; `open` registers the session before `opening` is cleared.
+        while let pending = opening[name] { _ = try? await pending.value }
         guard !shuttingDown else { throw HaulError(.interrupted, "the haul daemon is shutting down; try again in a moment") }
         var configuration = configurations[name] ?? loadConfiguration(name)
         if let changes { try DaemonProtocol.apply(changes, to: &configuration) }
         if let open = sessions[name] {
             let old = configurations[name].map(DaemonProtocol.encode)
             guard old != DaemonProtocol.encode(configuration) else { return open }
+            try saveConfiguration(configuration, for: name)
+            configurations[name] = configuration
             if let old, Self.onlyConcurrencyDiffers(old, DaemonProtocol.encode(configuration)) {
                 await open.setMaxConcurrentDownloads(configuration.maxConcurrentDownloads)
-                try saveConfiguration(configuration, for: name)
                 return open
             }
-            sessions[name] = nil
-            await open.close()
+        } else {
+            try saveConfiguration(configuration, for: name)
+        }
+        let task = Task { try await self.open(name, configuration) }
+        opening[name] = task
+        return try await task.value
+    }
+
+    /// (Re)opens a session with `configuration` (closing the open one first) and starts forwarding its events.
+    private func open(_ name: String, _ configuration: SessionConfiguration) async throws -> LocalSession {
+        defer { opening[name] = nil }
+        if let old = sessions.removeValue(forKey: name) {
+            await old.close()
             await pumps.removeValue(forKey: name)?.value
         }
-        try saveConfiguration(configuration, for: name)
-        let home = self.home
-        let task = Task { [configuration] in
-            var configuration = configuration
-            configuration.home = home
-            return try await LocalSession(identifier: name, configuration: configuration, journaling: true)
-        }
-        opening[name] = task
-        defer { opening[name] = nil }
-        let session = try await task.value
+        var settings = configuration
+        settings.home = home
+        let session = try await LocalSession(identifier: name, configuration: settings, journaling: true)
         sessions[name] = session
         configurations[name] = configuration
         let events = await session.journaledEvents()

@@ -65,7 +65,7 @@ extension LocalSession {
         case .started(_, let path, _, let total):
             _ = try? store.update(id: id) { $0.filePath = path; $0.total = total }
         case .progress(let progress):
-            noteSpeed(id, progress.bytesPerSecond)
+            noteProgress(id, progress)
             emit(.progress(id: id, progress))
             if shouldSaveProgress(id) {
                 _ = try? store.update(id: id) { $0.bytes = progress.bytes; $0.total = progress.total ?? $0.total }
@@ -116,7 +116,7 @@ extension LocalSession {
         let stored: (task: StoredTask, sequence: Int64?)?
         if journaling {
             stored = try? store.update(id: id, journaling: kind, payload: { task in
-                DaemonProtocol.encode(Self.snapshot(of: task, speed: nil)).serialized
+                DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized
             }) { change(&$0); $0.state = state }.map { ($0.task, $0.sequence) }
         } else {
             stored = try? store.update(id: id) { change(&$0); $0.state = state }.map { ($0, nil) }
@@ -156,13 +156,15 @@ extension LocalSession {
     }
 
     func snapshot(of task: StoredTask) -> TaskSnapshot {
-        Self.snapshot(of: task, speed: speed(task.id))
+        Self.snapshot(of: task, progress: task.state == .running ? latestProgress(task.id) : nil)
     }
 
-    static func snapshot(of task: StoredTask, speed: Double?) -> TaskSnapshot {
+    /// The task as stored, with the latest progress of a running one; a file destination is its path from the start.
+    static func snapshot(of task: StoredTask, progress: DownloadProgress?) -> TaskSnapshot {
         TaskSnapshot(
-            id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: task.bytes, total: task.total,
-            bytesPerSecond: task.state == .running ? speed : nil, filePath: task.filePath,
+            id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: progress?.bytes ?? task.bytes,
+            total: progress?.total ?? task.total, bytesPerSecond: progress?.bytesPerSecond,
+            filePath: task.filePath ?? (task.destinationKind == NewTask.fileKind ? task.destinationPath : nil),
             error: task.errorKind.flatMap { HaulError.Kind(rawValue: $0) }.map { HaulError($0, task.errorMessage ?? "") })
     }
 

@@ -13,7 +13,8 @@ actor LocalSession: SessionBackend {
     private var running: [String: Task<Void, Never>] = [:]
     /// What the user asked of a running task that is stopping.
     private var stopping: [String: TaskCommand] = [:]
-    private var speeds: [String: Double] = [:]
+    /// The latest progress of each running task (the store is updated at most once a second).
+    private var progress: [String: DownloadProgress] = [:]
     private var hosts: [String: String] = [:]
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
     /// Each subscriber gets every event (or one task's) with its journal sequence, if journaled.
@@ -39,6 +40,9 @@ actor LocalSession: SessionBackend {
         self.store = try TaskStore(path: folder + "/tasks.sqlite")
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
+        // Every download the session may run against one host gets a connection (more than 8 would
+        // otherwise show as running while they wait for one).
+        engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)
         self.engine = TransferEngine(home: configuration.home, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
         self.rateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
@@ -172,7 +176,7 @@ actor LocalSession: SessionBackend {
     /// Forgets a running task; returns what the user had asked of it while it stopped.
     func untrack(_ id: String) -> TaskCommand? {
         running[id] = nil
-        speeds[id] = nil
+        progress[id] = nil
         hosts[id] = nil
         lastSaved[id] = nil
         return stopping.removeValue(forKey: id)
@@ -186,8 +190,8 @@ actor LocalSession: SessionBackend {
         return endedSinceDrain
     }
 
-    func noteSpeed(_ id: String, _ speed: Double?) { speeds[id] = speed }
-    func speed(_ id: String) -> Double? { speeds[id] }
+    func noteProgress(_ id: String, _ latest: DownloadProgress) { progress[id] = latest }
+    func latestProgress(_ id: String) -> DownloadProgress? { progress[id] }
 
     /// Progress is written to the store at most once a second per task.
     func shouldSaveProgress(_ id: String) -> Bool {
@@ -197,11 +201,10 @@ actor LocalSession: SessionBackend {
         return true
     }
 
-    /// Asks a running task to stop and waits until it has. `nil` (closing): its stored state stays `running`,
-    /// so the next open restores it as configured.
-    func stop(_ id: String, as command: TaskCommand?) async {
+    /// Asks a running task to stop and waits until it has.
+    func stop(_ id: String, as command: TaskCommand) async {
         guard let task = running[id] else { return }
-        if let command { stopping[id] = command }
+        stopping[id] = command
         task.cancel()
         await task.value
     }
@@ -209,7 +212,11 @@ actor LocalSession: SessionBackend {
     func close() async {
         guard !closed else { return }
         closed = true
-        for id in Array(running.keys) { await stop(id, as: nil) }
+        // All at once: each saves its progress in parallel (a daemon stopping on SIGTERM has a deadline).
+        // Their stored state stays `running`, so the next open restores them as configured.
+        let stopping = Array(running.values)
+        for task in stopping { task.cancel() }
+        for task in stopping { await task.value }
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
         try? await engine.shutdown()
