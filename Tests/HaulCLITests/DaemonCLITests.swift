@@ -258,4 +258,45 @@ import Glibc
             }
         }
     }
+
+    /// SO_PEERCRED: a process of another user that reaches the socket (here through a hard link outside the
+    /// private directory, made world-writable) is disconnected without an answer. Needs root to switch users.
+    @Test(.enabled(if: geteuid() == 0 && ExternalTools.pythonTestsEnabled, "needs root (to act as another user) and python3"))
+    func connectionsFromAnotherUserAreClosedUnanswered() async throws {
+        try await Sandbox.with { box in
+            _ = try await startDaemon(box)
+            let open = NSTemporaryDirectory() + "haul-peer-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: open) }
+            chmod(open, 0o777)
+            let link = open + "/daemon.sock"
+            #expect(Glibc.link(socket(box), link) == 0, "hard link: errno \(errno)")
+            chmod(link, 0o666)
+            let script = """
+                import os, socket, sys
+                if sys.argv[2] != "0":
+                    os.setgid(int(sys.argv[2])); os.setuid(int(sys.argv[2]))
+                s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+                s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.hello","params":{"protocol":1}}\\n')
+                try:
+                    data = s.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                print("closed" if data == b"" else "answered " + data.decode())
+                """
+            func connect(as uid: Int) throws -> String {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: try ExternalTools.requirePython())
+                process.arguments = ["-c", script, link, String(uid)]
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                try process.run()
+                let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                return output.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            #expect(try connect(as: 0).hasPrefix("answered "), "the owner is served through the same path")
+            #expect(try connect(as: 65534) == "closed", "another uid must be refused")
+        }
+    }
 }

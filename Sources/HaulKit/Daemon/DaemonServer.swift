@@ -47,6 +47,8 @@ public final class DaemonServer: Sendable {
                 .bind(unixDomainSocketPath: location.socketPath) { channel in
                     PeerCredentials.uid(of: channel).flatMapThrowing { uid in
                         if let uid, uid != PeerCredentials.ownUID {
+                            logger.warning("refused a connection from uid \(uid)")
+                            channel.close(promise: nil)
                             throw HaulError(.usage, "refused a connection from uid \(uid)")
                         }
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder()))
