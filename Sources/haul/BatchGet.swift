@@ -10,12 +10,10 @@ struct BatchGet {
     func run() async throws {
         var requests: [DownloadRequest] = []
         do {
-            if command.checksum != nil { throw InputError("--checksum checks one file; give one URL") }
             for url in urls {
-                let options = try command.makeOptions(url: url)
-                var request = DownloadRequest(url: options.url, destination: options.destination)
-                request.headers = options.headers
-                request.segments = options.segments
+                var request = DownloadRequest(try command.makeOptions(url: url))
+                // --limit-rate caps the whole batch: the session's limit, not each task's.
+                request.options.rateLimit = nil
                 requests.append(request)
             }
         } catch let error as InputError {
@@ -26,7 +24,7 @@ struct BatchGet {
         configuration.maxConcurrentDownloads = command.jobs
         configuration.retry = requests.isEmpty ? RetryPolicy() : (try? command.makeOptions(url: urls[0]).retry) ?? RetryPolicy()
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
-        configuration.rateLimit = try? command.limitRate.map { try UserInput.byteCount($0) }
+        configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
         let identifier = BatchGet.identifier(for: requests)
         let session: DownloadSession
         do {

@@ -15,26 +15,14 @@ struct AddCommand: AsyncParsableCommand {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin).")
     var inputFile: String?
 
-    @Option(name: .shortAndLong, help: "Save to this path (one URL only).")
-    var output: String?
-
-    @Option(name: .customLong("dir"), help: "Save into this folder under the name the server suggests (default: the current folder).")
-    var directory: String?
-
-    @Option(help: "Higher runs first (default 0).")
+    @Option(help: "Higher runs first.")
     var priority = 0
-
-    @Option(help: "Verify the download: md5, sha1, sha256 or sha512, as ALG:HEX.")
-    var checksum: String?
-
-    @Option(name: [.customShort("H"), .customLong("header")], help: "An extra request header, 'Name: value' (repeatable).")
-    var headers: [String] = []
-
-    @Option(help: "Connections for one file, 1-32 (default: by size).")
-    var segments: Int?
 
     @Option(help: "A task id of your choosing (one URL only); adding the same id again returns the existing task.")
     var id: String?
+
+    @OptionGroup(title: "File options (--limit-rate caps each download)")
+    var file: FileOptions
 
     @OptionGroup var daemon: DaemonClientOptions
 
@@ -67,27 +55,9 @@ struct AddCommand: AsyncParsableCommand {
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
         guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
-        if output != nil, directory != nil { throw InputError("use either -o PATH or --dir DIR, not both") }
-        if all.count > 1, output != nil { throw InputError("-o names one file; use --dir DIR with several URLs") }
+        try file.checkCount(all.count)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
-        if let segments, !(1...32).contains(segments) { throw InputError("--segments must be between 1 and 32") }
-        let checksum = try checksum.map { try Checksum(parsing: $0) }
-        let headers = HTTPFields(try headers.map { try UserInput.header($0) })
-        return try all.map { text in
-            var request = DownloadRequest(url: try UserInput.url(text))
-            if let output {
-                guard !output.isEmpty else { throw InputError("-o needs a path") }
-                request.destination = .file(absolutePath(output))
-            } else {
-                request.destination = .directory(absolutePath(directory ?? "."))
-            }
-            request.headers = headers
-            request.checksum = checksum
-            request.segments = segments
-            request.priority = priority
-            request.id = id
-            return DaemonProtocol.encode(request)
-        }
+        return try all.map { DaemonProtocol.encode(DownloadRequest(try file.makeOptions(url: $0), priority: priority, id: id)) }
     }
 }
 

@@ -156,7 +156,35 @@ public enum DaemonProtocol {
         if let checksum = request.checksum { object["checksum"] = .string(checksum.description) }
         if let segments = request.segments { object["segments"] = JSONValue(segments) }
         if let id = request.id { object["id"] = .string(id) }
+        if request.options != TaskOptions() { object["options"] = encode(request.options) }
         return .object(object)
+    }
+
+    static func encode(_ options: TaskOptions) -> JSONValue {
+        var object: [String: JSONValue] = [:]
+        if options.overwrite { object["overwrite"] = true }
+        if options.continuePartial { object["continue"] = true }
+        if let limit = options.rateLimit { object["rateLimit"] = JSONValue(limit) }
+        if let retries = options.maxRetries { object["retries"] = JSONValue(retries) }
+        if let wait = options.retryWait { object["retryWait"] = .number(wait) }
+        if let size = options.minSegmentSize { object["minSegmentSize"] = JSONValue(size) }
+        if let count = options.maxConnectionsPerHost { object["maxConnectionsPerHost"] = JSONValue(count) }
+        if options.allowInsecureRedirects { object["allowInsecureRedirects"] = true }
+        return .object(object)
+    }
+
+    static func decodeOptions(_ params: Params) throws(RPCError) -> TaskOptions {
+        var options = TaskOptions()
+        options.overwrite = try params.bool("overwrite") ?? false
+        options.continuePartial = try params.bool("continue") ?? false
+        options.rateLimit = try params.int64("rateLimit")
+        options.maxRetries = try params.int("retries")
+        options.retryWait = try params.double("retryWait")
+        options.minSegmentSize = try params.int64("minSegmentSize")
+        options.maxConnectionsPerHost = try params.int("maxConnectionsPerHost")
+        options.allowInsecureRedirects = try params.bool("allowInsecureRedirects") ?? false
+        do { try options.validate() } catch { throw .invalidParams("\"options\": \(error.message)") }
+        return options
     }
 
     public static func decodeRequest(_ params: Params) throws(RPCError) -> DownloadRequest {
@@ -187,6 +215,10 @@ public enum DaemonProtocol {
         if let id = try params.string("id") {
             guard !id.isEmpty else { throw .invalidParams("\"id\" cannot be empty") }
             request.id = id
+        }
+        if let options = try params.object("options") { request.options = try decodeOptions(options) }
+        if request.options.continuePartial, path == nil {
+            throw .invalidParams("\"options\": continue needs \"path\": the partial file to continue")
         }
         return request
     }

@@ -152,6 +152,7 @@ extension LocalSession {
         options.retry = configuration.retry
         options.sharedRateLimiter = rateLimiter
         options.progressInterval = configuration.progressInterval
+        task.options.apply(to: &options)
         return options
     }
 

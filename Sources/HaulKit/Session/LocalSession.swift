@@ -72,7 +72,7 @@ actor LocalSession: SessionBackend {
         return NewTask(
             id: request.id, url: request.url.absoluteString, destination: absolute,
             headers: request.headers.fields, checksum: request.checksum?.description, segments: request.segments,
-            priority: request.priority)
+            priority: request.priority, options: request.options)
     }
 
     /// Applies `command` to the tasks `ids` (every task when `nil`).

@@ -68,10 +68,24 @@ public struct DownloadRequest: Sendable {
     public var priority = 0
     /// A caller-chosen id (like YCDownloadSession's `fileId`); adding the same id again returns the existing task.
     public var id: String?
+    /// Overwrite, continue, per-task rate limit, retries and the like.
+    public var options = TaskOptions()
 
     public init(url: URL, destination: DownloadOptions.Destination? = nil) {
         self.url = url
         self.destination = destination
+    }
+
+    /// The request for the download `options` describe (URL, destination, headers, checksum, segments and
+    /// the ``TaskOptions``).
+    public init(_ options: DownloadOptions, priority: Int = 0, id: String? = nil) {
+        self.init(url: options.url, destination: options.destination)
+        headers = options.headers
+        checksum = options.checksum
+        segments = options.segments
+        self.options = TaskOptions(options)
+        self.priority = priority
+        self.id = id
     }
 }
 

@@ -8,6 +8,7 @@ extension StoredTask {
     static let columns = [
         "id", "sequence", "url", "destinationKind", "destinationPath", "headers", "checksum", "segments",
         "priority", "state", "bytes", "total", "filePath", "errorKind", "errorMessage", "createdAt", "updatedAt",
+        "options",
     ]
 
     static let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM task"
@@ -23,8 +24,8 @@ extension StoredTask {
     /// Every column but `id`, `sequence` and `createdAt`, which never change.
     static let updateSQL = """
         UPDATE task SET url = ?, destinationKind = ?, destinationPath = ?, headers = ?, checksum = ?, segments = ?,
-        priority = ?, state = ?, bytes = ?, total = ?, filePath = ?, errorKind = ?, errorMessage = ?, updatedAt = ?
-        WHERE id = ?
+        priority = ?, state = ?, bytes = ?, total = ?, filePath = ?, errorKind = ?, errorMessage = ?, updatedAt = ?,
+        options = ? WHERE id = ?
         """
 
     init(row: Row) throws {
@@ -49,20 +50,23 @@ extension StoredTask {
             errorKind: try row.decode(atIndex: 13),
             errorMessage: try row.decode(atIndex: 14),
             createdAt: try row.decode(atIndex: 15),
-            updatedAt: try row.decode(atIndex: 16))
+            updatedAt: try row.decode(atIndex: 16),
+            options: try TaskOptionsJSON.decode(try row.decode(String?.self, atIndex: 17)))
     }
 
     func insertArguments() -> StatementArguments {
         [
             id, url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
             priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt,
+            TaskOptionsJSON.encode(options),
         ]
     }
 
     func updateArguments() -> StatementArguments {
         [
             url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
-            priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, updatedAt, id,
+            priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, updatedAt,
+            TaskOptionsJSON.encode(options), id,
         ]
     }
 
@@ -83,4 +87,21 @@ extension StoredTask {
 struct StoreDecodingError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A task's options in their column: JSON, or NULL for the defaults (most tasks).
+enum TaskOptionsJSON {
+    static func encode(_ options: TaskOptions) -> String? {
+        guard options != TaskOptions(), let data = try? JSONEncoder().encode(options) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decode(_ text: String?) throws -> TaskOptions {
+        guard let text else { return TaskOptions() }
+        do {
+            return try JSONDecoder().decode(TaskOptions.self, from: Data(text.utf8))
+        } catch {
+            throw StoreDecodingError("a task's options are not valid JSON")
+        }
+    }
 }

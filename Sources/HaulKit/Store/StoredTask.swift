@@ -32,12 +32,14 @@ public struct StoredTask: Codable, Equatable, Sendable {
     public var createdAt: Double
     /// Unix seconds.
     public var updatedAt: Double
+    public var options: TaskOptions
 
     public init(
         id: String, sequence: Int64, url: String, destinationKind: String, destinationPath: String,
         headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0,
         state: TaskState = .waiting, bytes: Int64 = 0, total: Int64? = nil, filePath: String? = nil,
-        errorKind: String? = nil, errorMessage: String? = nil, createdAt: Double, updatedAt: Double
+        errorKind: String? = nil, errorMessage: String? = nil, createdAt: Double, updatedAt: Double,
+        options: TaskOptions = TaskOptions()
     ) {
         self.id = id
         self.sequence = sequence
@@ -56,6 +58,7 @@ public struct StoredTask: Codable, Equatable, Sendable {
         self.errorMessage = errorMessage
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.options = options
     }
 
     /// The destination as a download option, or `nil` for an unknown kind.
@@ -76,7 +79,7 @@ public struct StoredTask: Codable, Equatable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case id, sequence, url, destinationKind, destinationPath, headers, checksum, segments, priority, state
-        case bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt
+        case bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt, options
     }
 
     public init(from decoder: any Decoder) throws {
@@ -98,6 +101,7 @@ public struct StoredTask: Codable, Equatable, Sendable {
         errorMessage = try c.decodeIfPresent(String.self, forKey: .errorMessage)
         createdAt = try c.decode(Double.self, forKey: .createdAt)
         updatedAt = try c.decode(Double.self, forKey: .updatedAt)
+        options = try c.decodeIfPresent(TaskOptions.self, forKey: .options) ?? TaskOptions()
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -119,6 +123,7 @@ public struct StoredTask: Codable, Equatable, Sendable {
         try c.encodeIfPresent(errorMessage, forKey: .errorMessage)
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(updatedAt, forKey: .updatedAt)
+        if options != TaskOptions() { try c.encode(options, forKey: .options) }
     }
 }
 
@@ -140,10 +145,12 @@ public struct NewTask: Sendable, Equatable {
     public var segments: Int?
     /// Higher runs first.
     public var priority: Int
+    public var options: TaskOptions
 
     public init(
         id: String? = nil, url: String, destinationKind: String, destinationPath: String,
-        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0
+        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0,
+        options: TaskOptions = TaskOptions()
     ) {
         self.id = id
         self.url = url
@@ -153,12 +160,14 @@ public struct NewTask: Sendable, Equatable {
         self.checksum = checksum
         self.segments = segments
         self.priority = priority
+        self.options = options
     }
 
     /// The task for `url` saved at `destination`.
     public init(
         id: String? = nil, url: String, destination: DownloadOptions.Destination,
-        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0
+        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0,
+        options: TaskOptions = TaskOptions()
     ) {
         let kind: String, path: String
         switch destination {
@@ -167,15 +176,15 @@ public struct NewTask: Sendable, Equatable {
         }
         self.init(
             id: id, url: url, destinationKind: kind, destinationPath: path,
-            headers: headers, checksum: checksum, segments: segments, priority: priority)
+            headers: headers, checksum: checksum, segments: segments, priority: priority, options: options)
     }
 
-    /// The task for a download described by `options` (URL, destination, headers, checksum, segments).
+    /// The task for a download described by `options` (URL, destination, headers, checksum, segments, TaskOptions).
     public init(id: String? = nil, options: DownloadOptions, priority: Int = 0) {
         self.init(
             id: id, url: options.url.absoluteString, destination: options.destination,
             headers: options.headers.fields, checksum: options.checksum?.description,
-            segments: options.segments, priority: priority)
+            segments: options.segments, priority: priority, options: TaskOptions(options))
     }
 }
 

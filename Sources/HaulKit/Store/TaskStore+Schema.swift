@@ -35,7 +35,8 @@ extension TaskStore {
                 PRAGMA user_version = 1;
                 """)
         }
-        // v2: the journal of finished and failed events that a daemon keeps for clients that were away.
+        // v2: the journal of finished and failed events that a daemon keeps for clients that were away,
+        // and each task's TaskOptions as JSON (NULL: the defaults).
         migrator.registerMigration("v2") { db in
             try db.execute(sql: """
                 CREATE TABLE journal (
@@ -45,6 +46,7 @@ extension TaskStore {
                     payload TEXT NOT NULL,
                     createdAt REAL NOT NULL
                 );
+                ALTER TABLE task ADD COLUMN options TEXT;
                 PRAGMA user_version = 2;
                 """)
         }

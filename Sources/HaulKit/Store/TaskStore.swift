@@ -124,6 +124,7 @@ public final class TaskStore: Sendable {
         guard task.destinationPath.hasPrefix("/") else {
             throw HaulError(.usage, "the destination \(task.destinationPath) of a task must be an absolute path")
         }
+        do { try task.options.validate() } catch { throw HaulError(.usage, error.message) }
     }
 
     static func fetch(id: String, _ db: Database) throws -> StoredTask? {
@@ -136,7 +137,7 @@ public final class TaskStore: Sendable {
             id: new.id ?? UUID().uuidString.lowercased(), sequence: 0, url: new.url,
             destinationKind: new.destinationKind, destinationPath: new.destinationPath, headers: new.headers,
             checksum: new.checksum, segments: new.segments, priority: new.priority, state: .waiting,
-            createdAt: now, updatedAt: now)
+            createdAt: now, updatedAt: now, options: new.options)
         try db.cachedStatement(sql: StoredTask.insertSQL).execute(arguments: task.insertArguments())
         if db.changesCount == 1 {
             task.sequence = db.lastInsertedRowID

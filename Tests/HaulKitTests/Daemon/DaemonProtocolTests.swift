@@ -29,9 +29,17 @@ import Testing
         request.segments = 4
         request.priority = -1
         request.id = "mine"
+        request.options.overwrite = true
+        request.options.rateLimit = 1000
+        request.options.maxRetries = 2
+        request.options.retryWait = 0.5
+        request.options.minSegmentSize = 4096
+        request.options.maxConnectionsPerHost = 3
+        request.options.allowInsecureRedirects = true
         let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
         #expect(decoded.url == request.url && decoded.destination == request.destination && decoded.headers == request.headers)
         #expect(decoded.checksum == request.checksum && decoded.segments == 4 && decoded.priority == -1 && decoded.id == "mine")
+        #expect(decoded.options == request.options)
 
         let bad: [([String: JSONValue], String)] = [
             ([:], "\"url\" is required"),
@@ -42,6 +50,10 @@ import Testing
             (["url": "https://x/y", "checksum": "nope"], "\"checksum\""),
             (["url": "https://x/y", "headers": [["name": "Bad Name", "value": "v"]]], "invalid header"),
             (["url": "https://x/y", "id": ""], "\"id\""),
+            (["url": "https://x/y", "options": ["retries": -1]], "retries"),
+            (["url": "https://x/y", "options": ["overwrite": true, "continue": true]], "not both"),
+            (["url": "https://x/y", "directory": "/d", "options": ["continue": true]], "continue needs"),
+            (["url": "https://x/y", "options": ["rateLimit": "fast"]], "\"rateLimit\""),
         ]
         for (members, fragment) in bad {
             do {

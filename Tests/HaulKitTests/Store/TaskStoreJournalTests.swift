@@ -41,11 +41,26 @@ import Testing
             let store = try TaskStore(path: sandbox.storePath)
             _ = try store.add(sandbox.newTask(1, id: "kept"))
             // Undo v2, as a store written by the previous haul would be.
-            try store.execute(sql: "DROP TABLE journal; DELETE FROM grdb_migrations WHERE identifier = 'v2'; PRAGMA user_version = 1")
+            try store.execute(sql: "DROP TABLE journal; ALTER TABLE task DROP COLUMN options; DELETE FROM grdb_migrations WHERE identifier = 'v2'; PRAGMA user_version = 1")
         }
         let store = try TaskStore(path: sandbox.storePath)
         #expect(try store.task(id: "kept") != nil)
         #expect(try store.value(sql: "PRAGMA user_version") == "2")
         #expect(try store.journal().isEmpty)
+    }
+
+    @Test func taskOptionsAreStoredAndKeptByUpdates() throws {
+        let store = try TaskStore(path: sandbox.storePath)
+        var new = sandbox.newTask(1, id: "o")
+        new.options.overwrite = true
+        new.options.rateLimit = 4096
+        _ = try store.add(new)
+        _ = try store.update(id: "o") { $0.bytes = 10 }
+        #expect(try TaskStore(path: sandbox.storePath).task(id: "o")?.options == new.options)
+        _ = try store.add(sandbox.newTask(2, id: "plain"))
+        #expect(try store.value(sql: "SELECT options FROM task WHERE id = 'plain'") == nil, "defaults are stored as NULL")
+        var invalid = sandbox.newTask(3)
+        invalid.options.maxRetries = -1
+        #expect(StoreSandbox.thrown { try store.add(invalid) }?.kind == .usage)
     }
 }
