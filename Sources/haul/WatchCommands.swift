@@ -15,7 +15,7 @@ struct WatchCommand: AsyncParsableCommand {
     func run() async throws {
         let terminal = isatty(STDERR_FILENO) == 1
         let reporter = BatchReporter(mode: terminal ? .terminal : .plain)
-        var lastPlain = ContinuousClock.now
+        var lastPlain = ContinuousClock.now - .seconds(2)
         do {
             let final = try await TaskFollower(options: daemon, typed: ids).follow(
                 seed: { reporter.seed($0) }, event: { reporter.handle($0) },

@@ -172,6 +172,28 @@ import Glibc
         }
     }
 
+    @Test func watchFollowsRunningTasksUntilTheyEnd() async throws {
+        try await withTestServer { server in
+            let one = TestData.bytes(1200 << 10, seed: 509), two = TestData.bytes(300 << 10, seed: 510)
+            serve(server, "/w1.bin", one, rate: 256 << 10)
+            serve(server, "/w2.bin", two, rate: 256 << 10)
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                let added = try await box.run(["add", server.url("/w1.bin"), server.url("/w2.bin"), "--no-autostart"])
+                #expect(added.stdoutLines.count == 2, "add: \(added.stderr)")
+                let watched = try await box.run(["watch", "--no-autostart"] + added.stdoutLines, timeout: .seconds(30))
+                #expect(watched.exitCode == 0, "watch: \(watched.stderr)")
+                // It returns only once both have ended, and says so.
+                #expect(contentMismatch(box.path("w1.bin"), expected: one) == nil)
+                #expect(contentMismatch(box.path("w2.bin"), expected: two) == nil)
+                #expect(watched.stderr.contains("saved \(box.path("w1.bin"))"), "stderr: \(watched.stderr)")
+                #expect(watched.stderrLines.last == "2 finished", "stderr: \(watched.stderr)")
+                #expect(watched.stderrLines.contains { $0.contains("w1.bin") && $0.contains("KiB/s") },
+                        "progress lines without a terminal: \(watched.stderr)")
+            }
+        }
+    }
+
     @Test func addCarriesTheFileOptionsOfGet() async throws {
         try await withTestServer { server in
             let source = TestData.bytes(300 << 10, seed: 508)

@@ -17,7 +17,7 @@ public final class DaemonServer: Sendable {
     public let location: DaemonLocation
     private let service: DaemonService
     private let logger: Logger
-    private let lockFD: Int32
+    private let lock: FileLock
     private let serverChannel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
     private let connections = NIOLockedValueBox((next: 0, open: [Int: Channel]()))
 
@@ -27,13 +27,8 @@ public final class DaemonServer: Sendable {
         self.location = location
         self.logger = logger
         try location.prepareDirectory()
-        let fd = open(location.lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw POSIX.error("opening", location.lockPath) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            throw HaulError(.busy, "a haul daemon is already running on \(location.socketPath)")
-        }
-        lockFD = fd
+        let lock = try FileLock(path: location.lockPath, busy: HaulError(.busy, "a haul daemon is already running on \(location.socketPath)"))
+        self.lock = lock
         // Written before the socket exists, so whoever can connect can also find the pid.
         let pid = "\(getpid())\n"
         _ = FileManager.default.createFile(atPath: location.pidPath, contents: Data(pid.utf8), attributes: [.posixPermissions: 0o600])
@@ -57,7 +52,7 @@ public final class DaemonServer: Sendable {
                 }
         } catch {
             unlink(location.pidPath)
-            close(fd)
+            lock.release()
             throw HaulError(.fileSystem, "could not listen on \(location.socketPath): \(error)")
         }
         chmod(location.socketPath, 0o600)
@@ -92,7 +87,7 @@ public final class DaemonServer: Sendable {
         for (_, channel) in connections.withLockedValue({ $0.open }) { channel.close(promise: nil) }
         unlink(location.socketPath)
         unlink(location.pidPath)
-        close(lockFD)
+        lock.release()
         logger.info("haul daemon stopped")
     }
 

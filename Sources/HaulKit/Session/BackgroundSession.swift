@@ -16,15 +16,12 @@ actor BackgroundSession: SessionBackend {
 
     init(identifier: String, configuration: SessionConfiguration, daemon: DaemonEndpoint) async throws {
         self.identifier = identifier
+        var configuration = configuration
+        configuration.defaultDirectory = configuration.defaultDirectory.map(absolutePath)
         self.configuration = configuration
         client = try await DaemonLauncher.connect(daemon, home: configuration.home)
         do {
-            var settings = DaemonProtocol.encode(configuration).objectValue ?? [:]
-            if configuration.defaultDirectory == nil {
-                // Tasks without a destination go to this process's folder, not the daemon's.
-                settings["defaultDirectory"] = .string(absolutePath("."))
-            }
-            _ = try await call("session.open", ["configuration": .object(settings)])
+            _ = try await call("session.open", ["configuration": DaemonProtocol.encode(configuration)])
             let journal = try await call("events.subscribe", ["replay": true])
             for entry in journal["journal"]?.arrayValue ?? [] { receive(entry) }
         } catch {
@@ -78,10 +75,11 @@ actor BackgroundSession: SessionBackend {
         for start in stride(from: 0, to: requests.count, by: DaemonProtocol.maxTasksPerAdd) {
             let chunk = requests[start..<min(requests.count, start + DaemonProtocol.maxTasksPerAdd)].map { request in
                 var request = request
+                // Relative paths, and tasks without a destination, are about this process's folder, not the daemon's.
                 switch request.destination {
                 case .file(let path)?: request.destination = .file(absolutePath(path))
                 case .directory(let folder)?: request.destination = .directory(absolutePath(folder))
-                case nil: break
+                case nil: request.destination = .directory(absolutePath(configuration.defaultDirectory ?? "."))
                 }
                 return DaemonProtocol.encode(request)
             }

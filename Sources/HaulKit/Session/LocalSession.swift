@@ -7,7 +7,7 @@ actor LocalSession: SessionBackend {
     let configuration: SessionConfiguration
     let store: TaskStore
     let engine: TransferEngine
-    private let lock: SessionLock
+    private let lock: FileLock
     private var maxConcurrent: Int
     let rateLimiter: RateLimiter?
     private var running: [String: Task<Void, Never>] = [:]
@@ -36,7 +36,9 @@ actor LocalSession: SessionBackend {
         self.identifier = identifier
         self.configuration = configuration
         self.journaling = journaling
-        self.lock = try SessionLock(path: folder + "/session.lock", identifier: identifier)
+        self.lock = try FileLock(
+            path: folder + "/session.lock",
+            busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first"))
         self.store = try TaskStore(path: folder + "/tasks.sqlite")
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout

@@ -57,22 +57,10 @@ public struct TransferRecordStore: Sendable {
     }
 
     /// Takes the per-download lock so that two processes never write the same download; released on exit or crash.
-    func lock(_ key: String) throws(HaulError) -> DownloadLock {
+    func lock(_ key: String) throws(HaulError) -> FileLock {
         try POSIX.makeDirectories(directory)
-        let path = "\(directory)/\(key).lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw POSIX.error("opening", path) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            throw HaulError(.busy, "another haul process is already running this download; wait for it or stop it first")
-        }
-        return DownloadLock(fd: fd)
+        return try FileLock(
+            path: "\(directory)/\(key).lock",
+            busy: HaulError(.busy, "another haul process is already running this download; wait for it or stop it first"))
     }
-}
-
-/// An exclusive `flock` held for the life of one download.
-final class DownloadLock: Sendable {
-    private let fd: Int32
-    init(fd: Int32) { self.fd = fd }
-    func release() { _ = close(fd) }
 }

@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An exclusive `flock` on a file: one session, or one download, per process at a time. Released by
+/// ``release()``, or when the process exits or crashes.
+final class FileLock: Sendable {
+    private let fd: Int32
+
+    /// Takes the lock at `path` (creating the file), or throws `busy` when another process holds it.
+    init(path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw POSIX.error("opening", path) }
+        // A lock just released can still be held for a moment by a child process between fork and exec
+        // (the descriptor is close-on-exec, but shared until then): try again briefly before calling it busy.
+        var attempts = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            attempts += 1
+            guard attempts < 25 else {
+                close(fd)
+                throw busy()
+            }
+            usleep(20_000)
+        }
+        self.fd = fd
+    }
+
+    func release() { _ = close(fd) }
+}
