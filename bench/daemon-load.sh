@@ -57,13 +57,7 @@ case $ADD_SESSION in
     same | separate) ;;
     *) die "BENCH_ADD_SESSION must be same or separate (got '$ADD_SESSION')" ;;
 esac
-[[ $LIMIT =~ ^([1-9][0-9]*)([kKmM]?)$ ]] ||
-    die "BENCH_LIMIT must be an nginx size like 64k, 1m or 65536 (got '$LIMIT')"
-case ${BASH_REMATCH[2]} in
-    k | K) LIMIT_BPS=$((BASH_REMATCH[1] * 1024)) ;;
-    m | M) LIMIT_BPS=$((BASH_REMATCH[1] * 1024 * 1024)) ;;
-    *) LIMIT_BPS=${BASH_REMATCH[1]} ;;
-esac
+LIMIT_BPS=$(nginx_size_bytes "$LIMIT" BENCH_LIMIT) || exit 1
 FILE_BYTES=$((FILE_MB * 1024 * 1024))
 # nginx sends the first second's worth at once, so one download lasts about FILE/LIMIT - 1 s.
 DL_SECONDS=$((FILE_BYTES / LIMIT_BPS - 1))

@@ -15,6 +15,16 @@ die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
 
 is_posint() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 
+# Bytes in an nginx size such as 64k, 8m or 65536 (K and M are 1024-based); dies naming `what` otherwise.
+nginx_size_bytes() { # size what
+    [[ $1 =~ ^([1-9][0-9]*)([kKmM]?)$ ]] || die "$2 must be an nginx size like 64k, 8m or 65536 (got '$1')"
+    case ${BASH_REMATCH[2]} in
+        k | K) echo $((BASH_REMATCH[1] * 1024)) ;;
+        m | M) echo $((BASH_REMATCH[1] * 1024 * 1024)) ;;
+        *) echo "${BASH_REMATCH[1]}" ;;
+    esac
+}
+
 # ---------------------------------------------------------------- dependencies
 # bench_require SPEC... ; SPEC = "cmd[,cmd...]:package". Sets NGINX. Dies with one apt-get
 # line listing every missing package (in SPEC order). Special cmds: `nginx` (also looks in

@@ -45,13 +45,7 @@ is_posint "$SIZE_MB" || die "BENCH_SIZE_MB must be a positive integer (got '$SIZ
 is_posint "$RUNS"    || die "BENCH_RUNS must be a positive integer (got '$RUNS')"
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "BENCH_WARMUP must be a non-negative integer (got '$WARMUP')"
 [[ $SHA_ALL == 0 || $SHA_ALL == 1 ]] || die "BENCH_SHA_ALL must be 0 or 1 (got '$SHA_ALL')"
-[[ $LIMIT =~ ^([1-9][0-9]*)([kKmM]?)$ ]] ||
-    die "BENCH_LIMIT must be an nginx size like 8m, 512k or 1048576 (got '$LIMIT')"
-case ${BASH_REMATCH[2]} in
-    k | K) LIMIT_BPS=$((BASH_REMATCH[1] * 1024)) ;;
-    m | M) LIMIT_BPS=$((BASH_REMATCH[1] * 1024 * 1024)) ;;
-    *) LIMIT_BPS=${BASH_REMATCH[1]} ;;
-esac
+LIMIT_BPS=$(nginx_size_bytes "$LIMIT" BENCH_LIMIT) || exit 1
 
 THR_BYTES=$((THR_MB * 1024 * 1024))
 SIZE_BYTES=$((SIZE_MB * 1024 * 1024))

@@ -1,5 +1,28 @@
 import ArgumentParser
+import Foundation
 import HaulKit
+
+/// The URLs of `haul get` and `haul add`: arguments, and `-i FILE` (one per line, `-` for stdin).
+struct URLList: ParsableArguments {
+    @Argument(help: "The http:// or https:// URLs to download.")
+    var urls: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped.")
+    var inputFile: String?
+
+    /// Every URL given, in order; at least one.
+    func collect() throws -> [String] {
+        var all = urls
+        if let inputFile {
+            let data = inputFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: inputFile)
+            guard let data else { throw InputError("cannot read the URL list \(inputFile)") }
+            all += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
+        return all
+    }
+}
 
 /// The options that describe one file's download, shared by `haul get` and `haul add`.
 struct FileOptions: ParsableArguments {

@@ -10,11 +10,7 @@ struct GetCommand: AsyncParsableCommand {
         discussion: ExitStatus.help
     )
 
-    @Argument(help: "The http:// or https:// URLs to download.")
-    var urls: [String] = []
-
-    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped.")
-    var inputFile: String?
+    @OptionGroup var list: URLList
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once when several URLs are given.")
     var jobs = 3
@@ -45,7 +41,7 @@ struct GetCommand: AsyncParsableCommand {
             Reporter.printError("haul: error: \(error.message)")
             throw ExitCode(ExitStatus.usage)
         }
-        if allURLs.count != 1 || inputFile != nil {
+        if allURLs.count != 1 || list.inputFile != nil {
             try await BatchGet(command: self, urls: allURLs).run()
             return
         }
@@ -86,21 +82,7 @@ struct GetCommand: AsyncParsableCommand {
 
     /// The URLs from the arguments and `-i`.
     func collectURLs() throws -> [String] {
-        var all = urls
-        if let inputFile {
-            let text: String
-            if inputFile == "-" {
-                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-            } else {
-                guard let data = FileManager.default.contents(atPath: inputFile) else {
-                    throw InputError("cannot read the URL list \(inputFile)")
-                }
-                text = String(decoding: data, as: UTF8.self)
-            }
-            all += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        }
-        guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
+        let all = try list.collect()
         guard (1...64).contains(jobs) else { throw InputError("-j must be between 1 and 64") }
         try file.checkCount(all.count)
         return all

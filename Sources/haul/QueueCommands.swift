@@ -9,11 +9,7 @@ struct AddCommand: AsyncParsableCommand {
         discussion: "The daemon (started if none is running) downloads them after this command has exited; see `haul ls`, `haul watch`, `haul wait`."
     )
 
-    @Argument(help: "The http:// or https:// URLs to download.")
-    var urls: [String] = []
-
-    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin).")
-    var inputFile: String?
+    @OptionGroup var list: URLList
 
     @Option(help: "Higher runs first.")
     var priority = 0
@@ -47,14 +43,7 @@ struct AddCommand: AsyncParsableCommand {
     }
 
     private func makeRequests() throws -> [JSONValue] {
-        var all = urls
-        if let inputFile {
-            let data = inputFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: inputFile)
-            guard let data else { throw InputError("cannot read the URL list \(inputFile)") }
-            all += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        }
-        guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
+        let all = try list.collect()
         try file.checkCount(all.count)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
         return try all.map { DaemonProtocol.encode(DownloadRequest(try file.makeOptions(url: $0), priority: priority, id: id)) }
