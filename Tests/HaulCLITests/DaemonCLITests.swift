@@ -112,6 +112,28 @@ import Glibc
         }
     }
 
+    @Test func waitOutlivesADaemonCrashByStartingANewOne() async throws {
+        try await withTestServer { server in
+            let source = TestData.bytes(4 << 20, seed: 511)
+            serve(server, "/c.bin", source)
+            try await Sandbox.with { box in
+                let added = try await box.run(["add", server.url("/c.bin"), "-o", "c.bin"])
+                let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                let first = try #require(box.daemonPIDs().first)
+                let waiting = try box.start(["wait", id])
+                try await eventually("a checkpoint is recorded") { (box.recordedOffset() ?? 0) > 0 }
+                kill(first, SIGKILL)
+                try await eventually("the daemon is gone") { !isAlive(first) }
+                serve(server, "/c.bin", source, rate: nil)
+                let result = try await waiting.wait(timeout: .seconds(60))
+                #expect(result.exitCode == 0, "wait: \(result.stderr)")
+                #expect(contentMismatch(box.path("c.bin"), expected: source) == nil)
+                let second = try #require(box.daemonPIDs().first)
+                #expect(second != first && isAlive(second), "wait started a new daemon")
+            }
+        }
+    }
+
     @Test func sigtermCheckpointsWithinTwoSecondsAndTheNextDaemonResumes() async throws {
         try await withTestServer { server in
             let source = TestData.bytes(Self.size, seed: 503)
