@@ -76,7 +76,7 @@ extension DownloadJob {
 
     /// Writes the body at `point.offset`, after checking that its first `overlap` bytes equal the bytes held.
     /// Returns `false` (writing nothing) when they differ.
-    private func stream(_ body: HTTPClientResponse.Body, overlap: Int64) async throws -> Bool {
+    private func stream(_ body: ResponseBody, overlap: Int64) async throws -> Bool {
         guard let file else { throw HaulError(.fileSystem, "no partial file is open") }
         let held = overlap > 0 ? try file.read(count: Int(overlap), at: point.offset - overlap) : []
         guard held.count == Int(overlap) else { return false }

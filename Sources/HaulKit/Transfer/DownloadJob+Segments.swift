@@ -30,7 +30,7 @@ extension DownloadJob {
 
     /// The probe's 206 showed the file can be split: preallocate, plan the segments, and let the probe's
     /// response carry on as the first connection.
-    func startSegments(parts: Int, probeBody: HTTPClientResponse.Body) async throws -> AttemptOutcome {
+    func startSegments(parts: Int, probeBody: ResponseBody) async throws -> AttemptOutcome {
         guard let file, let total = point.totalLength else { throw HaulError(.server, "the server did not say how long the file is") }
         try file.preallocate(total)
         var plan = SegmentPlan(total: total, parts: parts, minSegmentSize: options.minSegmentSize)
@@ -42,7 +42,7 @@ extension DownloadJob {
     }
 
     /// Runs the connections of a segmented download until the file is complete.
-    func runSegments(_ plan: SegmentPlan, first: (Segment, HTTPClientResponse.Body)?) async throws -> AttemptOutcome {
+    func runSegments(_ plan: SegmentPlan, first: (Segment, ResponseBody)?) async throws -> AttemptOutcome {
         guard let file, let total = point.totalLength, let base = record else {
             throw HaulError(.server, "a segmented download needs a known length")
         }

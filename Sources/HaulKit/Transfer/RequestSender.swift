@@ -15,22 +15,21 @@ struct RequestSender: Sendable {
     let logger: Logger
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
-    func send(_ plan: RequestPlan, to start: URL) async throws -> (HTTPClientResponse, URL) {
+    func send(_ plan: RequestPlan, to start: URL) async throws -> (StreamedResponse, URL) {
         var url = start
         var visited = [url]
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
         while true {
-            var request = HTTPClientRequest(url: url.absoluteString)
-            request.method = .GET
             var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
             if !fields.contains("user-agent") { fields.append("User-Agent", configuration.userAgent) }
             if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
             for field in plan.headers { fields.append(field.name, field.value) }
-            request.headers = HTTPHeaders(fields.map { ($0.name, $0.value) })
             logger.debug("GET \(url) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
-            let response: HTTPClientResponse
+            let response: StreamedResponse
             do {
-                response = try await client.execute(request, timeout: .milliseconds(Int64(headTimeout.seconds * 1000)))
+                let request = try HTTPClient.Request(
+                    url: url.absoluteString, method: .GET, headers: HTTPHeaders(fields.map { ($0.name, $0.value) }))
+                response = try await client.stream(request, headTimeout: headTimeout)
             } catch {
                 throw try DownloadJob.classify(error, url: url)
             }
@@ -49,7 +48,7 @@ struct RequestSender: Sendable {
         }
     }
 
-    static func head(_ response: HTTPClientResponse) -> ResponseHead {
+    static func head(_ response: StreamedResponse) -> ResponseHead {
         ResponseHead(
             status: Int(response.status.code),
             headers: HTTPFields(response.headers.map { HTTPFields.Field(name: $0.name, value: $0.value) }))
@@ -63,7 +62,7 @@ struct RequestSender: Sendable {
     }
 
     /// Reads and drops a small body (a redirect's), so the connection can be reused.
-    static func drain(_ body: HTTPClientResponse.Body) async {
+    static func drain(_ body: ResponseBody) async {
         var total = 0
         do {
             for try await chunk in body {

@@ -26,7 +26,7 @@ struct SegmentedDownload: Sendable {
     /// with the plan while workers run (progress and checkpoints).
     func run(
         connections: Int,
-        first: (Segment, HTTPClientResponse.Body)?,
+        first: (Segment, ResponseBody)?,
         interval: Duration,
         monitor: @escaping @Sendable (SegmentPlan) async -> Void
     ) async throws {
@@ -58,13 +58,13 @@ struct SegmentedDownload: Sendable {
     }
 
     /// One connection: claims segments until there is nothing left to take, retrying its own failures.
-    private func worker(_ index: Int, opening: (Segment, HTTPClientResponse.Body)?) async throws {
+    private func worker(_ index: Int, opening: (Segment, ResponseBody)?) async throws {
         var pending = opening
         var failures = 0
         while true {
             try Task.checkCancellation()
             let segment: Segment
-            var body: HTTPClientResponse.Body?
+            var body: ResponseBody?
             if let (claimed, opened) = pending {
                 segment = claimed
                 body = opened
@@ -96,9 +96,9 @@ struct SegmentedDownload: Sendable {
     }
 
     /// Fetches what is left of `segment` (using `body` if already open); returns the bytes written.
-    private func fetch(_ segment: Segment, body opened: HTTPClientResponse.Body?) async throws -> Int64 {
+    private func fetch(_ segment: Segment, body opened: ResponseBody?) async throws -> Int64 {
         var next = segment.next
-        let body: HTTPClientResponse.Body
+        let body: ResponseBody
         if let opened {
             body = opened
         } else {

@@ -1,0 +1,195 @@
+import AsyncHTTPClient
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A response whose body the event loop reads ahead of the consumer, up to a few chunks.
+///
+/// AsyncHTTPClient's `HTTPClientResponse.Body` keeps at most one chunk buffered, so every chunk costs
+/// a pause and a resume of reading on the socket and a thread hop each way. Here AHC's delegate API
+/// feeds a producer with deeper watermarks: reading pauses only when ``ResponseBody/highWatermark``
+/// chunks wait, and resumes at ``ResponseBody/lowWatermark``.
+struct StreamedResponse: Sendable {
+    var status: HTTPResponseStatus
+    var headers: HTTPHeaders
+    var body: ResponseBody
+}
+
+/// The body of a ``StreamedResponse``: iterate it once. Dropping it unread cancels the request.
+struct ResponseBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    typealias Producer = NIOThrowingAsyncSequenceProducer<
+        ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, BodyBridge
+    >
+
+    static let lowWatermark = 4
+    static let highWatermark = 16
+
+    let producer: Producer
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: producer.makeAsyncIterator()) }
+
+    /// Throws `CancellationError` once the consuming task is cancelled (the producer would just end).
+    struct Iterator: AsyncIteratorProtocol {
+        var base: Producer.AsyncIterator
+
+        mutating func next() async throws -> ByteBuffer? {
+            try Task.checkCancellation()
+            let element = try await base.next()
+            if element == nil { try Task.checkCancellation() }
+            return element
+        }
+    }
+}
+
+extension HTTPClient {
+    /// Sends `request`; returns once the response head has arrived (or `headTimeout` passed), with its body
+    /// still streaming. Cancelling the calling task cancels the request.
+    func stream(_ request: HTTPClient.Request, headTimeout: Duration) async throws -> StreamedResponse {
+        let bridge = BodyBridge()
+        let producer = bridge.makeSequence()
+        let task = execute(request: request, delegate: bridge, eventLoop: .indifferent)
+        bridge.attach(task)
+        let timeout = task.eventLoop.scheduleTask(in: .nanoseconds(Int64(headTimeout.seconds * 1e9))) {
+            bridge.headTimedOut()
+        }
+        defer { timeout.cancel() }
+        let head = try await withTaskCancellationHandler {
+            try await bridge.head.futureResult.get()
+        } onCancel: {
+            task.cancel()
+        }
+        return StreamedResponse(status: head.status, headers: head.headers, body: ResponseBody(producer: producer))
+    }
+}
+
+/// Feeds AHC's body parts into the producer, pausing AHC (by an unfinished future) while the consumer is behind.
+/// AHC calls it on the request's event loop; the producer calls ``produceMore()`` and ``didTerminate()`` from anywhere.
+final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDelegate, Sendable {
+    typealias Response = Void
+
+    private struct State {
+        var task: HTTPClient.Task<Void>?
+        var source: ResponseBody.Producer.Source?
+        /// AHC waits on this until the consumer wants more.
+        var paused: EventLoopPromise<Void>?
+        /// The consumer asked for more while AHC was not paused.
+        var demanded = false
+        /// The consumer has stopped.
+        var terminated = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    /// Completed when the head arrives, or failed.
+    let head: EventLoopPromise<HTTPResponseHead>
+
+    init() {
+        head = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: HTTPResponseHead.self)
+    }
+
+    deinit {
+        // Every promise is completed, whichever way the request ended (completing twice does nothing).
+        head.fail(HTTPClientError.cancelled)
+        state.withLockedValue { $0.paused }?.fail(HTTPClientError.cancelled)
+    }
+
+    /// Makes the body's producer; call before the request starts, so that no body part finds it missing.
+    func makeSequence() -> ResponseBody.Producer {
+        let made = ResponseBody.Producer.makeSequence(
+            elementType: ByteBuffer.self, failureType: (any Error).self,
+            backPressureStrategy: .init(lowWatermark: ResponseBody.lowWatermark, highWatermark: ResponseBody.highWatermark),
+            finishOnDeinit: false, delegate: self)
+        state.withLockedValue { $0.source = made.source }
+        return made.sequence
+    }
+
+    /// The running request, to cancel when the consumer stops (at once, if it already has).
+    func attach(_ task: HTTPClient.Task<Void>) {
+        let cancelNow = state.withLockedValue { state -> Bool in
+            state.task = task
+            return state.terminated
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func headTimedOut() {
+        head.fail(HTTPClientError.deadlineExceeded)
+        state.withLockedValue { $0.task }?.cancel()
+    }
+
+    // MARK: HTTPClientResponseDelegate (on the event loop)
+
+    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        self.head.succeed(head)
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        guard let source = state.withLockedValue({ $0.source }) else { return task.eventLoop.makeFailedFuture(HTTPClientError.cancelled) }
+        switch source.yield(buffer) {
+        case .produceMore:
+            return task.eventLoop.makeSucceededVoidFuture()
+        case .stopProducing:
+            let promise = task.eventLoop.makePromise(of: Void.self)
+            let resumeNow = state.withLockedValue { state -> Bool in
+                if state.demanded {
+                    state.demanded = false
+                    return true
+                }
+                state.paused = promise
+                return false
+            }
+            if resumeNow { promise.succeed() }
+            return promise.futureResult
+        case .dropped:
+            return task.eventLoop.makeFailedFuture(HTTPClientError.cancelled)
+        }
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Void>) throws {
+        ended()?.finish()
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
+        head.fail(error)
+        ended()?.finish(error)
+    }
+
+    /// The request is over: nothing waits for demand any more. Returns the source to finish.
+    private func ended() -> ResponseBody.Producer.Source? {
+        let (source, paused) = state.withLockedValue { state in
+            defer { state.paused = nil }
+            return (state.source, state.paused)
+        }
+        paused?.fail(HTTPClientError.cancelled)
+        return source
+    }
+
+    // MARK: NIOAsyncSequenceProducerDelegate (anywhere)
+
+    func produceMore() {
+        let paused = state.withLockedValue { state -> EventLoopPromise<Void>? in
+            guard let paused = state.paused else {
+                state.demanded = true
+                return nil
+            }
+            state.paused = nil
+            return paused
+        }
+        paused?.succeed()
+    }
+
+    func didTerminate() {
+        // The consumer stopped (finished, dropped the body or was cancelled): stop the request too.
+        let (task, paused) = state.withLockedValue { state in
+            defer {
+                state.paused = nil
+                state.terminated = true
+            }
+            return (state.task, state.paused)
+        }
+        task?.cancel()
+        paused?.fail(HTTPClientError.cancelled)
+    }
+}
