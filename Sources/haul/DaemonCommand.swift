@@ -23,18 +23,31 @@ struct DaemonCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let home = HaulHome(environment: environment)
         let location = DaemonLocation(explicit: socket, environment: environment, home: home)
+        // Signals are handled from the start: one that arrives while the daemon is still starting stops it
+        // as soon as it has started.
+        typealias Stopping = (requested: Bool, server: DaemonServer?, task: Task<Void, Never>?)
+        let stopping = NIOLockedValueBox<Stopping>((false, nil, nil))
+        /// Starts the shutdown once it is both asked for and possible.
+        @Sendable func stopIfAsked(_ state: inout Stopping) {
+            if state.requested, let server = state.server, state.task == nil { state.task = Task { await server.shutdown() } }
+        }
+        let signals = SignalForwarder {
+            stopping.withLockedValue { state in
+                state.requested = true
+                stopIfAsked(&state)
+            }
+        }
         let server: DaemonServer
         do {
             server = try await DaemonServer(location: location, home: home, logger: logger)
         } catch let error as HaulError {
+            signals.stop()
             Reporter.printError("haul daemon: error: \(error.message)")
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
-        let stopping = NIOLockedValueBox<Task<Void, Never>?>(nil)
-        let signals = SignalForwarder {
-            stopping.withLockedValue { task in
-                if task == nil { task = Task { await server.shutdown() } }
-            }
+        stopping.withLockedValue { state in
+            state.server = server
+            stopIfAsked(&state)
         }
         defer { signals.stop() }
         do {
@@ -42,7 +55,7 @@ struct DaemonCommand: AsyncParsableCommand {
         } catch {
             logger.error("the daemon's socket failed: \(error)")
         }
-        if let shutdown = stopping.withLockedValue({ $0 }) {
+        if let shutdown = stopping.withLockedValue({ $0.task }) {
             await shutdown.value
         } else {
             await server.shutdown()
