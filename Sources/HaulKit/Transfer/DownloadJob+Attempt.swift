@@ -77,14 +77,16 @@ extension DownloadJob {
     /// Writes the body at `point.offset`, after checking that its first `overlap` bytes equal the bytes held.
     /// Returns `false` (writing nothing) when they differ.
     private func stream(_ body: ResponseBody, overlap: Int64) async throws -> Bool {
-        guard let file else { throw HaulError(.fileSystem, "no partial file is open") }
-        let held = overlap > 0 ? try file.read(count: Int(overlap), at: point.offset - overlap) : []
+        guard let opened = file else { throw HaulError(.fileSystem, "no partial file is open") }
+        let held = overlap > 0 ? try opened.read(count: Int(overlap), at: point.offset - overlap) : []
         guard held.count == Int(overlap) else { return false }
         var overlapLeft = held.count
         if adoptedPath == nil { try hashHeldBytes() }
         announceStart()
         do {
             for try await buffer in body {
+                // Not the file opened above: adopting a verified foreign partial reopens it under another name.
+                guard let file else { throw HaulError(.fileSystem, "no partial file is open") }
                 var mismatch = false
                 var written = 0
                 try buffer.withUnsafeReadableBytes { (raw) throws(HaulError) in
