@@ -70,12 +70,11 @@ actor DaemonService {
         case "daemon.hello":
             let asked = try params.requiredInt("protocol")
             guard asked == DaemonProtocol.version else { throw RPCError.unsupportedProtocol(asked) }
-            return ["protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string), "pid": JSONValue(Int(getpid()))]
+            return .object(Self.identity)
         case "daemon.status":
-            return [
-                "protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string),
-                "pid": JSONValue(Int(getpid())), "sessions": .array(sessions.keys.sorted().map(JSONValue.string)),
-            ]
+            var status = Self.identity
+            status["sessions"] = .array(sessions.keys.sorted().map(JSONValue.string))
+            return .object(status)
         default:
             guard Self.sessionMethods.contains(request.method) else { throw RPCError.methodNotFound(request.method) }
         }
@@ -143,6 +142,11 @@ actor DaemonService {
             throw RPCError.methodNotFound(request.method)
         }
     }
+
+    /// What `daemon.hello` answers: the protocol, this haul's version and the daemon's process id.
+    static let identity: [String: JSONValue] = [
+        "protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string), "pid": JSONValue(Int(getpid())),
+    ]
 
     /// The methods that act on a session (all but `daemon.*`).
     static let sessionMethods: Set<String> = [
