@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -103,7 +104,9 @@ private func Glibc_unlink(_ path: String) -> Int32 { unlink(path) }
 /// An open file written at explicit offsets; `sync()` may run on another thread while writes go on.
 final class PartialFile: Sendable {
     let path: String
-    private let fd: Int32
+    /// -1 once closed, so that a late use fails (EBADF) instead of reaching whatever file reuses the number.
+    private let descriptor: NIOLockedValueBox<Int32>
+    private var fd: Int32 { descriptor.withLockedValue { $0 } }
 
     /// Opens (and with `create`, creates) `path` for reading and writing, never truncating it.
     init(path: String, create: Bool) throws(HaulError) {
@@ -111,7 +114,7 @@ final class PartialFile: Sendable {
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw POSIX.error("opening", path) }
         self.path = path
-        self.fd = fd
+        self.descriptor = NIOLockedValueBox(fd)
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
@@ -179,7 +182,13 @@ final class PartialFile: Sendable {
         }
     }
 
-    func close() { _ = Glibc_close(fd) }
+    func close() {
+        let fd = descriptor.withLockedValue { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        if fd >= 0 { _ = Glibc_close(fd) }
+    }
 }
 
 private func Glibc_close(_ fd: Int32) -> Int32 { close(fd) }
