@@ -19,15 +19,23 @@ extension LocalSession {
     /// Starts waiting tasks while slots are free; announces when the queue has drained.
     func schedule() async {
         guard !isClosed else { return }
-        // Only waiting tasks are read, and only when a slot is free: adding many tasks stays linear.
+        // Only waiting tasks are read, only when a slot is free, and only the head of the queue (all of it
+        // only when hosts at their cap block that head): adding or finishing many tasks stays linear.
         var waiting: [StoredTask]?
-        if currentMaxConcurrent - runningCount > 0, let queued = try? store.tasks(in: .waiting) {
-            waiting = queued
-            let entries = runningEntries() + queued.map {
-                SchedulerEntry(id: $0.id, state: $0.state, priority: $0.priority, sequence: $0.sequence, host: URL(string: $0.url)?.host ?? "")
+        let free = currentMaxConcurrent - runningCount
+        if free > 0 {
+            let head = free * 8 + 32
+            var chosen: Set<String> = []
+            for limit in [head, nil] {
+                guard let queued = try? store.tasks(in: .waiting, limit: limit) else { break }
+                waiting = queued
+                let entries = runningEntries() + queued.map {
+                    SchedulerEntry(id: $0.id, state: $0.state, priority: $0.priority, sequence: $0.sequence, host: URL(string: $0.url)?.host ?? "")
+                }
+                chosen = Set(Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost))
+                if chosen.count >= free || queued.count < head { break }
             }
-            let chosen = Set(Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost))
-            for task in queued where chosen.contains(task.id) { start(task) }
+            for task in waiting ?? [] where chosen.contains(task.id) { start(task) }
         }
         // The queue has drained when a task ended since the last drain and nothing runs or waits.
         guard !hasRunningTasks, drainPending else { return }

@@ -55,11 +55,12 @@ public final class TaskStore: Sendable {
         }
     }
 
-    /// The tasks in `state`, highest priority first, then in the order they were added.
-    public func tasks(in state: TaskState) throws -> [StoredTask] {
+    /// The tasks in `state`, highest priority first, then in the order they were added; with `limit`, only
+    /// the first ones.
+    public func tasks(in state: TaskState, limit: Int? = nil) throws -> [StoredTask] {
         try read { db in
-            let sql = StoredTask.selectSQL + " WHERE state = ? ORDER BY priority DESC, sequence"
-            return try StoredTask.fetchAll(try db.cachedStatement(sql: sql), arguments: [state.rawValue])
+            let sql = StoredTask.selectSQL + " WHERE state = ? ORDER BY priority DESC, sequence LIMIT ?"
+            return try StoredTask.fetchAll(try db.cachedStatement(sql: sql), arguments: [state.rawValue, limit ?? -1])
         }
     }
 

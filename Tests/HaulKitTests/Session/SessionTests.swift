@@ -210,6 +210,34 @@ func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: () a
         }
     }
 
+    /// The scheduler reads only the head of a long queue; when hosts at their cap block that head, it must
+    /// still find a startable task further back.
+    @Test func aTaskForAnotherHostBehindALongBlockedQueueStillStarts() async throws {
+        try await withHarness { server, _, sandbox in
+            var resource = Resource(body: TestData.bytes(400_000, seed: 8), etag: "\"a\"")
+            resource.faults.throttleBytesPerSecond = 40_000
+            for n in 0..<60 { server.serve("/a\(n)", resource) }
+            var configuration = sessionConfiguration(sandbox, concurrent: 2)
+            configuration.maxDownloadsPerHost = 1
+            let session = try await DownloadSession(identifier: "heads", configuration: configuration)
+            var requests = try (0..<60).map { n in
+                var request = DownloadRequest(url: try UserInput.url(server.url("/a\(n)")))
+                request.id = "a\(n)"
+                return request
+            }
+            // Another loopback host with nothing listening: it fails at once, which shows it was started.
+            var other = DownloadRequest(url: try UserInput.url("http://127.0.0.2:9/b"))
+            other.id = "b"
+            requests.append(other)
+            try await session.add(requests)
+            try await waitFor("the task for the other host to run") { try await session.task("b")?.state == .failed }
+            let states = try await session.tasks().map(\.state)
+            #expect(states.filter { $0 == .running }.count == 1, "one download per host: \(states)")
+            #expect(states.filter { $0 == .waiting }.count == 59)
+            await session.close()
+        }
+    }
+
     @Test func reopeningRestoresTasksAndResumesRunningOnes() async throws {
         try await withHarness { server, _, sandbox in
             let body = TestData.bytes(600_000, seed: 4)
