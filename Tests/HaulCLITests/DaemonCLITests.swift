@@ -123,10 +123,11 @@ import Glibc
                 let first = try #require(box.daemonPIDs().first)
                 let waiting = try box.start(["wait", id])
                 try await eventually("a checkpoint is recorded") { (box.recordedOffset() ?? 0) > 0 }
+                // The next daemon's request is served at full speed (the running response stays throttled).
+                serve(server, "/c.bin", source, rate: nil)
                 kill(first, SIGKILL)
                 try await eventually("the daemon is gone") { !isAlive(first) }
                 #expect(!fileExists(box.path("c.bin")), "the daemon was killed mid-download")
-                serve(server, "/c.bin", source, rate: nil)
                 let result = try await waiting.wait(timeout: .seconds(60))
                 #expect(result.exitCode == 0, "wait: \(result.stderr)")
                 #expect(contentMismatch(box.path("c.bin"), expected: source) == nil)

@@ -72,6 +72,8 @@ extension LocalSession {
         switch event {
         case .started(_, let path, _, let total):
             _ = try? store.update(id: id) { $0.filePath = path; $0.total = total }
+            // A download shorter than a second is not written again until it ends.
+            noteSaved(id)
         case .progress(let progress):
             noteProgress(id, progress)
             emit(.progress(id: id, progress))

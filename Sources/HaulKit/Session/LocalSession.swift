@@ -195,6 +195,9 @@ actor LocalSession: SessionBackend {
     func noteProgress(_ id: String, _ latest: DownloadProgress) { progress[id] = latest }
     func latestProgress(_ id: String) -> DownloadProgress? { progress[id] }
 
+    /// The task was just written to the store: its next progress is saved a second from now.
+    func noteSaved(_ id: String) { lastSaved[id] = ContinuousClock.now }
+
     /// Progress is written to the store at most once a second per task.
     func shouldSaveProgress(_ id: String) -> Bool {
         let now = ContinuousClock.now
