@@ -70,15 +70,7 @@ bench_require nginx:nginx-light curl:curl python3:python3 timeout,head,stat,sha2
 bench_require_haul
 [[ -f $CLIENT ]] || die "load client not found at $CLIENT"
 
-# Be honest against an old binary: the command under test must exist.
-help_home=$(mktemp -d)
-haul_help=$(HAUL_HOME=$help_home timeout 10 "$HAUL" daemon --help 2>&1 </dev/null || true)
-rm -rf "$help_home"
-if ! grep -q -- '--socket' <<<"$haul_help"; then
-    echo "haul at $HAUL has no \`haul daemon --socket\` (\`haul daemon --help\` does not mention --socket)." >&2
-    echo "This benchmark needs a haul with the daemon; rebuild it: swift build -c release" >&2
-    exit 1
-fi
+bench_require_haul_options daemon --socket
 
 bench_no_proxy
 bench_lock

@@ -63,6 +63,19 @@ bench_require_haul() {
 }
 
 # Loopback only: make sure no proxy setting can reroute the downloads.
+# Be honest against an old binary: dies unless `haul SUBCOMMAND --help` mentions every OPTION.
+bench_require_haul_options() { # subcommand option...
+    local sub=$1 help_home haul_help option
+    shift
+    help_home=$(mktemp -d)
+    haul_help=$(HAUL_HOME=$help_home timeout 10 "$HAUL" "$sub" --help 2>&1 </dev/null || true)
+    rm -rf "$help_home"
+    for option in "$@"; do
+        grep -q -- "$option" <<<"$haul_help" ||
+            die "haul at $HAUL has no \`haul $sub $option\` (see \`haul $sub --help\`); rebuild it: swift build -c release"
+    done
+}
+
 bench_no_proxy() {
     unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY ftp_proxy FTP_PROXY all_proxy ALL_PROXY
     export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost

@@ -67,15 +67,7 @@ bench_require nginx:nginx-light curl:curl aria2c:aria2 /usr/bin/time:time python
     timeout,sha256sum,stat,head:coreutils flock:util-linux
 bench_require_haul
 
-# Be honest against an old binary: the option under test must exist.
-help_home=$(mktemp -d)
-haul_help=$(HAUL_HOME=$help_home timeout 10 "$HAUL" get --help 2>&1 </dev/null || true)
-rm -rf "$help_home"
-if ! grep -q -- '--segments' <<<"$haul_help"; then
-    echo "haul at $HAUL does not support --segments (\`haul get --help\` does not mention it)." >&2
-    echo "This benchmark needs a haul with segmented downloads; rebuild it: swift build -c release" >&2
-    exit 1
-fi
+bench_require_haul_options get --segments
 
 bench_no_proxy
 bench_lock

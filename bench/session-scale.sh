@@ -57,15 +57,7 @@ if do_many; then
     bench_require nginx:nginx-light curl:curl aria2c:aria2 /usr/bin/time:time python3:python3 \
         timeout,sha256sum,stat,head:coreutils flock:util-linux
     bench_require_haul
-    # Be honest against an old binary: the options under test must exist.
-    help_home=$(mktemp -d)
-    haul_help=$(HAUL_HOME=$help_home timeout 10 "$HAUL" get --help 2>&1 </dev/null || true)
-    rm -rf "$help_home"
-    if ! grep -q -- '--input-file' <<<"$haul_help" || ! grep -q -- '--jobs' <<<"$haul_help"; then
-        echo "haul at $HAUL does not support -i/--input-file and -j/--jobs (see \`haul get --help\`)." >&2
-        echo "This benchmark needs a haul with batch downloads; rebuild it: swift build -c release" >&2
-        exit 1
-    fi
+    bench_require_haul_options get --input-file --jobs
 else
     bench_require /usr/bin/time:time python3:python3 timeout:coreutils flock:util-linux
 fi

@@ -38,6 +38,7 @@ extension DownloadJob {
         record?.segments = plan.segments
         try await saveRecordNow()
         announceStart()
+        probeBody.limitReadAhead(to: SegmentedDownload.readAhead)
         return try await runSegments(plan, first: (first, probeBody))
     }
 

@@ -15,7 +15,8 @@ struct RequestSender: Sendable {
     let logger: Logger
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
-    func send(_ plan: RequestPlan, to start: URL) async throws -> (StreamedResponse, URL) {
+    /// `readAhead`: chunks the event loop may read ahead of the consumer.
+    func send(_ plan: RequestPlan, to start: URL, readAhead: Int = ResponseBody.highWatermark) async throws -> (StreamedResponse, URL) {
         var url = start
         var visited = [url]
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
@@ -29,7 +30,7 @@ struct RequestSender: Sendable {
             do {
                 let request = try HTTPClient.Request(
                     url: url.absoluteString, method: .GET, headers: HTTPHeaders(fields.map { ($0.name, $0.value) }))
-                response = try await client.stream(request, headTimeout: headTimeout)
+                response = try await client.stream(request, headTimeout: headTimeout, readAheadChunks: readAhead)
             } catch {
                 throw try DownloadJob.classify(error, url: url)
             }

@@ -6,6 +6,9 @@ import NIOCore
 /// The connections of one segmented download: each claims a segment, fetches it with
 /// `Range: bytes=a-b` and `If-Range`, and writes at the segment's own offsets into one preallocated file.
 struct SegmentedDownload: Sendable {
+    /// Chunks a segment's connection reads ahead: little, since work stealing can move its end closer, and
+    /// whatever was read past the new end was fetched for nothing.
+    static let readAhead = 2
     /// The resource changed under the download: every segment must be discarded.
     struct ResourceChanged: Error {
         var reason: RestartReason
@@ -103,7 +106,7 @@ struct SegmentedDownload: Sendable {
             body = opened
         } else {
             let plan = RequestPlan.range(start: next, overlap: 0, ifRange: validators.ifRangeValue, last: segment.end - 1)
-            let (response, answered) = try await sender.send(plan, to: url)
+            let (response, answered) = try await sender.send(plan, to: url, readAhead: Self.readAhead)
             let head = RequestSender.head(response)
             let point = ResumePoint(offset: next, validators: validators, totalLength: total)
             let decision = ResumePolicy.decide(plan: plan, point: point, response: head)

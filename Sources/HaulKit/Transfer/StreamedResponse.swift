@@ -8,8 +8,8 @@ import NIOPosix
 ///
 /// AsyncHTTPClient's `HTTPClientResponse.Body` keeps at most one chunk buffered, so every chunk costs
 /// a pause and a resume of reading on the socket and a thread hop each way. Here AHC's delegate API
-/// feeds a producer with deeper watermarks: reading pauses only when ``ResponseBody/highWatermark``
-/// chunks wait, and resumes at ``ResponseBody/lowWatermark``.
+/// feeds a producer with deeper watermarks (``ReadAhead``): reading pauses only when that many chunks
+/// wait, and resumes when a quarter are left.
 struct StreamedResponse: Sendable {
     var status: HTTPResponseStatus
     var headers: HTTPHeaders
@@ -19,14 +19,17 @@ struct StreamedResponse: Sendable {
 /// The body of a ``StreamedResponse``: iterate it once. Dropping it unread cancels the request.
 struct ResponseBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    typealias Producer = NIOThrowingAsyncSequenceProducer<
-        ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, BodyBridge
-    >
+    typealias Producer = NIOThrowingAsyncSequenceProducer<ByteBuffer, any Error, ReadAhead, BodyBridge>
 
-    static let lowWatermark = 4
+    /// Chunks read ahead of the consumer on one connection.
     static let highWatermark = 16
 
     let producer: Producer
+    let readAhead: ReadAhead
+
+    /// Reads at most `chunks` ahead from now on. A segment whose range other connections may shorten
+    /// reads little ahead: bytes read past a new end are fetched for nothing.
+    func limitReadAhead(to chunks: Int) { readAhead.limit.withLockedValue { $0 = Swift.max(1, chunks) } }
 
     func makeAsyncIterator() -> Iterator { Iterator(base: producer.makeAsyncIterator()) }
 
@@ -46,9 +49,10 @@ struct ResponseBody: AsyncSequence, Sendable {
 extension HTTPClient {
     /// Sends `request`; returns once the response head has arrived (or `headTimeout` passed), with its body
     /// still streaming. Cancelling the calling task cancels the request.
-    func stream(_ request: HTTPClient.Request, headTimeout: Duration) async throws -> StreamedResponse {
+    func stream(_ request: HTTPClient.Request, headTimeout: Duration, readAheadChunks: Int) async throws -> StreamedResponse {
         let bridge = BodyBridge()
-        let producer = bridge.makeSequence()
+        let readAhead = ReadAhead(chunks: readAheadChunks)
+        let producer = bridge.makeSequence(readAhead)
         let task = execute(request: request, delegate: bridge, eventLoop: .indifferent)
         bridge.attach(task)
         let timeout = task.eventLoop.scheduleTask(in: .nanoseconds(Int64(headTimeout.seconds * 1e9))) {
@@ -60,8 +64,19 @@ extension HTTPClient {
         } onCancel: {
             task.cancel()
         }
-        return StreamedResponse(status: head.status, headers: head.headers, body: ResponseBody(producer: producer))
+        return StreamedResponse(status: head.status, headers: head.headers, body: ResponseBody(producer: producer, readAhead: readAhead))
     }
+}
+
+/// Produce while fewer than `limit` chunks wait; after a pause, resume once the buffer has drained to a
+/// quarter of it. The limit can change while the body streams.
+struct ReadAhead: NIOAsyncSequenceProducerBackPressureStrategy {
+    let limit: NIOLockedValueBox<Int>
+
+    init(chunks: Int) { limit = NIOLockedValueBox(max(1, chunks)) }
+
+    func didYield(bufferDepth: Int) -> Bool { bufferDepth < limit.withLockedValue { $0 } }
+    func didConsume(bufferDepth: Int) -> Bool { bufferDepth < Swift.max(1, limit.withLockedValue { $0 } / 4) }
 }
 
 /// Feeds AHC's body parts into the producer, pausing AHC (by an unfinished future) while the consumer is behind.
@@ -95,10 +110,9 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
     }
 
     /// Makes the body's producer; call before the request starts, so that no body part finds it missing.
-    func makeSequence() -> ResponseBody.Producer {
+    func makeSequence(_ readAhead: ReadAhead) -> ResponseBody.Producer {
         let made = ResponseBody.Producer.makeSequence(
-            elementType: ByteBuffer.self, failureType: (any Error).self,
-            backPressureStrategy: .init(lowWatermark: ResponseBody.lowWatermark, highWatermark: ResponseBody.highWatermark),
+            elementType: ByteBuffer.self, failureType: (any Error).self, backPressureStrategy: readAhead,
             finishOnDeinit: false, delegate: self)
         state.withLockedValue { $0.source = made.source }
         return made.sequence
