@@ -62,28 +62,28 @@ final class DaemonConnection: Sendable {
     }
 
     func call(_ method: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
-        var params = params
-        params["session"] = .string(session)
         do {
-            return try await client.call(method, .object(params))
-        } catch let error as RPCError {
-            throw CLIFailure(error.haulError)
+            return try await client.call(method, session: session, params)
+        } catch let error as HaulError {
+            throw CLIFailure(error)
         }
     }
 
     func tasks() async throws -> [TaskSnapshot] {
-        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list")["tasks"]) else {
-            throw CLIFailure(HaulError(.server, "the haul daemon's task list could not be read; restart the daemon"))
+        do {
+            return try await client.tasks(session: session)
+        } catch let error as HaulError {
+            throw CLIFailure(error)
         }
-        return tasks
     }
 
-    /// Full task ids for what the user typed: an id, or a prefix of exactly one id.
-    func resolve(_ typed: [String]) async throws -> [String] {
-        let ids = try await tasks().map(\.id)
+    /// Full task ids for what the user typed: an id, or a prefix of exactly one id (among `ids`, else the session's).
+    func resolve(_ typed: [String], among ids: [String]? = nil) async throws -> [String] {
+        let known: [String]
+        if let ids { known = ids } else { known = try await tasks().map(\.id) }
         return try typed.map { prefix in
-            if ids.contains(prefix) { return prefix }
-            let matches = ids.filter { $0.hasPrefix(prefix) }
+            if known.contains(prefix) { return prefix }
+            let matches = known.filter { $0.hasPrefix(prefix) }
             guard matches.count == 1 else {
                 throw CLIFailure(HaulError(
                     .usage,

@@ -108,11 +108,13 @@ struct TaskFollower {
                 defer { consumer.cancel() }
                 _ = try await connection.call("events.subscribe", ["replay": false])
                 if targets == nil {
-                    targets = typed.isEmpty
-                        ? Set(try await connection.tasks().filter { $0.state == .waiting || $0.state == .running }.map(\.id))
-                        : Set(try await connection.resolve(typed))
-                    followed.withLockedValue { $0 = targets }
-                    seed(try await connection.tasks().filter { targets?.contains($0.id) ?? false })
+                    let all = try await connection.tasks()
+                    let chosen = typed.isEmpty
+                        ? Set(all.filter { $0.state == .waiting || $0.state == .running }.map(\.id))
+                        : Set(try await connection.resolve(typed, among: all.map(\.id)))
+                    targets = chosen
+                    followed.withLockedValue { $0 = chosen }
+                    seed(all.filter { chosen.contains($0.id) })
                 }
                 while true {
                     let tasks = try await connection.tasks().filter { targets?.contains($0.id) ?? false }

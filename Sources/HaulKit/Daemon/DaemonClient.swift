@@ -118,6 +118,26 @@ public actor DaemonClient {
         notify.finish()
     }
 
+    /// Calls a method on the daemon's session `session` (added to `params`); a JSON-RPC error is thrown as
+    /// the ``HaulError`` it stands for.
+    public func call(_ method: String, session: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
+        var params = params
+        params["session"] = .string(session)
+        do {
+            return try await call(method, .object(params))
+        } catch let error as RPCError {
+            throw error.haulError
+        }
+    }
+
+    /// Every task of the daemon's session `session`, in the order added.
+    public func tasks(session: String) async throws -> [TaskSnapshot] {
+        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list", session: session)["tasks"]) else {
+            throw HaulError(.server, "the haul daemon sent a task list this haul does not understand; restart the daemon")
+        }
+        return tasks
+    }
+
     /// True once the connection has closed.
     public var isClosed: Bool { closedError != nil }
 

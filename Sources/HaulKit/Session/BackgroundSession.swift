@@ -39,13 +39,7 @@ actor BackgroundSession: SessionBackend {
     }
 
     private func call(_ method: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
-        var params = params
-        params["session"] = .string(identifier)
-        do {
-            return try await client.call(method, .object(params))
-        } catch let error as RPCError {
-            throw error.haulError
-        }
+        try await client.call(method, session: identifier, params)
     }
 
     private func receive(_ value: JSONValue) {
@@ -116,8 +110,7 @@ actor BackgroundSession: SessionBackend {
     }
 
     func tasks() async throws -> [TaskSnapshot] {
-        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list")["tasks"]) else { throw Self.garbled }
-        return tasks
+        try await client.tasks(session: identifier)
     }
 
     func task(_ id: String) async throws -> TaskSnapshot? {
