@@ -13,10 +13,7 @@ public struct DaemonLocation: Equatable, Sendable {
     public var lockPath: String { socketPath + ".lock" }
     /// The running daemon's process id.
     public var pidPath: String { socketPath + ".pid" }
-    public var directory: String {
-        guard let slash = socketPath.lastIndex(of: "/") else { return "." }
-        return slash == socketPath.startIndex ? "/" : String(socketPath[..<slash])
-    }
+    public var directory: String { POSIX.directoryOf(socketPath) }
 
     public init(socketPath: String) { self.socketPath = socketPath }
 
@@ -40,8 +37,7 @@ public struct DaemonLocation: Equatable, Sendable {
         guard socketPath.utf8.count < 104 else {
             throw HaulError(.usage, "the socket path \(socketPath) is too long for a Unix socket; choose a shorter --socket")
         }
-        let parent = DaemonLocation(socketPath: directory).directory
-        try POSIX.makeDirectories(parent)
+        try POSIX.makeDirectories(POSIX.directoryOf(directory))
         if mkdir(directory, 0o700) != 0, errno != EEXIST { throw POSIX.error("creating", directory) }
         var info = stat()
         guard stat(directory, &info) == 0 else { throw POSIX.error("reading", directory) }
