@@ -24,9 +24,10 @@ public struct HaulError: Error, Equatable, Sendable, CustomStringConvertible {
     public var kind: Kind
     public var message: String
 
+    /// `message` is shown as it is, except that any URL's `user:password@` becomes `***`.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
-        self.message = message
+        self.message = Redaction.text(message)
     }
 
     public var description: String { message }

@@ -74,7 +74,7 @@ struct BatchGet {
             switch request.destination {
             case .file(let path): destination = "f:" + path
             case .directory(let path): destination = "d:" + path
-            case nil: destination = ""
+            case .standardOutput?, nil: destination = ""
             }
             for byte in (request.url.absoluteString + "\n" + destination + "\n").utf8 {
                 hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
@@ -105,7 +105,7 @@ final class BatchReporter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         for task in tasks {
-            names[task.id] = BatchReporter.shortName(task.url)
+            names[task.id] = BatchReporter.shortName(Redaction.url(task.url))
             if task.state == .running {
                 active[task.id] = (names[task.id] ?? task.id, nil)
                 order.append(task.id)
@@ -119,7 +119,7 @@ final class BatchReporter: @unchecked Sendable {
         if mode == .json { return json(event) }
         switch event {
         case .added(let task):
-            names[task.id] = BatchReporter.shortName(task.url)
+            names[task.id] = BatchReporter.shortName(Redaction.url(task.url))
         case .stateChanged(let id, _, let to):
             if to == .running {
                 active[id] = (names[id] ?? id, nil)
@@ -132,10 +132,10 @@ final class BatchReporter: @unchecked Sendable {
             if active[id] != nil { active[id]?.progress = progress }
         case .finished(let task):
             finished += 1
-            if mode != .quiet { say("saved \(task.filePath ?? task.url) (\(ByteFormat.string(task.bytes)))") }
+            if mode != .quiet { say("saved \(task.filePath ?? Redaction.url(task.url)) (\(ByteFormat.string(task.bytes)))") }
         case .failed(let task):
             failed += 1
-            say("haul: error: \(task.url): \(task.error?.message ?? "failed")")
+            say("haul: error: \(Redaction.url(task.url)): \(task.error?.message ?? "failed")")
         case .allFinished:
             break
         }
@@ -178,15 +178,15 @@ final class BatchReporter: @unchecked Sendable {
     private func json(_ event: SessionEvent) {
         var object: [String: Any]
         switch event {
-        case .added(let task): object = ["event": "added", "id": task.id, "url": task.url]
+        case .added(let task): object = ["event": "added", "id": task.id, "url": Redaction.url(task.url)]
         case .stateChanged(let id, let from, let to): object = ["event": "state", "id": id, "from": from.rawValue, "to": to.rawValue]
         case .progress(let id, let p):
             object = ["event": "progress", "id": id, "bytes": p.bytes]
             if let total = p.total { object["total"] = total }
             if let speed = p.bytesPerSecond { object["bytes_per_second"] = speed.rounded() }
-        case .finished(let task): object = ["event": "finished", "id": task.id, "url": task.url, "path": task.filePath ?? "", "bytes": task.bytes]
+        case .finished(let task): object = ["event": "finished", "id": task.id, "url": Redaction.url(task.url), "path": task.filePath ?? "", "bytes": task.bytes]
         case .failed(let task):
-            object = ["event": "failed", "id": task.id, "url": task.url, "error": task.error?.message ?? "", "kind": task.error?.kind.rawValue ?? ""]
+            object = ["event": "failed", "id": task.id, "url": Redaction.url(task.url), "error": task.error?.message ?? "", "kind": task.error?.kind.rawValue ?? ""]
         case .allFinished: object = ["event": "all_finished"]
         }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }

@@ -65,6 +65,9 @@ struct FileOptions: ParsableArguments {
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
 
+    /// `-o` values that mean this process's standard output (like curl's `-o -`).
+    static let standardOutputNames: Set<String> = ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]
+
     /// -o, --continue and --checksum are about one file.
     func checkCount(_ urls: Int) throws {
         if urls > 1, checksum != nil { throw InputError("--checksum checks one file; give one URL") }
@@ -87,7 +90,12 @@ struct FileOptions: ParsableArguments {
         let destination: DownloadOptions.Destination
         if let output {
             guard !output.isEmpty else { throw InputError("-o needs a path") }
-            destination = .file(absolutePath(output))
+            if FileOptions.standardOutputNames.contains(output) {
+                if continuePartial { throw InputError("--continue needs a file; standard output cannot be resumed") }
+                destination = .standardOutput
+            } else {
+                destination = .file(absolutePath(output))
+            }
         } else {
             destination = .directory(absolutePath(directory ?? "."))
         }

@@ -53,7 +53,7 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.usage)
         }
         let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)
-        let reporter = Reporter(mode: mode, url: options.url.absoluteString)
+        let reporter = Reporter(mode: mode, url: Redaction.url(options.url))
         var configuration = TransferEngine.Configuration()
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
@@ -91,6 +91,9 @@ struct GetCommand: AsyncParsableCommand {
     /// Checks every input before any network or file activity.
     func makeOptions(url: String) throws -> DownloadOptions {
         if quiet, json { throw InputError("use either --quiet or --json, not both") }
+        if json, let output = file.output, FileOptions.standardOutputNames.contains(output) {
+            throw InputError("-o - writes the file to standard output, where --json would write too; use one of them")
+        }
         for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout)] {
             guard value.isFinite, value > 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
         }

@@ -65,14 +65,18 @@ struct ListCommand: AsyncParsableCommand {
             let tasks = try await connection.tasks()
             await connection.close()
             if json {
-                for task in tasks { print(DaemonProtocol.encode(task).serialized) }
+                for task in tasks {
+                    var shown = task
+                    shown.url = Redaction.url(task.url)
+                    print(DaemonProtocol.encode(shown).serialized)
+                }
                 return
             }
             let rows = tasks.map { task in
                 [
                     task.id, task.state.rawValue, ByteFormat.string(task.bytes), task.total.map(ByteFormat.string) ?? "-",
                     task.bytesPerSecond.map { ByteFormat.string(Int64($0)) + "/s" } ?? "-",
-                    task.filePath ?? task.url,
+                    task.filePath ?? Redaction.url(task.url),
                 ]
             }
             print(Self.table([["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH"]] + rows), terminator: "")

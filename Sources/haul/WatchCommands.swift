@@ -25,7 +25,7 @@ struct WatchCommand: AsyncParsableCommand {
                     lastPlain = ContinuousClock.now
                     for task in tasks where task.state == .running {
                         let progress = DownloadProgress(bytes: task.bytes, total: task.total, bytesPerSecond: task.bytesPerSecond, secondsRemaining: nil)
-                        Reporter.printError("\(task.id.prefix(8))  \(BatchReporter.shortName(task.url))  \(Reporter.progressLine(progress))")
+                        Reporter.printError("\(task.id.prefix(8))  \(BatchReporter.shortName(Redaction.url(task.url)))  \(Reporter.progressLine(progress))")
                     }
                 })
             reporter.finish()
@@ -61,7 +61,7 @@ struct WaitCommand: AsyncParsableCommand {
         var code: Int32 = 0
         for task in final where task.state != .finished {
             let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
-            Reporter.printError("haul: error: \(task.id): \(task.url): \(error.message)")
+            Reporter.printError("haul: error: \(task.id): \(Redaction.url(task.url)): \(error.message)")
             if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
         }
         let missing = Set(final.map(\.id))

@@ -18,6 +18,9 @@ import Testing
         BadInput(name: "bad header", arguments: ["URL", "-o", "OUT", "-H", "NoColon"]),
         BadInput(name: "-o with --dir", arguments: ["URL", "-o", "OUT", "--dir", "somewhere"]),
         BadInput(name: "bad --limit-rate", arguments: ["URL", "-o", "OUT", "--limit-rate", "fast"]),
+        BadInput(name: "port above 65535", arguments: ["http://127.0.0.1:99999/x", "-o", "OUT"]),
+        BadInput(name: "IPv6 port above 65535", arguments: ["http://[::1]:99999/x", "-o", "OUT"]),
+        BadInput(name: "port 0", arguments: ["http://127.0.0.1:0/x", "-o", "OUT"]),
     ]
 
     @Test(arguments: badInputs)

@@ -168,6 +168,8 @@ public struct Resource: Sendable {
 public struct Faults: Sendable {
     /// Always answer 200 with the full body.
     public var ignoreRange = false
+    /// Apply `Range` whatever `If-Range` says (as Twisted, h2o and some object stores do).
+    public var ignoreIfRange = false
     /// Drop the connection after N body bytes...
     public var dropAfterBytes: Int? = nil
     /// ...only for the first K requests to this path.

@@ -41,7 +41,7 @@ enum RangeResponder {
         if resource.acceptRanges, !faults.ignoreRange,
             let rangeHeader = request.header("Range"),
             let spec = parseSingleRange(rangeHeader),
-            ifRangeAllowsRange(request.header("If-Range"), resource: resource)
+            faults.ignoreIfRange || ifRangeAllowsRange(request.header("If-Range"), resource: resource)
         {
             resolution = resolve(spec, length: length)
         }

@@ -51,6 +51,7 @@ public struct RedirectPolicy: Equatable, Sendable {
         else { return .failure(.invalidLocation(location)) }
         components = next.absoluteString
         guard Origin(next) != nil else { return .failure(.unsupportedScheme(next.scheme ?? location)) }
+        guard URLCheck.problem(next) == nil else { return .failure(.invalidLocation(location)) }
         if current.scheme?.lowercased() == "https", next.scheme?.lowercased() == "http", !allowInsecureRedirects {
             return .failure(.insecureRedirect(components))
         }

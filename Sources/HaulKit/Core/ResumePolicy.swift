@@ -103,13 +103,28 @@ public enum ResumePolicy {
 
     /// The request for the next attempt. With `probeRanges`, a fresh download asks for `bytes=0-`, so the
     /// answer shows at once whether the server supports ranges (206) or not (200).
-    public static func plan(for point: ResumePoint, probeRanges: Bool = false) -> RequestPlan {
+    ///
+    /// With `verifyOverlap`, the bytes held are re-requested and compared even when a strong ETag would do: for
+    /// bytes that another URL wrote, where only their content can show that both URLs serve one representation.
+    public static func plan(for point: ResumePoint, probeRanges: Bool = false, verifyOverlap: Bool = false) -> RequestPlan {
         guard point.offset > 0 else { return probeRanges ? .range(start: 0, overlap: 0, ifRange: nil) : .whole }
-        if let tag = point.validators.strongEntityTag {
+        if let tag = point.validators.strongEntityTag, !verifyOverlap {
             return .range(start: point.offset, overlap: 0, ifRange: tag.rawValue)
         }
         let overlap = min(point.offset, overlapLength)
-        return .range(start: point.offset - overlap, overlap: overlap, ifRange: point.validators.lastModified)
+        return .range(start: point.offset - overlap, overlap: overlap, ifRange: point.validators.ifRangeValue)
+    }
+
+    /// Requests that check bytes held in `runs` (the gap-free stretches of a segmented partial) against the
+    /// server before any segment continues: the last `overlapLength` bytes of each run, each answered by a 206
+    /// whose body must equal them. `point` for each plan is `ResumePoint(offset: run end, …)`.
+    public static func verificationPlans(for runs: [Range<Int64>], validators: Validators) -> [(plan: RequestPlan, point: Int64)] {
+        runs.filter { !$0.isEmpty }.map { run in
+            let overlap = min(Int64(run.count), overlapLength)
+            let plan = RequestPlan.range(
+                start: run.upperBound - overlap, overlap: overlap, ifRange: validators.ifRangeValue, last: run.upperBound - 1)
+            return (plan, run.upperBound)
+        }
     }
 
     /// Classifies a response to `plan`, sent while holding `point`.
@@ -174,6 +189,11 @@ public enum ResumePolicy {
         if point.validators.conflicts(with: validators) {
             return .restart(.resourceChanged("validators differ"))
         }
+        // Without an overlap to compare, only the strong ETag ties these bytes to the ones held (or to the other
+        // segments): a server that ignores If-Range must repeat it, or nothing shows the version is the same.
+        if overlap == 0, start > 0, let tag = point.validators.strongEntityTag, validators.entityTag?.rawValue != tag.rawValue {
+            return .restart(.resourceChanged("the response does not repeat the ETag \(tag.rawValue)"))
+        }
         let merged = Validators(
             entityTag: validators.entityTag ?? point.validators.entityTag,
             lastModified: validators.lastModified ?? point.validators.lastModified
@@ -193,7 +213,9 @@ public enum ResumePolicy {
             return .restart(.resourceChanged("length is now \(length) bytes, \(point.offset) held"))
         }
         if let known = point.totalLength, known != length {
-            return .restart(.resourceChanged("length is now \(length) bytes, was \(known)"))
+            // The 416 says the file ends exactly at the bytes held, its earlier 206s said otherwise: the server's
+            // own range answers disagree, so the next try is one plain request, not another range probe.
+            return .restart(.invalidPartialResponse("the server's lengths disagree: \(length) bytes now, \(known) before"))
         }
         if point.validators.conflicts(with: Validators(headers: headers)) {
             return .restart(.resourceChanged("validators differ"))

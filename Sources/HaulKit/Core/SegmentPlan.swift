@@ -94,6 +94,20 @@ public struct SegmentPlan: Equatable, Sendable {
     }
     public var doneBytes: Int64 { segments.reduce(0) { $0 + $1.done } }
 
+    /// The stretches of bytes written without a gap, in order: adjacent written bytes of neighbouring
+    /// segments form one stretch.
+    public var heldRuns: [Range<Int64>] {
+        var runs: [Range<Int64>] = []
+        for segment in segments where segment.done > 0 {
+            if let last = runs.last, last.upperBound == segment.start {
+                runs[runs.count - 1] = last.lowerBound..<segment.next
+            } else {
+                runs.append(segment.start..<segment.next)
+            }
+        }
+        return runs
+    }
+
     public func segment(_ id: Int) -> Segment? { segments.first { $0.id == id } }
 
     /// Work for a free connection: the first unfinished segment nobody works on, else the upper half of the

@@ -64,6 +64,7 @@ public enum UserInput {
             throw InputError("unsupported URL scheme \"\(scheme)\" in \(text); haul downloads http:// and https:// URLs")
         }
         guard let host = url.host, !host.isEmpty else { throw InputError("URL \"\(text)\" has no host") }
+        if let problem = URLCheck.problem(url) { throw InputError("\(problem) in \(Redaction.url(trimmed))") }
         return url
     }
 

@@ -25,7 +25,7 @@ public enum DaemonLauncher {
             throw HaulError(.usage, "cannot start haul daemon: no haul executable found; set HAUL_EXECUTABLE or put haul on PATH")
         }
         let log = home.path + "/daemon.log"
-        try POSIX.makeDirectories(home.path)
+        try POSIX.makePrivateDirectories(home.path, root: home.path)
         // The daemon serves the caller's HAUL_HOME, wherever the caller's configuration put it.
         var daemonEnvironment = environment
         daemonEnvironment["HAUL_HOME"] = home.path

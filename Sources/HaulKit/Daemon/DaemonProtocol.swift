@@ -150,7 +150,7 @@ public enum DaemonProtocol {
         switch request.destination {
         case .file(let path)?: object["path"] = .string(path)
         case .directory(let folder)?: object["directory"] = .string(folder)
-        case nil: break
+        case .standardOutput?, nil: break
         }
         if !request.headers.fields.isEmpty { object["headers"] = encode(request.headers) }
         if let checksum = request.checksum { object["checksum"] = .string(checksum.description) }

@@ -263,11 +263,12 @@ actor DaemonService {
 
     private func saveConfiguration(_ configuration: SessionConfiguration, for name: String) throws {
         let folder = LocalSession.folder(name, home: home)
-        try POSIX.makeDirectories(folder)
+        try POSIX.makePrivateDirectories(folder, root: home.path)
         let path = Self.configurationPath(name, home: home)
         let text = DaemonProtocol.encode(configuration).serialized + "\n"
         let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8)), rename(temporary, path) == 0 else {
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
+              rename(temporary, path) == 0 else {
             throw POSIX.error("saving", path)
         }
     }

@@ -64,6 +64,9 @@ actor BackgroundSession: SessionBackend {
     // MARK: SessionBackend
 
     func add(_ requests: [DownloadRequest]) async throws -> [TaskSnapshot] {
+        if requests.contains(where: { $0.destination == .standardOutput }) {
+            throw HaulError(.usage, "a session saves its downloads to files; standard output takes a single download")
+        }
         var result: [TaskSnapshot] = []
         // The daemon takes at most maxTasksPerAdd per message.
         for start in stride(from: 0, to: requests.count, by: DaemonProtocol.maxTasksPerAdd) {
@@ -73,6 +76,7 @@ actor BackgroundSession: SessionBackend {
                 switch request.destination {
                 case .file(let path)?: request.destination = .file(absolutePath(path))
                 case .directory(let folder)?: request.destination = .directory(absolutePath(folder))
+                case .standardOutput?: break
                 case nil: request.destination = .directory(absolutePath(configuration.defaultDirectory ?? "."))
                 }
                 return DaemonProtocol.encode(request)

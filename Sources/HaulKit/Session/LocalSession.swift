@@ -32,7 +32,7 @@ actor LocalSession: SessionBackend {
     init(identifier: String, configuration: SessionConfiguration, journaling: Bool = false) async throws {
         try Self.validate(identifier: identifier)
         let folder = Self.folder(identifier, home: configuration.home)
-        try POSIX.makeDirectories(folder)
+        try POSIX.makePrivateDirectories(folder, root: configuration.home.path)
         self.identifier = identifier
         self.configuration = configuration
         self.journaling = journaling
@@ -70,6 +70,7 @@ actor LocalSession: SessionBackend {
         switch destination {
         case .file(let file): absolute = .file(absolutePath(file))
         case .directory(let folder): absolute = .directory(absolutePath(folder))
+        case .standardOutput: absolute = .standardOutput
         }
         return NewTask(
             id: request.id, url: request.url.absoluteString, destination: absolute,

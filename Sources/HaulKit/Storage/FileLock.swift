@@ -13,8 +13,9 @@ final class FileLock: Sendable {
 
     /// Takes the lock at `path` (creating the file), or throws `busy` when another process holds it.
     init(path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw POSIX.error("opening", path) }
+        _ = fchmod(fd, 0o600)
         // A lock just released can still be held for a moment by a child process between fork and exec
         // (the descriptor is close-on-exec, but shared until then): try again briefly before calling it busy.
         var attempts = 0

@@ -18,6 +18,8 @@ enum POSIX {
             return HaulError(.fileSystem, "permission denied while \(action) \(path) (\(reason)); fix the permissions or choose another path")
         case ENOENT:
             return HaulError(.fileSystem, "no such file or directory while \(action) \(path)")
+        case ELOOP:
+            return HaulError(.fileSystem, "\(path) is a symbolic link, which Haul never writes through; remove it, or name the real path")
         default:
             return HaulError(.fileSystem, "\(reason) while \(action) \(path)")
         }
@@ -61,6 +63,44 @@ enum POSIX {
             if isDirectory(current) { continue }
             if mkdir(current, 0o755) != 0 && errno != EEXIST { throw error("creating directory", current) }
         }
+    }
+
+    /// Creates `path` (inside Haul's own state, at or below `root`) so that only its owner can enter it:
+    /// `root`, `path` and every folder between them end up 0700 whatever the umask, including folders an
+    /// older version created more openly. Folders above `root` are made as ``makeDirectories(_:)`` makes them.
+    static func makePrivateDirectories(_ path: String, root: String) throws(HaulError) {
+        let target = normalize(path), top = normalize(root)
+        guard target == top || target.hasPrefix(top == "/" ? "/" : top + "/") else {
+            throw HaulError(.fileSystem, "\(path) is outside \(root)")
+        }
+        try makeDirectories(directoryOf(top))
+        var current = top
+        let below = target == top ? [] : target.dropFirst(top == "/" ? 1 : top.count + 1).split(separator: "/")
+        try makePrivateDirectory(current)
+        for component in below {
+            current += "/" + component
+            try makePrivateDirectory(current)
+        }
+    }
+
+    private static func makePrivateDirectory(_ path: String) throws(HaulError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw error("creating directory", path) }
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw error("reading", path) }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw HaulError(.fileSystem, "\(path) is not a directory; Haul keeps its state there")
+        }
+        if info.st_uid == geteuid(), info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
+            throw error("making private", path)
+        }
+    }
+
+    /// Makes an existing file of Haul's own state readable by its owner only (files from older versions).
+    static func makePrivate(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 != 0,
+              info.st_uid == geteuid() else { return }
+        _ = chmod(path, 0o600)
     }
 
     /// Makes a rename or file creation in `directory` durable.
@@ -108,11 +148,14 @@ final class PartialFile: Sendable {
     private let descriptor: NIOLockedValueBox<Int32>
     private var fd: Int32 { descriptor.withLockedValue { $0 } }
 
-    /// Opens (and with `create`, creates) `path` for reading and writing, never truncating it.
-    init(path: String, create: Bool) throws(HaulError) {
-        let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
-        let fd = open(path, flags, 0o644)
+    /// Opens (and with `create`, creates) `path` for reading and writing, never truncating it. `private`
+    /// files (Haul's own state) are created 0600 whatever the umask.
+    init(path: String, create: Bool, private isPrivate: Bool = false) throws(HaulError) {
+        // Never through a symbolic link: one planted at a partial file's path would redirect Haul's writes.
+        let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0)
+        let fd = open(path, flags, isPrivate ? 0o600 : 0o644)
         guard fd >= 0 else { throw POSIX.error("opening", path) }
+        if isPrivate { _ = fchmod(fd, 0o600) }
         self.path = path
         self.descriptor = NIOLockedValueBox(fd)
     }

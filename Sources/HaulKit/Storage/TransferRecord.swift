@@ -40,14 +40,28 @@ public struct TransferRecord: Codable, Equatable, Sendable {
         lastModified = point.validators.lastModified
     }
 
-    /// The file name of the record for a download: a digest of the original URL and the destination the user named.
-    public static func key(url: URL, destination: DownloadOptions.Destination) -> String {
+    /// The file name of this record: see ``key(destinationPath:)``.
+    public var key: String { Self.key(destinationPath: destinationPath) }
+
+    /// The file name of the record for a destination: a digest of its absolute path. The destination is the
+    /// identity of a partial download, so one `.haul-part` has exactly one record whichever URL wrote it.
+    public static func key(destinationPath path: String) -> String {
+        hexString(SHA256.hash(data: Array("v2\nfile:\(path)".utf8)))
+    }
+
+    /// The file name of the note that remembers which name a `--dir` download of `url` chose in `directory`.
+    static func directoryKey(url: URL, directory: String) -> String {
+        hexString(SHA256.hash(data: Array("v2\n\(url.absoluteString)\ndir:\(directory)".utf8)))
+    }
+
+    /// The key records had before version 2 (URL and destination as given), read once to carry them over.
+    static func legacyKey(url: URL, destination: DownloadOptions.Destination) -> String? {
         let spec: String
         switch destination {
         case .file(let path): spec = "file:" + path
         case .directory(let path): spec = "dir:" + path
+        case .standardOutput: return nil
         }
-        let digest = SHA256.hash(data: Array("v1\n\(url.absoluteString)\n\(spec)".utf8))
-        return hexString(digest)
+        return hexString(SHA256.hash(data: Array("v1\n\(url.absoluteString)\n\(spec)".utf8)))
     }
 }

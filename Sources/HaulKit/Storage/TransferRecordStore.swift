@@ -12,8 +12,12 @@ import Darwin
 /// (write, fsync, rename, fsync the folder), so a crash leaves either the old or the new record.
 public struct TransferRecordStore: Sendable {
     public let directory: String
+    let home: String
 
-    public init(home: HaulHome) { directory = home.transfersPath }
+    public init(home: HaulHome) {
+        directory = home.transfersPath
+        self.home = home.path
+    }
 
     func recordPath(_ key: String) -> String { "\(directory)/\(key).json" }
 
@@ -29,15 +33,19 @@ public struct TransferRecordStore: Sendable {
 
     /// Replaces the record. `durable: false` skips the fsyncs, for records whose loss costs nothing: one that
     /// only names a new partial file (offset 0), or the final one (a complete destination is recognised anyway).
-    public func save(_ record: TransferRecord, key: String, durable: Bool = true) throws(HaulError) {
-        try POSIX.makeDirectories(directory)
+    public func save(_ record: TransferRecord, durable: Bool = true) throws(HaulError) {
+        try save(record, key: record.key, durable: durable)
+    }
+
+    func save(_ record: TransferRecord, key: String, durable: Bool = true) throws(HaulError) {
+        try POSIX.makePrivateDirectories(directory, root: home)
         let path = recordPath(key)
         let temporary = path + ".tmp"
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes: [UInt8]
         do { bytes = Array(try encoder.encode(record)) } catch { throw HaulError(.fileSystem, "could not encode the resume state: \(error)") }
-        let file = try PartialFile(path: temporary, create: true)
+        let file = try PartialFile(path: temporary, create: true, private: true)
         defer { file.close() }
         try file.truncate(to: 0)
         do {
@@ -56,11 +64,40 @@ public struct TransferRecordStore: Sendable {
         POSIX.unlink(recordPath(key))
     }
 
-    /// Takes the per-download lock so that two processes never write the same download; released on exit or crash.
-    func lock(_ key: String) throws(HaulError) -> FileLock {
-        try POSIX.makeDirectories(directory)
+    /// Takes the per-destination lock so that two processes never write the same partial file; released on exit
+    /// or crash. `what` names the destination in the error.
+    func lock(_ key: String, what: String) throws(HaulError) -> FileLock {
+        try POSIX.makePrivateDirectories(directory, root: home)
         return try FileLock(
             path: "\(directory)/\(key).lock",
-            busy: HaulError(.busy, "another haul process is already running this download; wait for it or stop it first"))
+            busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first"))
+    }
+
+    /// The destination a `--dir` download chose earlier, remembered under `key` (``TransferRecord/directoryKey(url:directory:)``).
+    func chosenDestination(_ key: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: "\(directory)/\(key).dir") else { return nil }
+        let path = String(decoding: data, as: UTF8.self)
+        return path.hasPrefix("/") ? path : nil
+    }
+
+    /// Remembers the destination a `--dir` download chose, so that running it again resumes the same file.
+    func rememberDestination(_ path: String, key: String) throws(HaulError) {
+        try POSIX.makePrivateDirectories(directory, root: home)
+        let file = try PartialFile(path: "\(directory)/\(key).dir.tmp", create: true, private: true)
+        defer { file.close() }
+        try file.truncate(to: 0)
+        let bytes = Array(path.utf8)
+        do {
+            try bytes.withUnsafeBytes { raw in try file.write(raw, at: 0) }
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw HaulError(.fileSystem, "could not write \(directory)/\(key).dir.tmp: \(error)")
+        }
+        try POSIX.rename("\(directory)/\(key).dir.tmp", "\(directory)/\(key).dir")
+    }
+
+    func forgetDestination(_ key: String) {
+        POSIX.unlink("\(directory)/\(key).dir")
     }
 }

@@ -173,6 +173,8 @@ public struct NewTask: Sendable, Equatable {
         switch destination {
         case .file(let file): (kind, path) = (Self.fileKind, file)
         case .directory(let folder): (kind, path) = (Self.directoryKind, folder)
+        // Not a kind the store accepts: a session's tasks are saved to files.
+        case .standardOutput: (kind, path) = ("stdout", "-")
         }
         self.init(
             id: id, url: url, destinationKind: kind, destinationPath: path,

@@ -19,7 +19,11 @@ public final class TaskStore: Sendable {
     public init(path: String) throws {
         self.path = path
         let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty { try POSIX.makeDirectories(folder) }
+        if !folder.isEmpty { try POSIX.makePrivateDirectories(folder, root: folder) }
+        // The store holds request headers (credentials among them): owner-only. SQLite gives its -wal and -shm
+        // files the mode of the database file, so creating that one 0600 covers them too.
+        try PartialFile(path: path, create: true, private: true).close()
+        for companion in [path, path + "-wal", path + "-shm"] { POSIX.makePrivate(companion) }
 
         var configuration = Configuration()
         configuration.label = "haul.tasks"

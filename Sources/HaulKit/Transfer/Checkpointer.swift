@@ -6,7 +6,6 @@ import NIOPosix
 /// offset never runs ahead of durable bytes. One checkpoint is in flight at a time; the transfer keeps streaming.
 final class Checkpointer {
     private let store: TransferRecordStore
-    private let key: String
     private let everyBytes: Int64
     private let everyInterval: Duration
     private let clock = ContinuousClock()
@@ -15,9 +14,8 @@ final class Checkpointer {
     private var pending: EventLoopFuture<Void>?
     private let busy = NIOLockedValueBox(false)
 
-    init(store: TransferRecordStore, key: String, everyBytes: Int64, everyInterval: Duration) {
+    init(store: TransferRecordStore, everyBytes: Int64, everyInterval: Duration) {
         self.store = store
-        self.key = key
         self.everyBytes = everyBytes
         self.everyInterval = everyInterval
         self.lastTime = clock.now
@@ -35,10 +33,10 @@ final class Checkpointer {
         lastOffset = record.offset
         lastTime = now
         busy.withLockedValue { $0 = true }
-        let store = self.store, key = self.key, busy = self.busy
+        let store = self.store, busy = self.busy
         let future = NIOThreadPool.singleton.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
             try file.sync()
-            try store.save(record, key: key)
+            try store.save(record)
         }
         future.whenComplete { _ in busy.withLockedValue { $0 = false } }
         pending = future
@@ -49,7 +47,7 @@ final class Checkpointer {
     func checkpointNow(_ record: TransferRecord, file: PartialFile?, durable: Bool = true) async throws {
         try await waitForPending()
         if durable { try file?.sync() }
-        try store.save(record, key: key, durable: durable)
+        try store.save(record, durable: durable)
         lastOffset = record.offset
         lastTime = clock.now
     }

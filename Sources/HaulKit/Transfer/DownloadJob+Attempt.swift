@@ -6,14 +6,29 @@ import NIOHTTP1
 extension DownloadJob {
     /// One request (following redirects) and, when the response is usable, its body written to the partial file.
     func attempt() async throws -> AttemptOutcome {
-        if let segmentPlan { return try await runSegments(segmentPlan, first: nil) }
+        if let segmentPlan {
+            if heldBytesUnverified {
+                guard try await heldBytesMatch(segmentPlan) else {
+                    if let foreignURL { throw foreignMismatch(foreignURL, "its bytes differ from this URL's") }
+                    try await discardHeldBytes()
+                    return .restart(.overlapMismatch)
+                }
+                heldBytesUnverified = false
+                try await ownVerifiedBytes()
+            }
+            return try await runSegments(segmentPlan, first: nil)
+        }
         let probe = mayProbeRanges && options.segments != 1 && point.offset == 0 && adoptedPath == nil
-        let plan = ResumePolicy.plan(for: point, probeRanges: probe)
+        if !mayProbeRanges, point.offset == 0, options.segments != 1, !reportedSingleConnection {
+            reportedSingleConnection = true
+            events(.singleConnection(reason: "the server's answers to range requests were inconsistent"))
+        }
+        let plan = ResumePolicy.plan(for: point, probeRanges: probe, verifyOverlap: foreignURL != nil)
         let (response, url) = try await sender.send(plan, to: requestURL)
         requestURL = url
         let head = RequestSender.head(response)
         let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
-        logger.debug("\(head.status) from \(url): \(RequestSender.summary(head.headers)) -> \(decision)")
+        logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> \(decision)")
         switch decision {
         case .redirect(let location):
             throw HaulError(.httpStatus, "\(url) redirected to \(location), which could not be followed")
@@ -39,13 +54,25 @@ extension DownloadJob {
             return .complete
         case .restart(let reason):
             if let adoptedPath { throw mismatch(adoptedPath, reason.description) }
+            if let foreignURL { throw foreignMismatch(foreignURL, reason.description) }
             try await discardHeldBytes()
             return .restart(reason)
         case .writeWhole(let info, _):
             if let adoptedPath {
-                throw mismatch(adoptedPath, "the server sent the whole file instead of the rest, so it cannot be continued")
+                throw HaulError(.server, "\(adoptedPath) cannot be checked against the server: it does not support byte ranges (it sent the whole file); it was left unchanged. Use --overwrite to download it again")
+            }
+            if let foreignURL {
+                throw foreignMismatch(foreignURL, "the server does not support byte ranges, so they cannot be checked")
             }
             if probe { reportSingleConnection(info: info, rangeSupported: false) }
+            if point.offset > 0, point.validators.conflicts(with: info.validators), mayProbeRanges, info.acceptsRanges,
+               options.segments != 1, case .segmented = SegmentationPolicy.decide(
+                   requested: options.segments, info: info, rangeSupported: true,
+                   minSegmentSize: options.minSegmentSize, maxConnectionsPerHost: options.maxConnectionsPerHost) {
+                // A new version that would be split: start over like a fresh download, with every connection.
+                try await discardHeldBytes()
+                return .restart(.resourceChanged("the server sent a new version"))
+            }
             if point.offset > 0 {
                 events(.restarted(reason: "the server sent the whole file instead of the rest; starting over"))
             }
@@ -66,6 +93,7 @@ extension DownloadJob {
             }
             guard try await stream(response.body, overlap: overlap) else {
                 if let adoptedPath { throw mismatch(adoptedPath, "its last bytes differ from the server's") }
+                if let foreignURL { throw foreignMismatch(foreignURL, "its last bytes differ from this URL's") }
                 try await discardHeldBytes()
                 return .restart(.overlapMismatch)
             }
@@ -106,6 +134,7 @@ extension DownloadJob {
                 }
                 if mismatch { return false }
                 if overlapLeft == 0, let adoptedPath { try await adoptVerifiedFile(adoptedPath) }
+                if overlapLeft == 0, foreignURL != nil { try await ownVerifiedBytes() }
                 if written > 0 { try await afterWrite(written) }
             }
         } catch let error as HaulError {
@@ -148,6 +177,8 @@ extension DownloadJob {
         switch options.destination {
         case .file(let path):
             destination = path
+        case .standardOutput:
+            throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
         case .directory(let directory):
             let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
             guard let free = FileNaming.freeName(for: name, isTaken: {
@@ -156,13 +187,15 @@ extension DownloadJob {
                 throw HaulError(.fileSystem, "no free file name for \(name) in \(directory)")
             }
             destination = "\(directory)/\(free)"
+            locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
+            try store.rememberDestination(destination, key: TransferRecord.directoryKey(url: options.url, directory: directory))
         }
         let partial = destination + ".haul-part"
         let fresh = TransferRecord(
             url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
             partialPath: partial, offset: 0, state: .running, adopted: false)
         // The record first: a partial file never exists without a record that names it.
-        try store.save(fresh, key: key, durable: false)
+        try store.save(fresh, durable: false)
         record = fresh
         file = try PartialFile(path: partial, create: true)
     }
@@ -180,8 +213,60 @@ extension DownloadJob {
         try await saveRecordNow()
     }
 
+    /// The bytes another URL left are shown to be this URL's representation: the download is this URL's now.
+    private func ownVerifiedBytes() async throws {
+        guard foreignURL != nil, var record else { return }
+        foreignURL = nil
+        record.url = options.url.absoluteString
+        record.finalURL = requestURL.absoluteString
+        self.record = record
+        try await saveRecordNow()
+    }
+
+    /// Checks the last bytes of every stretch a restored segmented download holds against the server.
+    /// `false` when any differs, or when the server no longer answers ranges so they cannot be checked.
+    private func heldBytesMatch(_ plan: SegmentPlan) async throws -> Bool {
+        guard let file else { return false }
+        for (check, end) in ResumePolicy.verificationPlans(for: plan.heldRuns, validators: point.validators) {
+            let (response, url) = try await sender.send(check, to: requestURL, readAhead: SegmentedDownload.readAhead)
+            let head = RequestSender.head(response)
+            let held = ResumePoint(offset: end, validators: point.validators, totalLength: point.totalLength)
+            let decision = ResumePolicy.decide(plan: check, point: held, response: head)
+            logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> checking held bytes: \(decision)")
+            switch decision {
+            case .append(let info, _, let overlap):
+                let expected = try file.read(count: Int(overlap), at: check.start)
+                var received: [UInt8] = []
+                do {
+                    for try await chunk in response.body {
+                        received += chunk.readableBytesView
+                        if received.count >= expected.count { break }
+                    }
+                } catch {
+                    throw try DownloadJob.classify(error, url: url)
+                }
+                guard expected.count == Int(overlap), received.count >= expected.count,
+                      received.prefix(expected.count).elementsEqual(expected) else { return false }
+                point.validators = info.validators
+            case .writeWhole, .restart:
+                return false
+            case .retry(let status, let retryAfter):
+                throw TransientFailure.status(status, response.status.reasonPhrase, from: url, retryAfter: retryAfter)
+            case .fail(let status):
+                throw HaulError(.httpStatus, "\(Redaction.url(url)) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs")
+            case .redirect, .alreadyComplete, .protocolViolation:
+                throw TransientFailure(reason: "\(Redaction.url(url)): unexpected answer while checking the bytes held (\(decision))", kind: .server)
+            }
+        }
+        return true
+    }
+
     /// Forgets the bytes held: they belong to another version of the resource.
-    private func discardHeldBytes() async throws {
+    func discardHeldBytes() async throws {
+        if segmentPlan != nil {
+            segmentPlan = nil
+            record?.segments = nil
+        }
         point = ResumePoint()
         try file?.truncate(to: 0)
         hasher = options.checksum.map { Checksummer($0.algorithm) }
@@ -208,7 +293,7 @@ extension DownloadJob {
     func announceStart() {
         guard !announcedStart, let record else { return }
         announcedStart = true
-        events(.started(url: options.url.absoluteString, path: record.destinationPath, resumedFrom: point.offset, total: point.totalLength))
+        events(.started(url: Redaction.url(options.url), path: record.destinationPath, resumedFrom: point.offset, total: point.totalLength))
     }
 
     func emitProgress(force: Bool) {
@@ -219,6 +304,12 @@ extension DownloadJob {
         events(.progress(DownloadProgress(
             bytes: point.offset, total: point.totalLength,
             bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: point.totalLength))))
+    }
+
+    /// The bytes held at the destination were written for `other` and this URL does not serve them.
+    private func foreignMismatch(_ other: String, _ why: String) -> HaulError {
+        let partial = record?.partialPath ?? "the partial file"
+        return HaulError(.usage, "\(partial) holds a partial download of another URL, \(Redaction.url(other)), which this URL does not continue (\(why)); it was left unchanged. Use --overwrite to discard it and download this URL, or choose another -o path")
     }
 
     private func mismatch(_ path: String, _ why: String) -> HaulError {

@@ -54,7 +54,7 @@ extension DownloadJob {
             sender: sender, url: requestURL, file: file, validators: point.validators, total: total,
             coordinator: coordinator, retry: options.retry, events: events, logger: logger)
         let monitor = SegmentMonitor(
-            store: store, key: key, record: base, file: file, events: events,
+            store: store, record: base, file: file, events: events,
             checkpointInterval: options.checkpointInterval, startTime: startTime)
         let connections = max(1, min(options.segments ?? 8, options.maxConnectionsPerHost))
         do {
@@ -62,11 +62,7 @@ extension DownloadJob {
                 await monitor.tick(snapshot)
             }
         } catch let changed as SegmentedDownload.ResourceChanged {
-            segmentPlan = nil
-            record?.segments = nil
-            point = ResumePoint()
-            try file.truncate(to: 0)
-            try await saveRecordNow()
+            try await discardHeldBytes()
             return .restart(changed.reason)
         } catch {
             remember(await coordinator.snapshot, heldBefore: heldBefore)
@@ -92,7 +88,6 @@ extension DownloadJob {
 /// Progress events and durable checkpoints for a segmented download, called from a timer while connections run.
 final class SegmentMonitor: @unchecked Sendable {
     private let store: TransferRecordStore
-    private let key: String
     private let record: TransferRecord
     private let file: PartialFile
     private let events: @Sendable (DownloadEvent) -> Void
@@ -102,10 +97,9 @@ final class SegmentMonitor: @unchecked Sendable {
     private var meter = ProgressMeter()
     private var lastCheckpoint = ContinuousClock.now
 
-    init(store: TransferRecordStore, key: String, record: TransferRecord, file: PartialFile,
+    init(store: TransferRecordStore, record: TransferRecord, file: PartialFile,
          events: @escaping @Sendable (DownloadEvent) -> Void, checkpointInterval: Duration, startTime: ContinuousClock.Instant) {
         self.store = store
-        self.key = key
         self.record = record
         self.file = file
         self.events = events
@@ -131,10 +125,10 @@ final class SegmentMonitor: @unchecked Sendable {
         updated.offset = plan.doneBytes
         updated.state = .running
         let record = updated
-        let store = self.store, key = self.key, file = self.file
+        let store = self.store, file = self.file
         try? await NIOThreadPool.singleton.runIfActive {
             try file.sync()
-            try store.save(record, key: key)
+            try store.save(record)
         }
     }
 }

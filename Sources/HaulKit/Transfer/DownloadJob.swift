@@ -5,9 +5,16 @@ import NIOCore
 
 /// A transient failure: the next attempt may succeed.
 struct TransientFailure: Error {
+    /// Shown in `retrying` events: any URL's userinfo is masked.
     var reason: String
     var kind: HaulError.Kind = .network
     var retryAfter: Duration?
+
+    init(reason: String, kind: HaulError.Kind = .network, retryAfter: Duration? = nil) {
+        self.reason = Redaction.text(reason)
+        self.kind = kind
+        self.retryAfter = retryAfter
+    }
 
     /// A 408, 429 or 5xx answer, honouring its `Retry-After`.
     static func status(_ status: Int, _ phrase: String, from url: URL, retryAfter: String?) -> TransientFailure {
@@ -29,26 +36,32 @@ final class DownloadJob {
     let options: DownloadOptions
     let events: @Sendable (DownloadEvent) -> Void
     let store: TransferRecordStore
-    let key: String
     let checkpointer: Checkpointer
     let clock = ContinuousClock()
     let startTime: ContinuousClock.Instant
     let logger: Logger
     let sender: RequestSender
 
-    /// The durable state; `nil` until the destination is known.
+    /// The durable state; `nil` until the destination is known. Its key is the destination's path.
     var record: TransferRecord?
     /// What is held: bytes `0..<point.offset` of `file` belong to the version `point.validators` describe.
     var point = ResumePoint()
     var file: PartialFile?
     /// A file Haul did not write, adopted with `--continue`, not yet shown to match the server's bytes.
     var adoptedPath: String?
+    /// The URL whose download left the bytes held at this destination, when it is not `options.url`. They are
+    /// continued only once a response shows they are the same representation (a re-signed URL), else refused.
+    var foreignURL: String?
+    /// Bytes of a restored segmented download that no response has vouched for yet (no strong ETag, or written
+    /// for another URL): checked against the server before any segment continues.
+    var heldBytesUnverified = false
     var hasher: Checksummer?
     /// Set while the download is segmented: which ranges are written.
     var segmentPlan: SegmentPlan?
-    /// Whether a fresh start may ask for `bytes=0-` to learn if ranges work (and split the file); off after any
-    /// restart, so a server whose ranges disagree with its whole responses gets one plain request.
+    /// Whether a fresh start may ask for `bytes=0-` to learn if ranges work (and split the file); off once the
+    /// server's own answers to range requests were inconsistent, so such a server gets one plain request.
     var mayProbeRanges = true
+    var reportedSingleConnection = false
     var requestURL: URL
     var retriedOriginalURL = false
     var fetched: Int64 = 0
@@ -57,14 +70,15 @@ final class DownloadJob {
     var meter = ProgressMeter()
     var lastProgress: ContinuousClock.Instant?
     var bucket: TokenBucket?
+    /// The destination's lock (and for `--dir`, the lock of the URL's name choice), held for the whole run.
+    var locks: [FileLock] = []
 
     init(engine: TransferEngine, options: DownloadOptions, events: @escaping @Sendable (DownloadEvent) -> Void) {
         self.engine = engine
         self.options = options
         self.events = events
         self.store = engine.store
-        self.key = TransferRecord.key(url: options.url, destination: options.destination)
-        self.checkpointer = Checkpointer(store: engine.store, key: key, everyBytes: options.checkpointBytes, everyInterval: options.checkpointInterval)
+        self.checkpointer = Checkpointer(store: engine.store, everyBytes: options.checkpointBytes, everyInterval: options.checkpointInterval)
         self.requestURL = options.url
         self.startTime = clock.now
         self.logger = engine.configuration.logger
@@ -77,10 +91,9 @@ final class DownloadJob {
     }
 
     func run() async throws -> DownloadResult {
-        let lock = try store.lock(key)
         defer {
             file?.close()
-            lock.release()
+            locks.forEach { $0.release() }
         }
         do {
             if let done = try prepare() { return done }
@@ -92,73 +105,142 @@ final class DownloadJob {
 
     // MARK: Before the first request
 
-    /// Loads the resume record or checks the destination; returns a result when the file is already complete.
+    /// Finds the destination and what is held for it; returns a result when the file is already complete.
     private func prepare() throws -> DownloadResult? {
-        if var saved = try store.load(key) {
-            if saved.state != .finished, !saved.adopted, POSIX.fileSize(saved.partialPath) == nil,
-               let total = saved.totalLength, POSIX.isRegularFile(saved.destinationPath),
-               POSIX.fileSize(saved.destinationPath) == total {
-                // Killed between moving the finished file into place and recording that: it is complete.
-                saved.state = .finished
-                saved.offset = total
-                saved.segments = nil
-                try store.save(saved, key: key)
-            }
-            if saved.state == .finished {
-                if !options.overwrite, POSIX.isRegularFile(saved.destinationPath),
-                   saved.totalLength == nil || POSIX.fileSize(saved.destinationPath) == saved.totalLength {
-                    return try alreadyFinished(saved)
-                }
-                store.remove(key)
-            } else if let segments = saved.segments, let total = saved.totalLength,
-                      let plan = SegmentPlan(restoring: segments, total: total, minSegmentSize: options.minSegmentSize),
-                      POSIX.fileSize(saved.partialPath) == total {
-                file = try PartialFile(path: saved.partialPath, create: false)
-                segmentPlan = plan
-                point = ResumePoint(offset: plan.doneBytes, validators: saved.validators, totalLength: total)
-                requestURL = saved.finalURL.flatMap { URL(string: $0) } ?? options.url
-                record = saved
-                return nil
-            } else {
-                if let segments = saved.segments {
-                    // Segments that cannot be continued: keep only the bytes held without a gap from byte 0.
-                    saved.offset = SegmentPlan.contiguousPrefix(of: segments)
-                    saved.segments = nil
-                }
-                if let size = POSIX.fileSize(saved.partialPath) {
-                    let file = try PartialFile(path: saved.partialPath, create: false)
-                    self.file = file
-                    saved.offset = min(saved.offset, size)
-                    try file.truncate(to: saved.offset)
-                } else {
-                    saved.offset = 0
-                }
-                point = saved.offset > 0 ? saved.resumePoint : ResumePoint()
-                requestURL = saved.finalURL.flatMap { URL(string: $0) } ?? options.url
-                record = saved
-                return nil
-            }
-        }
+        let destination: String
         switch options.destination {
+        case .standardOutput:
+            throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
         case .file(let path):
             if POSIX.isDirectory(path) {
                 throw HaulError(.usage, "\(path) is a directory; use --dir \(path) to save into it")
             }
-            if POSIX.exists(path) {
-                if options.continuePartial, let size = POSIX.fileSize(path) {
-                    file = try PartialFile(path: path, create: false)
-                    adoptedPath = path
-                    point = ResumePoint(offset: size)
-                    record = TransferRecord(
-                        url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
-                        offset: size, state: .running, adopted: true)
-                } else if !options.overwrite {
-                    throw HaulError(.usage, "\(path) already exists; use --overwrite to replace it, or --continue to resume it")
-                }
-            }
             try POSIX.makeDirectories(POSIX.directoryOf(path))
+            destination = path
         case .directory(let directory):
             try POSIX.makeDirectories(directory)
+            let choice = TransferRecord.directoryKey(url: options.url, directory: directory)
+            locks.append(try store.lock(choice, what: "\(Redaction.url(options.url)) in \(directory)"))
+            // The name is chosen from the first response, unless an earlier run chose it already.
+            guard let chosen = store.chosenDestination(choice) else { return nil }
+            destination = chosen
+        }
+        locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
+        if var saved = try loadRecord(for: destination) {
+            if saved.url != options.url.absoluteString {
+                if case .directory(let directory) = options.destination {
+                    // A stale note: that name belongs to another URL's download now. Choose a name afresh.
+                    store.forgetDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
+                    return nil
+                }
+                guard try takeOver(&saved) else { return try checkDestination(destination) }
+            }
+            return try restore(saved)
+        }
+        if case .directory(let directory) = options.destination {
+            store.forgetDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
+            return nil
+        }
+        return try checkDestination(destination)
+    }
+
+    /// The record of `destination`, carrying over one saved under the key of an earlier version.
+    private func loadRecord(for destination: String) throws -> TransferRecord? {
+        if let saved = try store.load(TransferRecord.key(destinationPath: destination)) { return saved }
+        guard let legacy = TransferRecord.legacyKey(url: options.url, destination: options.destination),
+              let old = try? store.load(legacy), old.destinationPath == destination else { return nil }
+        try store.save(old)
+        store.remove(legacy)
+        return old
+    }
+
+    /// Another URL's download owns `saved`. Its unfinished bytes may be continued when this URL serves the same
+    /// representation (checked before anything is written); returns `false` when the record is set aside and the
+    /// destination is to be treated as any existing file.
+    private func takeOver(_ saved: inout TransferRecord) throws -> Bool {
+        guard saved.state != .finished, !saved.adopted else {
+            // A finished file of another URL is not "already complete" for this one: the destination just exists.
+            if options.overwrite { store.remove(saved.key) }
+            return false
+        }
+        if options.overwrite {
+            POSIX.unlink(saved.partialPath)
+            store.remove(saved.key)
+            return false
+        }
+        saved.finalURL = nil
+        if saved.offset > 0, POSIX.fileSize(saved.partialPath) != nil {
+            foreignURL = saved.url
+        } else {
+            saved.url = options.url.absoluteString
+        }
+        return true
+    }
+
+    /// Continues a record of this destination: segments, a single stretch of bytes, or a finished file.
+    private func restore(_ found: TransferRecord) throws -> DownloadResult? {
+        var saved = found
+        if saved.state != .finished, !saved.adopted, POSIX.fileSize(saved.partialPath) == nil,
+           let total = saved.totalLength, POSIX.isRegularFile(saved.destinationPath),
+           POSIX.fileSize(saved.destinationPath) == total, foreignURL == nil {
+            // Killed between moving the finished file into place and recording that: it is complete.
+            saved.state = .finished
+            saved.offset = total
+            saved.segments = nil
+            try store.save(saved)
+        }
+        let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
+        if saved.state == .finished {
+            if !options.overwrite, POSIX.isRegularFile(saved.destinationPath),
+               saved.totalLength == nil || POSIX.fileSize(saved.destinationPath) == saved.totalLength {
+                return try alreadyFinished(saved)
+            }
+            store.remove(saved.key)
+            return try checkDestination(saved.destinationPath)
+        } else if let segments = saved.segments, let total = saved.totalLength,
+                  let plan = SegmentPlan(restoring: segments, total: total, minSegmentSize: options.minSegmentSize),
+                  POSIX.fileSize(saved.partialPath) == total {
+            file = try PartialFile(path: saved.partialPath, create: false)
+            segmentPlan = plan
+            point = ResumePoint(offset: plan.doneBytes, validators: saved.validators, totalLength: total)
+            heldBytesUnverified = plan.doneBytes > 0 && (point.validators.strongEntityTag == nil || foreignURL != nil)
+        } else {
+            if let segments = saved.segments {
+                // Segments that cannot be continued: keep only the bytes held without a gap from byte 0.
+                saved.offset = SegmentPlan.contiguousPrefix(of: segments)
+                saved.segments = nil
+            }
+            if let size = POSIX.fileSize(saved.partialPath) {
+                let file = try PartialFile(path: saved.partialPath, create: false)
+                self.file = file
+                saved.offset = min(saved.offset, size)
+                try file.truncate(to: saved.offset)
+            } else {
+                saved.offset = 0
+            }
+            point = saved.offset > 0 ? saved.resumePoint : ResumePoint()
+            if saved.offset == 0 { foreignURL = nil }
+        }
+        if foreignURL == nil { saved.url = options.url.absoluteString }
+        requestURL = resumeURL
+        record = saved
+        return nil
+    }
+
+    /// No download of this URL holds bytes for `path`: an existing file is refused, replaced (`--overwrite`) or
+    /// adopted (`--continue`).
+    private func checkDestination(_ path: String) throws -> DownloadResult? {
+        guard POSIX.exists(path) else { return nil }
+        if options.continuePartial, let size = POSIX.fileSize(path), size > 0 {
+            file = try PartialFile(path: path, create: false)
+            adoptedPath = path
+            point = ResumePoint(offset: size)
+            record = TransferRecord(
+                url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
+                offset: size, state: .running, adopted: true)
+        } else if !options.overwrite, !(options.continuePartial && POSIX.fileSize(path) == 0) {
+            // An empty file given to --continue holds nothing to check: the download simply starts fresh.
+            throw HaulError(.usage, "\(path) already exists; use --overwrite to replace it, or --continue to resume it")
         }
         return nil
     }
@@ -197,7 +279,9 @@ final class DownloadJob {
                     guard fetched > fetchedBefore else { throw TransientFailure(reason: "the server ended the response early") }
                     failures = 0
                 case .restart(let reason):
-                    mayProbeRanges = false
+                    // A changed file starts over like a fresh download (probe, segments); only a server whose
+                    // own range answers were inconsistent gets a single plain request.
+                    if case .invalidPartialResponse = reason { mayProbeRanges = false }
                     restarts += 1
                     guard restarts <= 3 else { throw HaulError(.server, "giving up after \(restarts) restarts: \(reason)") }
                     events(.restarted(reason: reason.description))
@@ -234,7 +318,7 @@ final class DownloadJob {
                 file?.close()
                 file = nil
                 if adoptedPath == nil { POSIX.unlink(record.partialPath) }
-                store.remove(key)
+                store.remove(record.key)
                 throw HaulError(.checksum, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded")
             }
         }
@@ -249,7 +333,7 @@ final class DownloadJob {
         record.adopted = false
         record.segments = nil
         self.record = record
-        try store.save(record, key: key, durable: false)
+        try store.save(record, durable: false)
         emitProgress(force: true)
         let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: fetched, checksum: options.checksum, alreadyComplete: false)
         events(.finished(result))
@@ -282,9 +366,9 @@ final class DownloadJob {
         } catch {
             // Durability of the newest bytes could not be confirmed: keep the last good record.
             try? await checkpointer.waitForPending()
-            if var last = try? store.load(key) {
+            if var last = try? store.load(record.key) {
                 last.state = record.state
-                try? store.save(last, key: key)
+                try? store.save(last)
             }
         }
         return failure

@@ -21,11 +21,15 @@ struct RequestSender: Sendable {
         var visited = [url]
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
         while true {
+            // Whatever the URL came from (a stored task, the protocol), nothing invalid reaches the network layer.
+            if let problem = URLCheck.problem(url) {
+                throw HaulError(url == start ? .usage : .httpStatus, "cannot request \(Redaction.url(url)): \(problem)")
+            }
             var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
             if !fields.contains("user-agent") { fields.append("User-Agent", configuration.userAgent) }
             if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
             for field in plan.headers { fields.append(field.name, field.value) }
-            logger.debug("GET \(url) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
+            logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
             do {
                 let request = try HTTPClient.Request(
@@ -58,7 +62,7 @@ struct RequestSender: Sendable {
     /// The headers that matter for resuming, for the debug log.
     static func summary(_ headers: HTTPFields) -> String {
         ["content-length", "content-range", "etag", "last-modified", "accept-ranges", "location", "retry-after"]
-            .compactMap { name in headers[name].map { "\(name)=\($0)" } }
+            .compactMap { name in headers[name].map { "\(name)=\(Redaction.text($0))" } }
             .joined(separator: " ")
     }
 

@@ -110,14 +110,20 @@ struct SegmentedDownload: Sendable {
             let head = RequestSender.head(response)
             let point = ResumePoint(offset: next, validators: validators, totalLength: total)
             let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
-            logger.debug("\(head.status) from \(answered): \(RequestSender.summary(head.headers)) -> \(decision)")
+            logger.debug("\(head.status) from \(Redaction.url(answered)): \(RequestSender.summary(head.headers)) -> \(decision)")
             switch decision {
             case .append:
                 body = response.body
-            case .writeWhole:
-                throw ResourceChanged(reason: .resourceChanged("the server answered a range request with the whole file"))
+            case .writeWhole(let info, _):
+                // A 200 to `If-Range` with other validators is how a server says the file changed; a 200 with the
+                // same ones means it stopped honouring ranges.
+                if validators.conflicts(with: info.validators) {
+                    throw ResourceChanged(reason: .resourceChanged("the server sent a new version instead of the range"))
+                }
+                throw ResourceChanged(reason: .invalidPartialResponse("the server answered a range request with the whole file"))
             case .restart(let reason):
                 if case .resourceChanged = reason { throw ResourceChanged(reason: reason) }
+                if case .overlapMismatch = reason { throw ResourceChanged(reason: reason) }
                 throw TransientFailure(reason: reason.description, kind: .server)
             case .retry(let status, let retryAfter):
                 throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)

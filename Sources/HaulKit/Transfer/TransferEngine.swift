@@ -50,6 +50,9 @@ public final class TransferEngine: Sendable {
         _ options: DownloadOptions,
         events: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
     ) async throws -> DownloadResult {
+        if StreamDownload.isStreamTarget(options.destination) {
+            return try await StreamDownload(engine: self, options: options, events: events).run()
+        }
         let job = DownloadJob(engine: self, options: options, events: events)
         return try await job.run()
     }
@@ -62,18 +65,34 @@ public enum HaulVersion {
 extension TransferEngine {
     /// Deletes what a download left behind: its partial file and resume record (not a finished file).
     public func discardPartialData(_ options: DownloadOptions) {
-        let key = TransferRecord.key(url: options.url, destination: options.destination)
+        guard let path = destinationPath(options) else { return }
+        let key = TransferRecord.key(destinationPath: path)
         if let record = try? store.load(key) {
+            guard record.url == options.url.absoluteString else { return }
             if record.state != .finished { POSIX.unlink(record.partialPath) }
-        } else if case .file(let path) = options.destination {
+        } else if case .file = options.destination {
             POSIX.unlink(path + ".haul-part")
         }
         store.remove(key)
+        if case .directory(let directory) = options.destination {
+            store.forgetDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
+        }
     }
 
     /// The final path of a finished or started download, if known.
     public func knownPath(_ options: DownloadOptions) -> String? {
-        let key = TransferRecord.key(url: options.url, destination: options.destination)
-        return (try? store.load(key))?.destinationPath
+        guard let path = destinationPath(options),
+              let record = try? store.load(TransferRecord.key(destinationPath: path)),
+              record.url == options.url.absoluteString else { return nil }
+        return record.destinationPath
+    }
+
+    /// The destination path of `options`: the `-o` path, or the name a `--dir` download chose earlier.
+    private func destinationPath(_ options: DownloadOptions) -> String? {
+        switch options.destination {
+        case .file(let path): return path
+        case .directory(let directory): return store.chosenDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
+        case .standardOutput: return nil
+        }
     }
 }

@@ -78,6 +78,8 @@ struct HaulResult {
     var signalled: Bool
     var stdout: String
     var stderr: String
+    /// stdout exactly as written (a file streamed with `-o -` is not text).
+    var stdoutBytes: [UInt8] = []
 
     var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
     var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
@@ -149,7 +151,8 @@ final class HaulRun: @unchecked Sendable {
             exitCode: process.terminationStatus,
             signalled: process.terminationReason == .uncaughtSignal,
             stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
-            stderr: stderrSoFar())
+            stderr: stderrSoFar(),
+            stdoutBytes: readBytes(stdoutPath) ?? [])
     }
 }
 
@@ -179,8 +182,8 @@ final class Sandbox: @unchecked Sendable {
 
     func path(_ name: String) -> String { work + "/" + name }
 
-    /// Starts `haul ARGS` with HAUL_HOME = `home` in `work`.
-    func start(_ arguments: [String], input: Data? = nil) throws -> HaulRun {
+    /// Starts `haul ARGS` (or `binary ARGS`) with HAUL_HOME = `home` in `work`.
+    func start(_ arguments: [String], input: Data? = nil, binary: String? = nil) throws -> HaulRun {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_HOME"] = home
         // The daemon's socket then lives under HAUL_HOME/run, private to this sandbox.
@@ -188,7 +191,7 @@ final class Sandbox: @unchecked Sendable {
         environment["HAUL_SOCKET"] = nil
         let run = try lock.withLock {
             let run = try HaulRun(
-                binary: try HaulBinary.path(), arguments: arguments, environment: environment,
+                binary: try binary ?? HaulBinary.path(), arguments: arguments, environment: environment,
                 directory: work, logPrefix: "\(logs)/run\(runs.count)", input: input)
             runs.append(run)
             return run

@@ -211,6 +211,6 @@ import Testing
             url: options.url.absoluteString, finalURL: finalURL ?? options.url.absoluteString, destinationPath: path,
             partialPath: path + ".haul-part", offset: Int64(offset ?? bytes.count), totalLength: Int64(total),
             entityTag: etag, lastModified: nil, state: .paused, adopted: false)
-        try TransferRecordStore(home: sandbox.home).save(record, key: TransferRecord.key(url: options.url, destination: options.destination))
+        try TransferRecordStore(home: sandbox.home).save(record)
     }
 }

@@ -1,0 +1,194 @@
+import Foundation
+import Logging
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A download written straight through to standard output, a character device, a FIFO or a socket: bytes go
+/// out as they arrive, with no partial file, no resume record and no rename, and the target is never replaced
+/// or removed. After a dropped connection it continues with `Range` only when a strong ETag that the new
+/// response repeats ties the rest to the bytes already written; otherwise it fails rather than write a mix.
+final class StreamDownload {
+    let options: DownloadOptions
+    let events: @Sendable (DownloadEvent) -> Void
+    let sender: RequestSender
+    let logger: Logger
+    /// `nil` for standard output.
+    let targetPath: String?
+    private let clock = ContinuousClock()
+    private let startTime: ContinuousClock.Instant
+    private var written: Int64 = 0
+    private var validators = Validators()
+    private var total: Int64?
+    private var hasher: Checksummer?
+    private var bucket: TokenBucket?
+    private var meter = ProgressMeter()
+    private var lastProgress: ContinuousClock.Instant?
+    private var announced = false
+
+    /// Whether `destination` is written as a stream: standard output, or an existing path that is itself (not
+    /// through a link) a character device, FIFO or socket.
+    static func isStreamTarget(_ destination: DownloadOptions.Destination) -> Bool {
+        switch destination {
+        case .standardOutput: return true
+        case .directory: return false
+        case .file(let path):
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return false }
+            let type = info.st_mode & S_IFMT
+            return type == S_IFCHR || type == S_IFIFO || type == S_IFSOCK
+        }
+    }
+
+    init(engine: TransferEngine, options: DownloadOptions, events: @escaping @Sendable (DownloadEvent) -> Void) {
+        self.options = options
+        self.events = events
+        self.logger = engine.configuration.logger
+        self.sender = RequestSender(
+            client: engine.client, configuration: engine.configuration, userHeaders: options.headers,
+            userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
+            logger: engine.configuration.logger)
+        if case .file(let path) = options.destination { targetPath = path } else { targetPath = nil }
+        startTime = clock.now
+        hasher = options.checksum.map { Checksummer($0.algorithm) }
+        bucket = options.sharedRateLimiter == nil ? options.rateLimit.map { TokenBucket(bytesPerSecond: $0) } : nil
+    }
+
+    var shownPath: String { targetPath ?? "-" }
+
+    func run() async throws -> DownloadResult {
+        let fd: Int32
+        if let targetPath {
+            // O_NOFOLLOW: the path was checked to be a device, FIFO or socket itself, not a link to something.
+            fd = open(targetPath, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { throw POSIX.error("opening", targetPath) }
+        } else {
+            fd = STDOUT_FILENO
+        }
+        defer { if targetPath != nil { _ = close(fd) } }
+        var url = options.url
+        var failures = 0
+        var bestWritten: Int64 = 0
+        while true {
+            try Task.checkCancellation()
+            do {
+                if try await attempt(fd: fd, url: &url) { break }
+                throw TransientFailure(reason: "the server ended the response early")
+            } catch let failure as TransientFailure {
+                if Task.isCancelled { throw CancellationError() }
+                if written > bestWritten { failures = 0 }
+                bestWritten = max(bestWritten, written)
+                failures += 1
+                guard failures <= options.retry.maxRetries else {
+                    throw HaulError(failure.kind, "\(failure.reason) (gave up after \(options.retry.maxRetries) retries)")
+                }
+                guard written == 0 || validators.strongEntityTag != nil else {
+                    throw HaulError(failure.kind, "\(failure.reason) after \(written) bytes were written to \(shownPath); the server gives no strong ETag to continue a stream safely")
+                }
+                let delay = options.retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
+                events(.retrying(retry: failures, maxRetries: options.retry.maxRetries, delay: delay, reason: failure.reason))
+                try await Task.sleep(for: delay)
+            }
+        }
+        if let expected = options.checksum {
+            let actual = hasher?.hexDigest() ?? ""
+            guard actual == expected.hex else {
+                throw HaulError(.checksum, "checksum mismatch for the bytes written to \(shownPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual)")
+            }
+        }
+        emitProgress(force: true)
+        let result = DownloadResult(path: shownPath, bytes: written, fetchedBytes: written, checksum: options.checksum, alreadyComplete: false)
+        events(.finished(result))
+        return result
+    }
+
+    /// One request; `true` when the whole body has been written.
+    private func attempt(fd: Int32, url: inout URL) async throws -> Bool {
+        let point = ResumePoint(offset: written, validators: validators, totalLength: total)
+        let plan: RequestPlan = written == 0 ? .whole : .range(start: written, overlap: 0, ifRange: validators.strongEntityTag?.rawValue)
+        let (response, answered) = try await sender.send(plan, to: url)
+        url = answered
+        let head = RequestSender.head(response)
+        let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
+        logger.debug("\(head.status) from \(Redaction.url(answered)): \(RequestSender.summary(head.headers)) -> \(decision)")
+        switch decision {
+        case .writeWhole(let info, _):
+            guard written == 0 else {
+                throw HaulError(.server, "the server sent the whole file again after \(written) bytes were written to \(shownPath), which cannot be taken back; run the download again")
+            }
+            validators = info.validators
+            total = info.totalLength
+        case .append(let info, _, _):
+            validators = info.validators
+            total = info.totalLength
+        case .restart(let reason):
+            throw HaulError(.server, "\(reason.description) after \(written) bytes were written to \(shownPath); run the download again")
+        case .retry(let status, let retryAfter):
+            throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)
+        case .fail(let status):
+            throw HaulError(.httpStatus, "\(Redaction.url(answered)) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs")
+        case .alreadyComplete:
+            return true
+        case .redirect(let location):
+            throw HaulError(.httpStatus, "\(Redaction.url(answered)) redirected to \(Redaction.url(location)), which could not be followed")
+        case .protocolViolation(let why):
+            throw TransientFailure(reason: "\(Redaction.url(answered)): \(why)", kind: .server)
+        }
+        if !announced {
+            announced = true
+            events(.started(url: Redaction.url(options.url), path: shownPath, resumedFrom: written, total: total))
+        }
+        do {
+            for try await buffer in response.body {
+                try buffer.withUnsafeReadableBytes { raw throws(HaulError) in
+                    try writeAll(fd, raw)
+                    hasher?.update(raw)
+                }
+                written += Int64(buffer.readableBytes)
+                if let shared = options.sharedRateLimiter {
+                    let pause = shared.consume(buffer.readableBytes)
+                    if pause > .zero { try await Task.sleep(for: pause) }
+                } else if var limit = bucket {
+                    let pause = limit.consume(buffer.readableBytes, at: clock.now - startTime)
+                    bucket = limit
+                    if pause > .zero { try await Task.sleep(for: pause) }
+                }
+                emitProgress(force: false)
+            }
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw try DownloadJob.classify(error, url: answered)
+        }
+        guard let total else { return true }
+        return written >= total
+    }
+
+    private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(HaulError) {
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, base + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw POSIX.error("writing", shownPath == "-" ? "standard output" : shownPath)
+            }
+            done += n
+        }
+    }
+
+    private func emitProgress(force: Bool) {
+        let now = clock.now
+        if !force, let last = lastProgress, now - last < options.progressInterval { return }
+        lastProgress = now
+        meter.record(bytes: written, at: now - startTime)
+        events(.progress(DownloadProgress(
+            bytes: written, total: total, bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: total))))
+    }
+}
