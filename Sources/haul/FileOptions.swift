@@ -14,10 +14,12 @@ struct URLList: ParsableArguments {
     func collect() throws -> [String] {
         var all = urls
         if let inputFile {
-            let data = inputFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: inputFile)
+            let data = inputFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileHandle(forReadingAtPath: inputFile)?.readDataToEndOfFile()
             guard let data else { throw InputError("cannot read the URL list \(inputFile)") }
-            all += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            let listed = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            if listed.isEmpty, urls.isEmpty { throw InputError("the URL list \(inputFile == "-" ? "on standard input" : inputFile) is empty") }
+            all += listed
         }
         guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
         return all
@@ -44,16 +46,16 @@ struct FileOptions: ParsableArguments {
     @Option(name: [.customShort("H"), .customLong("header")], help: "An extra request header, 'Name: value' (repeatable); sent only to the URL's own origin.")
     var headers: [String] = []
 
-    @Option(help: "Retries after network errors, 5xx, 408 and 429 (the count restarts whenever data arrives).")
+    @Option(parsing: .unconditional, help: "Retries after network errors, 5xx, 408 and 429 (spent by attempts that bring no bytes past the best offset so far).")
     var retries = 5
 
-    @Option(name: .customLong("retry-wait"), help: "Seconds before the first retry; doubles each time, with jitter.")
+    @Option(name: .customLong("retry-wait"), parsing: .unconditional, help: "Seconds before the first retry; doubles each time, with jitter.")
     var retryWait = 1.0
 
-    @Option(name: .customLong("limit-rate"), help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024).")
+    @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024).")
     var limitRate: String?
 
-    @Option(help: "Connections for one file, 1-32 (default: up to 8 for large files, 1 for small ones).")
+    @Option(parsing: .unconditional, help: "Connections for one file, 1-32 (default: up to 8 for large files, 1 for small ones).")
     var segments: Int?
 
     @Option(name: .customLong("min-segment-size"), help: "Never split a range below this size, e.g. 1M (default 1M).")

@@ -12,13 +12,13 @@ struct GetCommand: AsyncParsableCommand {
 
     @OptionGroup var list: URLList
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once when several URLs are given.")
+    @Option(name: [.customShort("j"), .customLong("jobs")], parsing: .unconditional, help: "Downloads at once when several URLs are given.")
     var jobs = 3
 
-    @Option(name: .customLong("stall-timeout"), help: "Seconds without data after which a transfer is retried.")
+    @Option(name: .customLong("stall-timeout"), parsing: .unconditional, help: "Seconds without data after which a transfer is retried.")
     var stallTimeout = 30.0
 
-    @Option(name: .customLong("connect-timeout"), help: "Seconds to wait for a connection.")
+    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection.")
     var connectTimeout = 30.0
 
     @OptionGroup(title: "File options")

@@ -11,7 +11,7 @@ struct AddCommand: AsyncParsableCommand {
 
     @OptionGroup var list: URLList
 
-    @Option(help: "Higher runs first.")
+    @Option(parsing: .unconditional, help: "Higher runs first.")
     var priority = 0
 
     @Option(help: "A task id of your choosing (one URL only); adding the same id again returns the existing task.")
@@ -46,6 +46,7 @@ struct AddCommand: AsyncParsableCommand {
         let all = try list.collect()
         try file.checkCount(all.count)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
+        guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
         return try all.map { DaemonProtocol.encode(DownloadRequest(try file.makeOptions(url: $0), priority: priority, id: id)) }
     }
 }

@@ -106,8 +106,15 @@ public enum ResumePolicy {
     ///
     /// With `verifyOverlap`, the bytes held are re-requested and compared even when a strong ETag would do: for
     /// bytes that another URL wrote, where only their content can show that both URLs serve one representation.
-    public static func plan(for point: ResumePoint, probeRanges: Bool = false, verifyOverlap: Bool = false) -> RequestPlan {
+    ///
+    /// `heldFromThisAnswer`: the bytes held were just received in one answer whose complete length was `*`; the rest
+    /// is asked for from exactly the next byte, so that the server can say it ended (416) instead of sending the
+    /// overlap again.
+    public static func plan(for point: ResumePoint, probeRanges: Bool = false, verifyOverlap: Bool = false, heldFromThisAnswer: Bool = false) -> RequestPlan {
         guard point.offset > 0 else { return probeRanges ? .range(start: 0, overlap: 0, ifRange: nil) : .whole }
+        if heldFromThisAnswer, !verifyOverlap {
+            return .range(start: point.offset, overlap: 0, ifRange: point.validators.ifRangeValue)
+        }
         if let tag = point.validators.strongEntityTag, !verifyOverlap {
             return .range(start: point.offset, overlap: 0, ifRange: tag.rawValue)
         }
@@ -186,7 +193,11 @@ public enum ResumePolicy {
             return .restart(.invalidPartialResponse("range ends at byte \(last), past the \(asked) asked for"))
         }
         let validators = Validators(headers: headers)
-        if point.validators.conflicts(with: validators) {
+        if point.offset > 0 || overlap > 0, point.validators.contentEncoding != validators.contentEncoding {
+            // Held bytes in one content coding are never continued with bytes in another (a gzip 206 after identity).
+            return .restart(.resourceChanged("the content encoding is now \(validators.contentEncoding ?? "identity"), the bytes held are \(point.validators.contentEncoding ?? "identity")"))
+        }
+        if point.validators.conflicts(with: validators, comparingEncoding: point.offset > 0 || overlap > 0) {
             return .restart(.resourceChanged("validators differ"))
         }
         // Without an overlap to compare, only the strong ETag ties these bytes to the ones held (or to the other
@@ -196,7 +207,8 @@ public enum ResumePolicy {
         }
         let merged = Validators(
             entityTag: validators.entityTag ?? point.validators.entityTag,
-            lastModified: validators.lastModified ?? point.validators.lastModified
+            lastModified: validators.lastModified ?? point.validators.lastModified,
+            contentEncoding: validators.contentEncoding
         )
         let info = ResourceInfo(validators: merged, totalLength: complete ?? point.totalLength, acceptsRanges: true)
         return .append(info, bodyLength: range.length, overlap: overlap)
@@ -207,8 +219,11 @@ public enum ResumePolicy {
             return .protocolViolation("416 to a request without Range")
         }
         guard let raw = headers["content-range"], let range = ContentRange(raw), case .unsatisfied(let length) = range else {
+            if point.offset == 0 { return .fail(status: 416) }
             return .restart(.invalidPartialResponse("416 without a valid Content-Range: bytes */length"))
         }
+        // Nothing held: a 416 to `bytes=0-` of a file that is not empty is the server's error, not a changed file.
+        if point.offset == 0, length != 0 { return .fail(status: 416) }
         guard length == point.offset else {
             return .restart(.resourceChanged("length is now \(length) bytes, \(point.offset) held"))
         }
@@ -217,7 +232,7 @@ public enum ResumePolicy {
             // own range answers disagree, so the next try is one plain request, not another range probe.
             return .restart(.invalidPartialResponse("the server's lengths disagree: \(length) bytes now, \(known) before"))
         }
-        if point.validators.conflicts(with: Validators(headers: headers)) {
+        if point.validators.conflicts(with: Validators(headers: headers), comparingEncoding: false) {
             return .restart(.resourceChanged("validators differ"))
         }
         return .alreadyComplete

@@ -16,19 +16,32 @@ public struct EntityTag: Equatable, Hashable, Sendable, Codable {
     public var isStrong: Bool { !isWeak && rawValue.count >= 2 && rawValue.hasPrefix("\"") && rawValue.hasSuffix("\"") }
 }
 
-/// What identifies one version of a resource: its ETag and Last-Modified date.
+/// What identifies one version of a resource as it is sent: its ETag, Last-Modified date and content coding.
 public struct Validators: Equatable, Sendable, Codable {
     public var entityTag: EntityTag?
     public var lastModified: String?
+    /// The `Content-Encoding` the bytes are in, lower-cased; `nil` for identity (none).
+    public var contentEncoding: String?
 
-    public init(entityTag: EntityTag? = nil, lastModified: String? = nil) {
+    public init(entityTag: EntityTag? = nil, lastModified: String? = nil, contentEncoding: String? = nil) {
         self.entityTag = entityTag
         self.lastModified = lastModified?.trimmingASCIIWhitespace()
         if self.lastModified?.isEmpty == true { self.lastModified = nil }
+        self.contentEncoding = Validators.normalizedEncoding(contentEncoding)
     }
 
     public init(headers: HTTPFields) {
-        self.init(entityTag: headers["etag"].flatMap(EntityTag.init), lastModified: headers["last-modified"])
+        self.init(
+            entityTag: headers["etag"].flatMap(EntityTag.init), lastModified: headers["last-modified"],
+            contentEncoding: headers.combined("content-encoding"))
+    }
+
+    /// A `Content-Encoding` value as compared: lower case, spaces removed, `identity` and empty as `nil`.
+    static func normalizedEncoding(_ value: String?) -> String? {
+        guard let value else { return nil }
+        let codings = value.lowercased().split(separator: ",").map { $0.trimmingASCIIWhitespace() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+        return codings.isEmpty ? nil : codings.joined(separator: ",")
     }
 
     /// The strong ETag, if there is one.
@@ -39,7 +52,11 @@ public struct Validators: Equatable, Sendable, Codable {
 
     /// Whether `other` (from a later response) describes a different version than `self`.
     /// A validator that either side lacks proves nothing; one that both carry must be equal.
-    public func conflicts(with other: Validators) -> Bool {
+    ///
+    /// The content coding always counts (no header means identity): bytes in one coding are never continued with
+    /// bytes in another. `comparingEncoding: false` is for answers without a body, such as a 416.
+    public func conflicts(with other: Validators, comparingEncoding: Bool = true) -> Bool {
+        if comparingEncoding, contentEncoding != other.contentEncoding { return true }
         if let mine = entityTag, let theirs = other.entityTag, mine.rawValue != theirs.rawValue { return true }
         if let mine = lastModified, let theirs = other.lastModified, mine != theirs { return true }
         return false

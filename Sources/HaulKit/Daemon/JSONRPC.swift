@@ -154,7 +154,7 @@ public struct Params: Sendable, Equatable {
         switch members[key] {
         case nil, .null?: return nil
         case let value?:
-            guard let number = value.intValue else { throw .invalidParams("\"\(key)\" must be an integer") }
+            guard let number = value.intValue else { throw .invalidParams("\"\(key)\" must be a whole number of at most 15 digits") }
             return number
         }
     }
@@ -168,7 +168,7 @@ public struct Params: Sendable, Equatable {
         switch members[key] {
         case nil, .null?: return nil
         case let value?:
-            guard let number = value.int64Value else { throw .invalidParams("\"\(key)\" must be an integer") }
+            guard let number = value.int64Value else { throw .invalidParams("\"\(key)\" must be a whole number of at most 15 digits") }
             return number
         }
     }

@@ -18,6 +18,8 @@ public struct TransferRecord: Codable, Equatable, Sendable {
     public var totalLength: Int64?
     public var entityTag: String?
     public var lastModified: String?
+    /// The content coding the held bytes are in (`nil`: identity); a continuation must use the same.
+    public var contentEncoding: String? = nil
     public var state: State
     /// The bytes held are a file Haul did not write (adopted with `--continue`), still at `destinationPath`
     /// until the server's bytes are shown to match them.
@@ -26,7 +28,7 @@ public struct TransferRecord: Codable, Equatable, Sendable {
     public var segments: [Segment]? = nil
 
     public var validators: Validators {
-        Validators(entityTag: entityTag.flatMap(EntityTag.init), lastModified: lastModified)
+        Validators(entityTag: entityTag.flatMap(EntityTag.init), lastModified: lastModified, contentEncoding: contentEncoding)
     }
 
     public var resumePoint: ResumePoint {
@@ -38,6 +40,7 @@ public struct TransferRecord: Codable, Equatable, Sendable {
         totalLength = point.totalLength
         entityTag = point.validators.entityTag?.rawValue
         lastModified = point.validators.lastModified
+        contentEncoding = point.validators.contentEncoding
     }
 
     /// The file name of this record: see ``key(destinationPath:)``.

@@ -23,7 +23,7 @@ extension DownloadJob {
             reportedSingleConnection = true
             events(.singleConnection(reason: "the server's answers to range requests were inconsistent"))
         }
-        let plan = ResumePolicy.plan(for: point, probeRanges: probe, verifyOverlap: foreignURL != nil)
+        let plan = ResumePolicy.plan(for: point, probeRanges: probe, verifyOverlap: foreignURL != nil, heldFromThisAnswer: heldFromUnknownTotal)
         let (response, url) = try await sender.send(plan, to: requestURL)
         requestURL = url
         let head = RequestSender.head(response)
@@ -74,8 +74,9 @@ extension DownloadJob {
                 return .restart(.resourceChanged("the server sent a new version"))
             }
             if point.offset > 0 {
-                events(.restarted(reason: "the server sent the whole file instead of the rest; starting over"))
+                events(.restarted(reason: "the server sent the whole file instead of the rest"))
             }
+            heldFromUnknownTotal = false
             try openDestination(finalURL: url, headers: head.headers)
             point = ResumePoint(offset: 0, validators: info.validators, totalLength: info.totalLength)
             try file?.truncate(to: 0)
@@ -97,6 +98,9 @@ extension DownloadJob {
                 try await discardHeldBytes()
                 return .restart(.overlapMismatch)
             }
+            // `bytes a-b/*`: the file is not over until the server says so (a 416 at the next byte, or a length).
+            heldFromUnknownTotal = info.totalLength == nil
+            if info.totalLength == nil { return .incomplete }
         }
         if let total = point.totalLength { return point.offset >= total ? .complete : .incomplete }
         return .complete

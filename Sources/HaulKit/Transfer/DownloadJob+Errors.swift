@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOHTTP1
 
 extension DownloadJob {
     /// Sorts a transport error into transient (retry) or fatal, with a message a person understands.
@@ -7,7 +8,12 @@ extension DownloadJob {
         if Task.isCancelled || error is CancellationError { return CancellationError() }
         if let error = error as? HaulError { return error }
         if let error = error as? TransientFailure { return error }
-        let host = url.host ?? url.absoluteString
+        let host = (url.host ?? Redaction.url(url)) + (url.port.map { ":\($0)" } ?? "")
+        // A connection closed mid-body is a drop (retried from the bytes held); any other parse failure means the
+        // answer is not HTTP at all: an unusable server response, said in words, not parser names.
+        if let parse = error as? HTTPParserError, parse != .invalidEOFState {
+            return TransientFailure(reason: "\(host) sent a response that is not valid HTTP", kind: .server)
+        }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled: return CancellationError()
@@ -41,7 +47,7 @@ extension DownloadJob {
 
     static func describe(_ failure: RedirectPolicy.Failure, from url: URL) -> String {
         switch failure {
-        case .tooManyRedirects(let count): return "stopped after \(count) redirects starting at \(url)"
+        case .tooManyRedirects(let count): return "stopped after \(count) redirects starting at \(Redaction.url(url))"
         case .loop(let target): return "redirect loop: \(url) leads back to \(target)"
         case .invalidLocation(let location): return "\(url) redirected to an invalid location \"\(location)\""
         case .unsupportedScheme(let scheme): return "\(url) redirected to an unsupported scheme \"\(scheme)\""

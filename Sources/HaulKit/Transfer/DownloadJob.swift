@@ -62,6 +62,8 @@ final class DownloadJob {
     /// server's own answers to range requests were inconsistent, so such a server gets one plain request.
     var mayProbeRanges = true
     var reportedSingleConnection = false
+    /// The bytes held were received in this run from an answer whose complete length was `*`.
+    var heldFromUnknownTotal = false
     var requestURL: URL
     var retriedOriginalURL = false
     var fetched: Int64 = 0
@@ -267,7 +269,9 @@ final class DownloadJob {
     private func transferLoop() async throws -> DownloadResult {
         var failures = 0
         var restarts = 0
-        var fetchedAtLastFailure: Int64 = 0
+        // The retry budget is spent by attempts that end without bytes past the best offset held so far: a
+        // server that drops at the same place, or starts from byte 0 every time, uses it up.
+        var bestOffset = point.offset
         while true {
             try Task.checkCancellation()
             let fetchedBefore = fetched
@@ -277,7 +281,15 @@ final class DownloadJob {
                     return try await finish()
                 case .incomplete:
                     guard fetched > fetchedBefore else { throw TransientFailure(reason: "the server ended the response early") }
-                    failures = 0
+                    if point.offset > bestOffset {
+                        bestOffset = point.offset
+                        failures = 0
+                    } else {
+                        failures += 1
+                        guard failures <= options.retry.maxRetries else {
+                            throw HaulError(.server, "the server keeps ending the response at the same place (gave up after \(options.retry.maxRetries) retries); run the same command again to resume")
+                        }
+                    }
                 case .restart(let reason):
                     // A changed file starts over like a fresh download (probe, segments); only a server whose
                     // own range answers were inconsistent gets a single plain request.
@@ -290,8 +302,10 @@ final class DownloadJob {
                 }
             } catch let failure as TransientFailure {
                 if Task.isCancelled { throw CancellationError() }
-                if fetched > fetchedAtLastFailure { failures = 0 }
-                fetchedAtLastFailure = fetched
+                if point.offset > bestOffset {
+                    bestOffset = point.offset
+                    failures = 0
+                }
                 failures += 1
                 guard failures <= options.retry.maxRetries else {
                     let tries = options.retry.maxRetries == 1 ? "1 retry" : "\(options.retry.maxRetries) retries"

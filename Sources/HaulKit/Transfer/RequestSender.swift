@@ -47,6 +47,9 @@ struct RequestSender: Sendable {
             case .success(let next):
                 visited.append(next)
                 url = next
+            case .failure(.tooManyRedirects(let count)):
+                // Named after the URL asked for, not the last hop.
+                throw HaulError(.httpStatus, DownloadJob.describe(.tooManyRedirects(count), from: start))
             case .failure(let failure):
                 throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url))
             }

@@ -141,3 +141,56 @@ import Testing
         #expect(result == .failure(.invalidLocation("http://127.0.0.1:99999/x")))
     }
 }
+
+@Suite struct HostileAnswerRuleTests {
+    let dated = Validators(lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+
+    func head(_ status: Int, _ fields: [(String, String)]) -> ResponseHead {
+        ResponseHead(status: status, headers: HTTPFields(fields.map { HTTPFields.Field(name: $0.0, value: $0.1) }))
+    }
+
+    @Test func aGzip206IsNeverAppendedToIdentityBytes() {
+        let point = ResumePoint(offset: 100_000, validators: Validators(entityTag: EntityTag("\"g\"")), totalLength: 200_000)
+        let plan = ResumePolicy.plan(for: point)
+        let gzip = ResumePolicy.decide(plan: plan, point: point, response: head(206, [
+            ("Content-Range", "bytes 100000-199999/200000"), ("ETag", "\"g\""), ("Content-Encoding", "gzip")]))
+        guard case .restart(.resourceChanged) = gzip else { Issue.record("\(gzip)"); return }
+        let identity = ResumePolicy.decide(plan: plan, point: point, response: head(206, [
+            ("Content-Range", "bytes 100000-199999/200000"), ("ETag", "\"g\""), ("Content-Encoding", "identity")]))
+        guard case .append = identity else { Issue.record("\(identity)"); return }
+    }
+
+    @Test func encodedBytesContinueOnlyInTheSameEncoding() {
+        let held = Validators(entityTag: EntityTag("\"g\""), contentEncoding: "GZip")
+        #expect(held.contentEncoding == "gzip")
+        let point = ResumePoint(offset: 10, validators: held, totalLength: 20)
+        let plan = ResumePolicy.plan(for: point)
+        let plain = ResumePolicy.decide(plan: plan, point: point, response: head(206, [("Content-Range", "bytes 10-19/20"), ("ETag", "\"g\"")]))
+        guard case .restart = plain else { Issue.record("\(plain)"); return }
+        let same = ResumePolicy.decide(plan: plan, point: point, response: head(206, [
+            ("Content-Range", "bytes 10-19/20"), ("ETag", "\"g\""), ("Content-Encoding", "gzip")]))
+        guard case .append = same else { Issue.record("\(same)"); return }
+        // A 416 has no body: its missing Content-Encoding says nothing about the coding of the bytes held.
+        let done = ResumePoint(offset: 20, validators: held, totalLength: 20)
+        #expect(ResumePolicy.decide(plan: ResumePolicy.plan(for: done), point: done, response: head(416, [("Content-Range", "bytes */20")])) == .alreadyComplete)
+    }
+
+    @Test func anUnknownTotalDoesNotFinishADownload() {
+        let probe = ResumePolicy.plan(for: ResumePoint(), probeRanges: true)
+        let first = ResumePolicy.decide(plan: probe, point: ResumePoint(), response: head(206, [("Content-Range", "bytes 0-99/*")]))
+        guard case .append(let info, 100, 0) = first else { Issue.record("\(first)"); return }
+        #expect(info.totalLength == nil)
+        // The rest is asked for from the next byte, so the server can answer 416 when the file has ended.
+        let held = ResumePoint(offset: 100, validators: info.validators, totalLength: nil)
+        let next = ResumePolicy.plan(for: held, heldFromThisAnswer: true)
+        #expect(next.headers["Range"] == "bytes=100-")
+        #expect(ResumePolicy.decide(plan: next, point: held, response: head(416, [("Content-Range", "bytes */100")])) == .alreadyComplete)
+        #expect(ResumePolicy.decide(plan: next, point: held, response: head(416, [("Content-Range", "bytes */100000")])) != .alreadyComplete)
+    }
+
+    @Test func a416ToAFreshDownloadIsAnHTTPError() {
+        let probe = ResumePolicy.plan(for: ResumePoint(), probeRanges: true)
+        #expect(ResumePolicy.decide(plan: probe, point: ResumePoint(), response: head(416, [])) == .fail(status: 416))
+        #expect(ResumePolicy.decide(plan: probe, point: ResumePoint(), response: head(416, [("Content-Range", "bytes */0")])) == .alreadyComplete)
+    }
+}

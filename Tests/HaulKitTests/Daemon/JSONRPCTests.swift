@@ -36,13 +36,13 @@ import Testing
 
     @Test func paramsNameTheMemberWithTheWrongType() {
         let params = Params(["n": "x", "s": 3, "b": "yes", "list": ["a", 1], "objects": [1]])
-        #expect(throws: RPCError.invalidParams("\"n\" must be an integer")) { try params.int("n") }
+        #expect(throws: RPCError.invalidParams("\"n\" must be a whole number of at most 15 digits")) { try params.int("n") }
         #expect(throws: RPCError.invalidParams("\"s\" must be a string")) { try params.string("s") }
         #expect(throws: RPCError.invalidParams("\"b\" must be true or false")) { try params.bool("b") }
         #expect(throws: RPCError.invalidParams("\"list\" must be an array of strings")) { try params.strings("list") }
         #expect(throws: RPCError.invalidParams("\"objects\" must be an array of objects")) { try params.objects("objects") }
         #expect(throws: RPCError.invalidParams("\"missing\" is required")) { try params.requiredString("missing") }
-        #expect(throws: RPCError.invalidParams("\"n\" must be an integer")) { try Params(["n": .number(1.5)]).int("n") }
+        #expect(throws: RPCError.invalidParams("\"n\" must be a whole number of at most 15 digits")) { try Params(["n": .number(1.5)]).int("n") }
         #expect((try? Params(["n": nil]).int("n")) == .some(nil), "null is the same as absent")
     }
 

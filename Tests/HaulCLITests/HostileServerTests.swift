@@ -1,0 +1,190 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Servers written to misbehave, and neighbours who plant links: no crash, no hang, no wrong file kept.
+@Suite struct HostileServerTests {
+    /// The first byte and last byte of `Range: bytes=a-b` (b optional), clamped to `total`.
+    func range(_ header: String?, total: Int) -> (Int, Int)? {
+        guard let header, header.hasPrefix("bytes=") else { return nil }
+        let parts = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let first = Int(parts[0]) else { return nil }
+        return (first, min(total - 1, Int(parts[1]) ?? total - 1))
+    }
+
+    @Test func aGzipAnswerIsNeverAppendedToIdentityBytes() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(1 << 20, seed: 130)
+            server.route("/f.bin") { request in
+                guard let (first, last) = range(request.header("Range"), total: body.count) else {
+                    return ResponsePlan(status: 200, headers: [("ETag", "\"z\"")], body: body)
+                }
+                var headers = [("ETag", "\"z\""), ("Content-Range", "bytes \(first)-\(last)/\(body.count)")]
+                var slice = Array(body[first...last])
+                // A resume is answered gzip-compressed (the gzip magic, then junk); a start from byte 0 in identity.
+                if first > 0 {
+                    headers.append(("Content-Encoding", "gzip"))
+                    slice = [0x1f, 0x8b, 0x08, 0x00] + slice.dropFirst(4)
+                }
+                var plan = ResponsePlan(status: 206, headers: headers, body: slice)
+                if request.index == 0 { plan.delivery = .dropAfter(300_000) }
+                return plan
+            }
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "--segments", "1", "--retry-wait", "0"])
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                #expect(contentMismatch(box.path("f.bin"), expected: body) == nil, "identity bytes were mixed with gzip bytes")
+            }
+        }
+    }
+
+    @Test func anUnknownTotalIsFollowedToTheEndNotTakenAsTheWholeFile() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(100_000, seed: 131)
+            server.route("/f.bin") { request in
+                guard let (first, _) = range(request.header("Range"), total: body.count) else {
+                    return ResponsePlan(status: 200, headers: [("ETag", "\"u\"")], body: body)
+                }
+                guard first < body.count else {
+                    return ResponsePlan(status: 416, headers: [("Content-Range", "bytes */\(body.count)")])
+                }
+                // At most 30,000 bytes per answer, and never the complete length.
+                let last = min(body.count - 1, first + 29_999)
+                return ResponsePlan(status: 206, headers: [("ETag", "\"u\""), ("Content-Range", "bytes \(first)-\(last)/*")],
+                                    body: Array(body[first...last]))
+            }
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "--retry-wait", "0"])
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                #expect(contentMismatch(box.path("f.bin"), expected: body) == nil)
+            }
+        }
+    }
+
+    @Test func aShortAnswerWithAnUnknownTotalIsNeverAFinishedFile() async throws {
+        try await withTestServer { server in
+            server.route("/f.bin") { _ in
+                ResponsePlan(status: 206, headers: [("ETag", "\"s\""), ("Content-Range", "bytes 0-99/*")], body: TestData.bytes(100, seed: 132))
+            }
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "--retries", "1", "--retry-wait", "0"])
+                #expect(result.exitCode != 0, "100 bytes of an unknown total were kept as the whole file")
+                #expect(!fileExists(box.path("f.bin")))
+            }
+        }
+    }
+
+    @Test func aServerThatAlwaysDropsAndIgnoresRangesUsesUpTheRetries() async throws {
+        try await withTestServer { server in
+            var resource = Resource(body: TestData.bytes(1 << 20, seed: 133), etag: "\"d\"")
+            resource.faults.ignoreRange = true
+            resource.faults.dropAfterBytes = 400_000
+            server.serve("/f.bin", resource)
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "--retries", "1", "--retry-wait", "0"])
+                #expect(result.exitCode == 3, "\(result.stderr)")
+                // The first attempt, one retry, and nothing more (a stray restart at most).
+                #expect(server.requests("/f.bin").count <= 3, "\(server.requests("/f.bin").count) requests")
+                #expect(!fileExists(box.path("f.bin")))
+            }
+        }
+    }
+
+    @Test(arguments: [
+        "not HTTP at all\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Bad: a\0b\r\n\r\nhello",
+        "HTTP/1.1 200 OK\rContent-Length: 5\r\r\nhello",
+    ])
+    func aMalformedResponseIsAnUnusableServerAnswerInPlainWords(_ answer: String) async throws {
+        let responder = try RawResponder(answer: Array(answer.utf8))
+        defer { responder.stop() }
+        try await Sandbox.with { box in
+            let result = try await box.run(["get", responder.url("/f.bin"), "-o", "f.bin", "--retries", "0"])
+            #expect(result.exitCode == 7, "\(result.stderr)")
+            #expect(result.stderrLines.count == 1, "\(result.stderr)")
+            #expect(result.stderr.contains("not valid HTTP"), "\(result.stderr)")
+            #expect(!result.stderr.contains("HTTPParserError") && !result.stderr.contains("invalid"), "\(result.stderr)")
+        }
+    }
+
+    @Test func aHugeHeadIsAnUnusableServerAnswer() async throws {
+        let answer = "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Filler: " + String(repeating: "a", count: 1000) + "\r\n", count: 1100) + "\r\n"
+        let responder = try RawResponder(answer: Array(answer.utf8))
+        defer { responder.stop() }
+        try await Sandbox.with { box in
+            let result = try await box.run(["get", responder.url("/f.bin"), "-o", "f.bin", "--retries", "0"])
+            #expect(!result.signalled)
+            #expect(result.exitCode == 7, "\(result.stderr)")
+        }
+    }
+
+    @Test func a416ToAFreshDownloadIsAnHTTPError() async throws {
+        try await withTestServer { server in
+            server.route("/f.bin") { _ in ResponsePlan(status: 416, headers: [("Content-Range", "bytes */5000")]) }
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin"])
+                #expect(result.exitCode == 4, "\(result.stderr)")
+                #expect(server.requests("/f.bin").count == 1, "a 416 is not retried")
+            }
+        }
+    }
+
+    @Test func smallerMessagesSayWhatIsWrong() async throws {
+        try await Sandbox.with { box in
+            let empty = try await box.run(["get", "-i", "/dev/null"])
+            #expect(empty.exitCode == 2)
+            #expect(empty.stderr.contains("is empty"), "\(empty.stderr)")
+            for option in ["--retries", "--stall-timeout", "--retry-wait", "--limit-rate"] {
+                let negative = try await box.run(["get", "http://127.0.0.1:9/x", "-o", "x", option, "-1"])
+                #expect(negative.exitCode == 2, "\(option): \(negative.stderr)")
+                #expect(!negative.stderr.contains("Missing value"), "\(option): \(negative.stderr)")
+                #expect(negative.stderr.contains(option) || negative.stderr.contains("rate"), "\(option): \(negative.stderr)")
+            }
+        }
+    }
+
+    // MARK: Planted links
+
+    @Test func aLinkPlantedAtThePartialPathIsNeverWrittenThrough() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(200_000, seed: 134), etag: "\"l\""))
+            try await Sandbox.with { box in
+                let secret = box.path("secret"), missing = box.path("created-by-haul")
+                try writeBytes(Array("keep me".utf8), to: secret)
+                for (name, target) in [("a.bin", secret), ("b.bin", missing)] {
+                    #expect(symlink(target, box.path(name + ".haul-part")) == 0)
+                    let result = try await box.run(["get", server.url("/f.bin"), "-o", name])
+                    #expect(result.exitCode == 6, "\(name): \(result.stderr)")
+                    #expect(result.stderr.contains("symbolic link"), "\(result.stderr)")
+                    #expect(result.stderr.contains(name + ".haul-part"), "\(result.stderr)")
+                }
+                #expect(readBytes(secret) == Array("keep me".utf8))
+                #expect(!fileExists(missing), "a dangling link made Haul create its target")
+            }
+        }
+    }
+
+    @Test func continueRefusesASymlinkedDestination() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(200_000, seed: 135)
+            server.serve("/f.bin", Resource(body: body, etag: "\"c\""))
+            try await Sandbox.with { box in
+                let real = box.path("real.bin")
+                let prefix = Array(body.prefix(50_000))
+                try writeBytes(prefix, to: real)
+                #expect(symlink(real, box.path("link.bin")) == 0)
+                let refused = try await box.run(["get", server.url("/f.bin"), "-o", "link.bin", "--continue"])
+                #expect(refused.exitCode != 0)
+                #expect(refused.stderr.contains("symbolic link"), "\(refused.stderr)")
+                #expect(readBytes(real) == prefix)
+                let named = try await box.run(["get", server.url("/f.bin"), "-o", real, "--continue"])
+                #expect(named.exitCode == 0, "\(named.stderr)")
+                #expect(contentMismatch(real, expected: body) == nil)
+            }
+        }
+    }
+}
