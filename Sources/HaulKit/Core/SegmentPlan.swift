@@ -51,6 +51,21 @@ public struct SegmentPlan: Equatable, Sendable {
         self.nextID = Int(count)
     }
 
+    /// Splits `heldPrefix..<total` into `parts` nearly equal segments after one complete segment holding the
+    /// bytes `0..<heldPrefix` already written (a single-connection partial, or a file given to `--continue`).
+    public init(total: Int64, parts: Int, minSegmentSize: Int64, heldPrefix: Int64) {
+        let prefix = max(0, min(heldPrefix, total))
+        let rest = SegmentPlan(total: total - prefix, parts: parts, minSegmentSize: minSegmentSize)
+        var segments: [Segment] = prefix > 0 ? [Segment(id: 0, start: 0, end: prefix, done: prefix)] : []
+        for segment in rest.segments where total > prefix {
+            segments.append(Segment(id: segments.count, start: prefix + segment.start, end: prefix + segment.end))
+        }
+        self.segments = segments
+        self.total = total
+        self.minSegmentSize = max(1, minSegmentSize)
+        self.nextID = segments.count
+    }
+
     /// Restores a plan saved by an earlier run; `nil` unless the segments cover `0..<total` exactly.
     public init?(restoring saved: [Segment], total: Int64, minSegmentSize: Int64) {
         let sorted = saved.sorted { $0.start < $1.start }

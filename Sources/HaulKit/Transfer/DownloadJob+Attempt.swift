@@ -18,6 +18,11 @@ extension DownloadJob {
             }
             return try await runSegments(segmentPlan, first: nil)
         }
+        if point.offset > 0, let outcome = try await continueHeldPrefixWithSegments() { return outcome }
+        if point.offset > 0, segmentPlan == nil, (options.segments ?? 1) > 1, !reportedSingleConnection {
+            reportedSingleConnection = true
+            events(.singleConnection(reason: "the rest after the bytes held is too small to split, or the server's answer does not allow it"))
+        }
         let probe = mayProbeRanges && options.segments != 1 && point.offset == 0 && adoptedPath == nil
         if !mayProbeRanges, point.offset == 0, options.segments != 1, !reportedSingleConnection {
             reportedSingleConnection = true
@@ -205,7 +210,7 @@ extension DownloadJob {
     }
 
     /// The adopted file's bytes match the server's: move it to the partial path and own it from now on.
-    private func adoptVerifiedFile(_ path: String) async throws {
+    func adoptVerifiedFile(_ path: String) async throws {
         guard var record else { return }
         file?.close()
         try POSIX.rename(path, record.partialPath)
@@ -218,7 +223,7 @@ extension DownloadJob {
     }
 
     /// The bytes another URL left are shown to be this URL's representation: the download is this URL's now.
-    private func ownVerifiedBytes() async throws {
+    func ownVerifiedBytes() async throws {
         guard foreignURL != nil, var record else { return }
         foreignURL = nil
         record.url = options.url.absoluteString
@@ -239,18 +244,7 @@ extension DownloadJob {
             logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> checking held bytes: \(decision)")
             switch decision {
             case .append(let info, _, let overlap):
-                let expected = try file.read(count: Int(overlap), at: check.start)
-                var received: [UInt8] = []
-                do {
-                    for try await chunk in response.body {
-                        received += chunk.readableBytesView
-                        if received.count >= expected.count { break }
-                    }
-                } catch {
-                    throw try DownloadJob.classify(error, url: url)
-                }
-                guard expected.count == Int(overlap), received.count >= expected.count,
-                      received.prefix(expected.count).elementsEqual(expected) else { return false }
+                guard try await body(response.body, from: url, equals: file, at: check.start, count: overlap) else { return false }
                 point.validators = info.validators
             case .writeWhole, .restart:
                 return false
@@ -263,6 +257,22 @@ extension DownloadJob {
             }
         }
         return true
+    }
+
+    /// Whether the first `count` bytes of `body` equal the bytes held at `offset` of `file`.
+    func body(_ body: ResponseBody, from url: URL, equals file: PartialFile, at offset: Int64, count: Int64) async throws -> Bool {
+        let expected = try file.read(count: Int(count), at: offset)
+        guard expected.count == Int(count) else { return false }
+        var received: [UInt8] = []
+        do {
+            for try await chunk in body {
+                received += chunk.readableBytesView
+                if received.count >= expected.count { break }
+            }
+        } catch {
+            throw try DownloadJob.classify(error, url: url)
+        }
+        return received.count >= expected.count && received.prefix(expected.count).elementsEqual(expected)
     }
 
     /// Forgets the bytes held: they belong to another version of the resource.

@@ -18,6 +18,54 @@ extension DownloadJob {
         }
     }
 
+    /// Bytes `0..<offset` held from one connection (or a file given to `--continue`): when the rest is worth
+    /// splitting, the held bytes' last 64 KiB are checked with a closed range, and the rest continues over
+    /// several connections. `nil`: continue over one connection (whose own overlap check then decides).
+    func continueHeldPrefixWithSegments() async throws -> AttemptOutcome? {
+        guard segmentPlan == nil, point.offset > 0, options.segments != 1, mayProbeRanges, !triedHeldPrefixSegments,
+              let file else { return nil }
+        triedHeldPrefixSegments = true
+        if adoptedPath != nil {
+            // A file given to --continue: its length is unknown until the server answers, so the extra check is
+            // made only when several connections were asked for.
+            guard (options.segments ?? 1) > 1 else { return nil }
+        } else {
+            // Haul's own partial: only when its record already shows that the rest would be split.
+            guard let total = point.totalLength, total > point.offset, remainderParts(total: total, validators: point.validators) != nil else { return nil }
+        }
+        guard let (check, end) = ResumePolicy.verificationPlans(for: [0..<point.offset], validators: point.validators).first else { return nil }
+        let (response, url) = try await sender.send(check, to: requestURL, readAhead: SegmentedDownload.readAhead)
+        let head = RequestSender.head(response)
+        let held = ResumePoint(offset: end, validators: point.validators, totalLength: point.totalLength)
+        let decision = ResumePolicy.decide(plan: check, point: held, response: head)
+        logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> checking held bytes: \(decision)")
+        guard case .append(let info, _, let overlap) = decision, let total = info.totalLength, total > point.offset,
+              let parts = remainderParts(total: total, validators: info.validators),
+              try await body(response.body, from: url, equals: file, at: check.start, count: overlap) else { return nil }
+        if let adoptedPath { try await adoptVerifiedFile(adoptedPath) }
+        try await ownVerifiedBytes()
+        guard let opened = self.file else { return nil }
+        point.validators = info.validators
+        point.totalLength = total
+        record?.finalURL = url.absoluteString
+        try opened.preallocate(total)
+        let plan = SegmentPlan(total: total, parts: parts, minSegmentSize: options.minSegmentSize, heldPrefix: point.offset)
+        segmentPlan = plan
+        record?.segments = plan.segments
+        try await saveRecordNow()
+        return try await runSegments(plan, first: nil)
+    }
+
+    /// How many connections the bytes after the held ones would get, or `nil` for one.
+    private func remainderParts(total: Int64, validators: Validators) -> Int? {
+        let rest = ResourceInfo(validators: validators, totalLength: total - point.offset, acceptsRanges: true)
+        let decision = SegmentationPolicy.decide(
+            requested: options.segments, info: rest, rangeSupported: true,
+            minSegmentSize: options.minSegmentSize, maxConnectionsPerHost: options.maxConnectionsPerHost)
+        if case .segmented(let parts) = decision { return parts }
+        return nil
+    }
+
     /// A 200 to the range probe: tell the user when several connections were asked for or would have been used.
     func reportSingleConnection(info: ResourceInfo, rangeSupported: Bool) {
         let large = (info.totalLength ?? 0) >= 8 * options.minSegmentSize

@@ -62,6 +62,8 @@ final class DownloadJob {
     /// server's own answers to range requests were inconsistent, so such a server gets one plain request.
     var mayProbeRanges = true
     var reportedSingleConnection = false
+    /// Continuing a held stretch over several connections is tried once per run.
+    var triedHeldPrefixSegments = false
     /// The bytes held were received in this run from an answer whose complete length was `*`.
     var heldFromUnknownTotal = false
     var requestURL: URL

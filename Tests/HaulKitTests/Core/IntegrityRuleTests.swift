@@ -194,3 +194,16 @@ import Testing
         #expect(ResumePolicy.decide(plan: probe, point: ResumePoint(), response: head(416, [("Content-Range", "bytes */0")])) == .alreadyComplete)
     }
 }
+
+@Suite struct HeldPrefixPlanTests {
+    @Test(arguments: [(Int64(100), Int64(30), 3), (Int64(10 << 20), Int64(1 << 20), 8), (Int64(50), Int64(50), 4), (Int64(50), Int64(0), 2)])
+    func aHeldPrefixIsOneDoneSegmentAndTheRestIsSplit(total: Int64, prefix: Int64, parts: Int) throws {
+        let plan = SegmentPlan(total: total, parts: parts, minSegmentSize: 1, heldPrefix: prefix)
+        #expect(SegmentPlan(restoring: plan.segments, total: total, minSegmentSize: 1) != nil, "\(plan.segments)")
+        #expect(plan.doneBytes == prefix)
+        #expect(plan.heldRuns == (prefix > 0 ? [0..<prefix] : []))
+        let open = plan.segments.filter { !$0.isComplete }
+        #expect(open.count == (prefix == total ? 0 : min(parts, Int(total - prefix))))
+        #expect(Set(plan.segments.map(\.id)).count == plan.segments.count)
+    }
+}

@@ -88,6 +88,58 @@ import Glibc
         }
     }
 
+    @Test func continueSplitsTheRestOverSeveralConnections() async throws {
+        try await withHarness { server, engine, sandbox in
+            let body = TestData.bytes(4 << 20, seed: 108)
+            server.serve("/f", Resource(body: body, etag: "\"c\""))
+            sandbox.write(Array(body.prefix(1 << 20)), to: "f")
+            var options = try segmented(server.url("/f"), sandbox.path("f"))
+            options.continuePartial = true
+            let log = EventLog()
+            let result = try await engine.download(options, events: log.append)
+            #expect(sandbox.contents("f") == body)
+            #expect(result.fetchedBytes == Int64(body.count - (1 << 20)))
+            let requests = server.requests("/f")
+            // The held bytes' last 64 KiB are checked, then the rest goes over several closed ranges.
+            #expect(requests.first?.header("Range") == "bytes=\((1 << 20) - 65536)-\((1 << 20) - 1)")
+            #expect(requests.dropFirst().filter { $0.header("If-Range") == "\"c\"" }.count >= 3, "\(requests.map { $0.header("Range") ?? "-" })")
+            #expect(sandbox.listing() == ["f"])
+        }
+    }
+
+    @Test func continueOfAFileThatDiffersIsRefusedAndLeftAlone() async throws {
+        try await withHarness { server, engine, sandbox in
+            let body = TestData.bytes(4 << 20, seed: 109)
+            server.serve("/f", Resource(body: body, etag: "\"c\""))
+            let other = TestData.bytes(1 << 20, seed: 110)
+            sandbox.write(other, to: "f")
+            var options = try segmented(server.url("/f"), sandbox.path("f"))
+            options.continuePartial = true
+            await expectHaulError(.server) { try await engine.download(options) }
+            #expect(sandbox.contents("f") == other)
+        }
+    }
+
+    @Test func aSingleConnectionPartialResumesOverSeveralConnectionsWhenAsked() async throws {
+        try await withHarness { server, engine, sandbox in
+            let body = TestData.bytes(4 << 20, seed: 111)
+            let resource = Resource(body: body, lastModified: lastModified)
+            var dropping = resource
+            dropping.faults.dropAfterBytes = 1 << 20
+            dropping.faults.dropOnRequests = 1
+            server.serve("/f", dropping)
+            var single = try segmented(server.url("/f"), sandbox.path("f"), retries: 0)
+            single.segments = 1
+            await expectHaulError(.network) { try await engine.download(single) }
+            server.serve("/f", resource)
+            let before = server.requests("/f").count
+            let result = try await engine.download(try segmented(server.url("/f"), sandbox.path("f")))
+            #expect(sandbox.contents("f") == body)
+            #expect(result.fetchedBytes < Int64(body.count))
+            #expect(server.requests("/f").dropFirst(before).count >= 4, "the rest used one connection")
+        }
+    }
+
     // MARK: One owner per partial file
 
     /// Leaves an interrupted single-connection download of `path` at `destination`.
