@@ -168,6 +168,34 @@ import Glibc
         }
     }
 
+    /// Another user plants the link in a shared sticky folder, as in /tmp (needs root to act as that user).
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+    func aLinkPlantedByAnotherUserInASharedFolderIsRefused() async throws {
+        try await withTestServer { server in
+            server.serve("/report.pdf", Resource(body: TestData.bytes(150_000, seed: 136), etag: "\"p\""))
+            try await Sandbox.with { box in
+                let shared = box.path("shared"), secret = box.path("secret")
+                try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+                #expect(chmod(shared, 0o1777) == 0)
+                #expect(chmod(box.root, 0o755) == 0 && chmod(box.work, 0o755) == 0)
+                try writeBytes(Array("victim's data".utf8), to: secret)
+                let planter = Process()
+                planter.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+                planter.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "ln", "-s", secret, shared + "/report.pdf.haul-part"]
+                try planter.run()
+                planter.waitUntilExit()
+                #expect(planter.terminationStatus == 0)
+                var info = stat()
+                #expect(lstat(shared + "/report.pdf.haul-part", &info) == 0 && info.st_uid == 65534)
+                let result = try await box.run(["get", server.url("/report.pdf"), "-o", shared + "/report.pdf"])
+                #expect(result.exitCode == 6, "\(result.stderr)")
+                #expect(result.stderr.contains("report.pdf.haul-part"), "\(result.stderr)")
+                #expect(readBytes(secret) == Array("victim's data".utf8), "the link's target was written")
+                #expect(!fileExists(shared + "/report.pdf"))
+            }
+        }
+    }
+
     @Test func continueRefusesASymlinkedDestination() async throws {
         try await withTestServer { server in
             let body = TestData.bytes(200_000, seed: 135)
