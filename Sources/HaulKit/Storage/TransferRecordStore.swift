@@ -40,11 +40,16 @@ public struct TransferRecordStore: Sendable {
     func save(_ record: TransferRecord, key: String, durable: Bool = true) throws(HaulError) {
         try POSIX.makePrivateDirectories(directory, root: home)
         let path = recordPath(key)
-        let temporary = path + ".tmp"
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes: [UInt8]
         do { bytes = Array(try encoder.encode(record)) } catch { throw HaulError(.fileSystem, "could not encode the resume state: \(error)") }
+        try replacePrivateFile(path, with: bytes, durable: durable)
+    }
+
+    /// Writes `bytes` to `path + ".tmp"` (0600), then renames it over `path`; with `durable`, fsyncs both.
+    private func replacePrivateFile(_ path: String, with bytes: [UInt8], durable: Bool) throws(HaulError) {
+        let temporary = path + ".tmp"
         let file = try PartialFile(path: temporary, create: true, private: true)
         defer { file.close() }
         try file.truncate(to: 0)
@@ -83,18 +88,7 @@ public struct TransferRecordStore: Sendable {
     /// Remembers the destination a `--dir` download chose, so that running it again resumes the same file.
     func rememberDestination(_ path: String, key: String) throws(HaulError) {
         try POSIX.makePrivateDirectories(directory, root: home)
-        let file = try PartialFile(path: "\(directory)/\(key).dir.tmp", create: true, private: true)
-        defer { file.close() }
-        try file.truncate(to: 0)
-        let bytes = Array(path.utf8)
-        do {
-            try bytes.withUnsafeBytes { raw in try file.write(raw, at: 0) }
-        } catch let error as HaulError {
-            throw error
-        } catch {
-            throw HaulError(.fileSystem, "could not write \(directory)/\(key).dir.tmp: \(error)")
-        }
-        try POSIX.rename("\(directory)/\(key).dir.tmp", "\(directory)/\(key).dir")
+        try replacePrivateFile("\(directory)/\(key).dir", with: Array(path.utf8), durable: false)
     }
 
     func forgetDestination(_ key: String) {

@@ -2,20 +2,9 @@ import Foundation
 import Testing
 @testable import HaulKit
 
-/// A seeded generator (SplitMix64): property tests draw the same inputs on every run and machine, so a
-/// failure in CI is reproduced by running the test again; `count` bounds every property.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Property tests draw their inputs from ``SplitMix`` with a fixed seed: the same inputs on every run and
+/// machine, so a failure in CI is reproduced by running the test again; `count` bounds every property.
+extension SplitMix: RandomNumberGenerator {
     /// A string of up to `maxLength` characters drawn from `alphabet`.
     mutating func string(from alphabet: [Character], maxLength: Int) -> String {
         String((0..<Int.random(in: 0...maxLength, using: &self)).map { _ in alphabet.randomElement(using: &self)! })
@@ -29,8 +18,8 @@ struct SeededRandom: RandomNumberGenerator {
 }
 
 /// Runs `body` `count` times with one seeded generator.
-func forAll(count: Int = 2000, seed: UInt64, _ body: (inout SeededRandom) throws -> Void) rethrows {
-    var random = SeededRandom(seed: seed)
+func forAll(count: Int = 2000, seed: UInt64, _ body: (inout SplitMix) throws -> Void) rethrows {
+    var random = SplitMix(seed: seed)
     for _ in 0..<count { try body(&random) }
 }
 
