@@ -46,6 +46,9 @@ struct AddCommand: AsyncParsableCommand {
         let all = try list.collect()
         try file.checkCount(all.count)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
+        if let output = file.output, FileOptions.standardOutputNames.contains(output) {
+            throw InputError("the daemon saves files; -o - (standard output) works with haul get only")
+        }
         guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
         return try all.map { DaemonProtocol.encode(DownloadRequest(try file.makeOptions(url: $0), priority: priority, id: id)) }
     }

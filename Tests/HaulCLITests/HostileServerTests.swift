@@ -147,6 +147,26 @@ import Glibc
         }
     }
 
+    @Test func theRedirectLimitNamesTheURLAskedFor() async throws {
+        try await withTestServer { server in
+            for hop in 0..<15 { server.route("/r\(hop)") { _ in redirectPlan(to: "/r\(hop + 1)") } }
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/r0"), "-o", "f.bin"])
+                #expect(result.exitCode == 4, "\(result.stderr)")
+                #expect(result.stderr.contains(server.url("/r0")), "\(result.stderr)")
+                #expect(!result.stderr.contains(server.url("/r10")), "\(result.stderr)")
+            }
+        }
+    }
+
+    @Test func addRefusesStandardOutput() async throws {
+        try await Sandbox.with { box in
+            let result = try await box.run(["add", "http://127.0.0.1:9/x", "-o", "-", "--no-autostart"])
+            #expect(result.exitCode == 2, "\(result.stderr)")
+            #expect(result.stderr.contains("haul get"), "\(result.stderr)")
+        }
+    }
+
     // MARK: Planted links
 
     @Test func aLinkPlantedAtThePartialPathIsNeverWrittenThrough() async throws {

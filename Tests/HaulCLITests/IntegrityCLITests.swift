@@ -148,4 +148,51 @@ import Glibc
             }
         }
     }
+
+    @Test func theDaemonsStateIsPrivateWhateverTheUmaskAndKeepsSecretsOutOfItsLog() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(300_000, seed: 127)
+            server.serve("/f.bin", Resource(body: body, etag: "\"d\""))
+            try await Sandbox.with { box in
+                let haul = try HaulBinary.path()
+                let daemon = try box.start(["-c", "umask 000; exec \"$0\" \"$@\" 2>\"$HAUL_HOME/daemon-stderr.log\"", haul, "daemon"], binary: "/bin/sh")
+                try await eventually("the daemon listens") {
+                    guard daemon.isRunning else { throw HarnessError("haul daemon exited") }
+                    return (try? String(contentsOfFile: box.home + "/daemon-stderr.log", encoding: .utf8))?.contains("listening on") == true
+                }
+                let secretURL = server.url("/f.bin").replacingOccurrences(of: "http://", with: "http://alice:hunter2@")
+                let added = try await box.run(["add", secretURL, "-o", "f.bin", "-H", "Authorization: Bearer topsecret", "--no-autostart"])
+                #expect(added.exitCode == 0, "\(added.stderr)")
+                let id = try #require(added.stdoutLines.first)
+                let waited = try await box.run(["wait", id, "--no-autostart"])
+                #expect(waited.exitCode == 0, "\(waited.stderr)")
+                #expect(contentMismatch(box.path("f.bin"), expected: body) == nil)
+                let listed = try await box.run(["ls", "--json", "--no-autostart"])
+                let plain = try await box.run(["ls", "--no-autostart"])
+                daemon.signal(SIGTERM)
+                _ = try await daemon.wait(timeout: .seconds(10))
+                let log = (try? String(contentsOfFile: box.home + "/daemon-stderr.log", encoding: .utf8)) ?? ""
+                for text in [listed.stdout, plain.stdout, log, added.stderr, waited.stderr] {
+                    #expect(!text.contains("hunter2") && !text.contains("topsecret"), "\(text)")
+                }
+                var checked = 0
+                let enumerator = FileManager.default.enumerator(atPath: box.home)
+                while let name = enumerator?.nextObject() as? String {
+                    // The test's own capture of the daemon's stderr was made by the shell, not by Haul.
+                    if name == "daemon-stderr.log" { continue }
+                    var info = stat()
+                    let path = box.home + "/" + name
+                    guard lstat(path, &info) == 0 else { continue }
+                    let mode = info.st_mode & 0o777
+                    switch info.st_mode & S_IFMT {
+                    case S_IFDIR: #expect(mode == 0o700, "\(name) is \(String(mode, radix: 8))")
+                    case S_IFREG: #expect(mode == 0o600, "\(name) is \(String(mode, radix: 8))")
+                    default: break
+                    }
+                    checked += 1
+                }
+                #expect(checked >= 5, "the daemon's state was not found under HAUL_HOME")
+            }
+        }
+    }
 }
