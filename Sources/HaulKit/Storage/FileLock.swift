@@ -31,4 +31,24 @@ final class FileLock: Sendable {
     }
 
     func release() { _ = close(fd) }
+
+    /// A short note kept in the lock file itself (the name a `--dir` download chose): one write on the open
+    /// descriptor, no file of its own. Empty text clears it.
+    func setNote(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = ftruncate(fd, 0)
+        guard !bytes.isEmpty else { return }
+        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// The note kept in the lock file at `path`, if any.
+    static func note(at path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
 }

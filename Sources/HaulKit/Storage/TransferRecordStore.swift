@@ -78,20 +78,10 @@ public struct TransferRecordStore: Sendable {
             busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first"))
     }
 
-    /// The destination a `--dir` download chose earlier, remembered under `key` (``TransferRecord/directoryKey(url:directory:)``).
+    /// The destination a `--dir` download chose earlier: the note in its lock (``TransferRecord/directoryKey(url:directory:)``).
     func chosenDestination(_ key: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: "\(directory)/\(key).dir") else { return nil }
-        let path = String(decoding: data, as: UTF8.self)
-        return path.hasPrefix("/") ? path : nil
+        guard let path = FileLock.note(at: "\(directory)/\(key).lock"), path.hasPrefix("/") else { return nil }
+        return path
     }
 
-    /// Remembers the destination a `--dir` download chose, so that running it again resumes the same file.
-    func rememberDestination(_ path: String, key: String) throws(HaulError) {
-        try POSIX.makePrivateDirectories(directory, root: home)
-        try replacePrivateFile("\(directory)/\(key).dir", with: Array(path.utf8), durable: false)
-    }
-
-    func forgetDestination(_ key: String) {
-        POSIX.unlink("\(directory)/\(key).dir")
-    }
 }

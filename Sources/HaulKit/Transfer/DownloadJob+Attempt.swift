@@ -197,7 +197,8 @@ extension DownloadJob {
             }
             destination = "\(directory)/\(free)"
             locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
-            try store.rememberDestination(destination, key: TransferRecord.directoryKey(url: options.url, directory: directory))
+            // Remembered before the partial file exists, so that a rerun after kill -9 finds the same name.
+            directoryLock?.setNote(destination)
         }
         let partial = destination + ".haul-part"
         let fresh = TransferRecord(

@@ -76,6 +76,8 @@ final class DownloadJob {
     var bucket: TokenBucket?
     /// The destination's lock (and for `--dir`, the lock of the URL's name choice), held for the whole run.
     var locks: [FileLock] = []
+    /// For `--dir`: the lock of this URL's name choice in that folder, whose note remembers the name chosen.
+    var directoryLock: FileLock?
 
     init(engine: TransferEngine, options: DownloadOptions, events: @escaping @Sendable (DownloadEvent) -> Void) {
         self.engine = engine
@@ -124,7 +126,9 @@ final class DownloadJob {
         case .directory(let directory):
             try POSIX.makeDirectories(directory)
             let choice = TransferRecord.directoryKey(url: options.url, directory: directory)
-            locks.append(try store.lock(choice, what: "\(Redaction.url(options.url)) in \(directory)"))
+            let lock = try store.lock(choice, what: "\(Redaction.url(options.url)) in \(directory)")
+            locks.append(lock)
+            directoryLock = lock
             // The name is chosen from the first response, unless an earlier run chose it already.
             guard let chosen = store.chosenDestination(choice) else { return nil }
             destination = chosen
@@ -132,17 +136,17 @@ final class DownloadJob {
         locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
         if var saved = try loadRecord(for: destination) {
             if saved.url != options.url.absoluteString {
-                if case .directory(let directory) = options.destination {
+                if case .directory = options.destination {
                     // A stale note: that name belongs to another URL's download now. Choose a name afresh.
-                    store.forgetDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
+                    directoryLock?.setNote("")
                     return nil
                 }
                 guard try takeOver(&saved) else { return try checkDestination(destination) }
             }
             return try restore(saved)
         }
-        if case .directory(let directory) = options.destination {
-            store.forgetDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
+        if case .directory = options.destination {
+            directoryLock?.setNote("")
             return nil
         }
         return try checkDestination(destination)

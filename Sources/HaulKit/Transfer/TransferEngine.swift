@@ -74,9 +74,6 @@ extension TransferEngine {
             POSIX.unlink(path + ".haul-part")
         }
         store.remove(key)
-        if case .directory(let directory) = options.destination {
-            store.forgetDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
-        }
     }
 
     /// The final path of a finished or started download, if known.
