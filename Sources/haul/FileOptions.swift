@@ -67,8 +67,32 @@ struct FileOptions: ParsableArguments {
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
 
+    @Option(name: [.customShort("u"), .customLong("user")], help: "USER:PASSWORD for Basic authentication to the URL's own origin (never sent after a redirect to another).")
+    var user: String?
+
+    @Flag(help: "Take the user and password for the URL's host from ~/.netrc (which must not be readable by others).")
+    var netrc = false
+
+    @Option(name: .customLong("netrc-file"), help: "Like --netrc, from this file.")
+    var netrcFile: String?
+
     /// `-o` values that mean this process's standard output (like curl's `-o -`).
     static let standardOutputNames: Set<String> = ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]
+
+    /// `-u`, else the URL's own `user:password@` (left to the engine), else the netrc entry for the host.
+    func credentials(for url: URL) throws -> Credentials? {
+        if let user { return try Credentials(parsing: user) }
+        guard netrc || netrcFile != nil, Credentials(userinfoOf: url) == nil, let host = url.host else { return nil }
+        let path = netrcFile ?? ((ProcessInfo.processInfo.environment["HOME"] ?? "") + "/.netrc")
+        var info = stat()
+        guard stat(path, &info) == 0, let data = FileManager.default.contents(atPath: path) else {
+            throw InputError("cannot read the netrc file \(path)")
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            throw InputError("\(path) can be read by other users, so its passwords are not used; run chmod 600 \(path)")
+        }
+        return Netrc.credentials(for: host, in: String(decoding: data, as: UTF8.self))
+    }
 
     /// -o, --continue and --checksum are about one file.
     func checkCount(_ urls: Int) throws {
@@ -106,6 +130,10 @@ struct FileOptions: ParsableArguments {
         options.continuePartial = continuePartial
         options.checksum = try checksum.map { try Checksum(parsing: $0) }
         options.headers = HTTPFields(try headers.map { try UserInput.header($0) })
+        if let credentials = try credentials(for: parsedURL), !options.headers.contains("authorization") {
+            // As a header it travels with the task to the daemon; it is sent to the URL's origin only.
+            options.headers.append("Authorization", credentials.authorization)
+        }
         options.rateLimit = try limitRate.map { try UserInput.byteCount($0) }
         options.segments = segments
         options.maxConnectionsPerHost = maxConnectionsPerHost

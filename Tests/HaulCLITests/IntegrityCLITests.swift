@@ -195,4 +195,29 @@ import Glibc
             }
         }
     }
+
+    @Test func dashUAndNetrcAuthenticateAndAnOpenNetrcIsRefused() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(40_000, seed: 128)
+            server.serve("/f.bin", Resource(body: body, etag: "\"a\""))
+            try await Sandbox.with { box in
+                let expected = "Basic " + Data("bob:pa:ss".utf8).base64EncodedString()
+                let withUser = try await box.run(["get", server.url("/f.bin"), "-o", "a.bin", "-u", "bob:pa:ss"])
+                #expect(withUser.exitCode == 0, "\(withUser.stderr)")
+                #expect(server.requests("/f.bin").last?.header("Authorization") == expected)
+                let netrc = box.path("netrc")
+                try writeBytes(Array("machine 127.0.0.1 login bob password pa:ss\n".utf8), to: netrc)
+                #expect(chmod(netrc, 0o644) == 0)
+                let open = try await box.run(["get", server.url("/f.bin"), "-o", "b.bin", "--netrc-file", netrc])
+                #expect(open.exitCode == 2, "\(open.stderr)")
+                #expect(open.stderr.contains("chmod 600"), "\(open.stderr)")
+                #expect(chmod(netrc, 0o600) == 0)
+                let count = server.requests("/f.bin").count
+                let closed = try await box.run(["get", server.url("/f.bin"), "-o", "b.bin", "--netrc-file", netrc])
+                #expect(closed.exitCode == 0, "\(closed.stderr)")
+                #expect(server.requests("/f.bin").dropFirst(count).first?.header("Authorization") == expected)
+                for result in [withUser, open, closed] { #expect(!result.stderr.contains("pa:ss")) }
+            }
+        }
+    }
 }

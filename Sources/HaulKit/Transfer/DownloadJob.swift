@@ -91,7 +91,7 @@ final class DownloadJob {
         self.sender = RequestSender(
             client: engine.client, configuration: engine.configuration, userHeaders: options.headers,
             userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
-            logger: engine.configuration.logger)
+            logger: engine.configuration.logger, credentials: options.credentials ?? Credentials(userinfoOf: options.url))
         self.bucket = options.sharedRateLimiter == nil ? options.rateLimit.map { TokenBucket(bytesPerSecond: $0) } : nil
         self.hasher = options.checksum.map { Checksummer($0.algorithm) }
     }

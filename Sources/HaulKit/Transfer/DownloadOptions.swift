@@ -22,6 +22,9 @@ public struct DownloadOptions: Sendable {
     public var checksum: Checksum?
     /// Extra request headers; sent only to the origin of `url`.
     public var headers = HTTPFields()
+    /// Basic authentication for the origin of `url` (default: the URL's own `user:password@`); never sent to
+    /// another origin. An explicit `Authorization` header wins.
+    public var credentials: Credentials?
     public var retry = RetryPolicy()
     /// Bytes per second for this download (all connections together), or `nil` for no limit.
     public var rateLimit: Int64?

@@ -14,6 +14,19 @@ struct RequestSender: Sendable {
     let policy: RedirectPolicy
     let logger: Logger
 
+    init(client: HTTPClient, configuration: TransferEngine.Configuration, userHeaders: HTTPFields, userOrigin: Origin?,
+         policy: RedirectPolicy, logger: Logger, credentials: Credentials? = nil) {
+        self.client = client
+        self.configuration = configuration
+        var headers = userHeaders
+        // user:password@ in the URL (or given apart) becomes Basic authentication, for the URL's origin only.
+        if let credentials, !headers.contains("authorization") { headers.append("Authorization", credentials.authorization) }
+        self.userHeaders = headers
+        self.userOrigin = userOrigin
+        self.policy = policy
+        self.logger = logger
+    }
+
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
     /// `readAhead`: chunks the event loop may read ahead of the consumer.
     func send(_ plan: RequestPlan, to start: URL, readAhead: Int = ResponseBody.highWatermark) async throws -> (StreamedResponse, URL) {
@@ -33,7 +46,7 @@ struct RequestSender: Sendable {
             let response: StreamedResponse
             do {
                 let request = try HTTPClient.Request(
-                    url: url.absoluteString, method: .GET, headers: HTTPHeaders(fields.map { ($0.name, $0.value) }))
+                    url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: HTTPHeaders(fields.map { ($0.name, $0.value) }))
                 response = try await client.stream(request, headTimeout: headTimeout, readAheadChunks: readAhead)
             } catch {
                 throw try DownloadJob.classify(error, url: url)

@@ -53,7 +53,7 @@ final class StreamDownload {
         self.sender = RequestSender(
             client: engine.client, configuration: engine.configuration, userHeaders: options.headers,
             userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
-            logger: engine.configuration.logger)
+            logger: engine.configuration.logger, credentials: options.credentials ?? Credentials(userinfoOf: options.url))
         if case .file(let path) = options.destination { targetPath = path } else { targetPath = nil }
         startTime = clock.now
         hasher = options.checksum.map { Checksummer($0.algorithm) }
