@@ -139,6 +139,7 @@ struct FileOptions: ParsableArguments {
         options.maxConnectionsPerHost = maxConnectionsPerHost
         if let minSegmentSize { options.minSegmentSize = try UserInput.byteCount(minSegmentSize) }
         options.allowInsecureRedirects = allowInsecureRedirects
+        options.failFastBeforeData = true
         options.retry = RetryPolicy(maxRetries: retries, baseDelay: .milliseconds(Int64(retryWait * 1000)))
         return options
     }

@@ -21,6 +21,9 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection.")
     var connectTimeout = 30.0
 
+    @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
+    var maxTime: Double?
+
     @OptionGroup(title: "File options")
     var file: FileOptions
 
@@ -67,8 +70,19 @@ struct GetCommand: AsyncParsableCommand {
 
         let download = Task { try await engine.download(options, events: { reporter.handle($0) }) }
         let signals = SignalForwarder { download.cancel() }
-        let outcome = await download.result
+        let deadline = maxTime.map { seconds in
+            Task {
+                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                download.cancel()
+            }
+        }
+        var outcome = await download.result
+        deadline?.cancel()
         signals.stop()
+        if case .failure(let error as HaulError) = outcome, error.kind == .interrupted, let maxTime,
+           (try? await deadline?.value) != nil {
+            outcome = .failure(HaulError(.network, "stopped after --max-time \(maxTime.formatted()) s; \(error.message)"))
+        }
         try? await engine.shutdown()
         switch outcome {
         case .success:
@@ -94,7 +108,7 @@ struct GetCommand: AsyncParsableCommand {
         if json, let output = file.output, FileOptions.standardOutputNames.contains(output) {
             throw InputError("-o - writes the file to standard output, where --json would write too; use one of them")
         }
-        for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout)] {
+        for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout), ("--max-time", maxTime ?? 1)] {
             guard value.isFinite, value > 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
         }
         return try file.makeOptions(url: url)

@@ -167,6 +167,38 @@ import Glibc
         }
     }
 
+    @Test(arguments: ["http://127.0.0.1:PORT/x", "http://no-such-host.invalid/x"])
+    func aTypoFailsAtOnceNamingHostAndPort(_ template: String) async throws {
+        let port = try freeLoopbackPort()
+        let url = template.replacingOccurrences(of: "PORT", with: String(port))
+        try await Sandbox.with { box in
+            let result = try await box.run(["get", url, "-o", "f.bin"], timeout: .seconds(20))
+            #expect(result.exitCode == 3, "\(result.stderr)")
+            // Two quick retries at most, not the whole backoff (5 retries from 1 s, doubling).
+            #expect(result.stderr.contains("gave up after 2 retries"), "\(result.stderr)")
+            #expect(result.stderr.contains(url.contains("invalid") ? "no-such-host.invalid:80" : "127.0.0.1:\(port)"), "\(result.stderr)")
+        }
+    }
+
+    @Test func maxTimeStopsAndKeepsTheStateToResume() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(2 << 20, seed: 137)
+            var resource = Resource(body: body, etag: "\"m\"")
+            resource.faults.throttleBytesPerSecond = 256 << 10
+            server.serve("/f.bin", resource)
+            try await Sandbox.with { box in
+                let stopped = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "--max-time", "1"])
+                #expect(stopped.exitCode == 3, "\(stopped.stderr)")
+                #expect(stopped.stderr.contains("--max-time"), "\(stopped.stderr)")
+                #expect(fileExists(box.path("f.bin.haul-part")))
+                server.serve("/f.bin", Resource(body: body, etag: "\"m\""))
+                let resumed = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin"])
+                #expect(resumed.exitCode == 0, "\(resumed.stderr)")
+                #expect(contentMismatch(box.path("f.bin"), expected: body) == nil)
+            }
+        }
+    }
+
     // MARK: Planted links
 
     @Test func aLinkPlantedAtThePartialPathIsNeverWrittenThrough() async throws {

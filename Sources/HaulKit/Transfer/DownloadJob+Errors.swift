@@ -8,7 +8,8 @@ extension DownloadJob {
         if Task.isCancelled || error is CancellationError { return CancellationError() }
         if let error = error as? HaulError { return error }
         if let error = error as? TransientFailure { return error }
-        let host = (url.host ?? Redaction.url(url)) + (url.port.map { ":\($0)" } ?? "")
+        let defaultPort = url.scheme?.lowercased() == "https" ? 443 : 80
+        let host = (url.host ?? Redaction.url(url)) + ":\(url.port ?? defaultPort)"
         // A connection closed mid-body is a drop (retried from the bytes held); any other parse failure means the
         // answer is not HTTP at all: an unusable server response, said in words, not parser names.
         if let parse = error as? HTTPParserError, parse != .invalidEOFState {
@@ -28,7 +29,10 @@ extension DownloadJob {
         if String(reflecting: type(of: error)).contains("SSL") || text.contains("certificate") {
             return HaulError(.network, "TLS error talking to \(host): \(text)")
         }
-        return TransientFailure(reason: "\(describe(error)) (\(host))")
+        let reason = describe(error)
+        var failure = TransientFailure(reason: "\(reason) (\(host))")
+        failure.beforeConnecting = reason == "connection refused" || reason == "the host name could not be resolved"
+        return failure
     }
 
     static func describe(_ error: any Error) -> String {

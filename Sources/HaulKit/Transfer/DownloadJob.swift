@@ -9,6 +9,8 @@ struct TransientFailure: Error {
     var reason: String
     var kind: HaulError.Kind = .network
     var retryAfter: Duration?
+    /// No connection was made at all (refused, unknown host): most likely a typo, worth saying at once.
+    var beforeConnecting = false
 
     init(reason: String, kind: HaulError.Kind = .network, retryAfter: Duration? = nil) {
         self.reason = Redaction.text(reason)
@@ -313,13 +315,18 @@ final class DownloadJob {
                     failures = 0
                 }
                 failures += 1
-                guard failures <= options.retry.maxRetries else {
-                    let tries = options.retry.maxRetries == 1 ? "1 retry" : "\(options.retry.maxRetries) retries"
+                // A typo shows at once: before any byte, a refused connection or unknown host gets two quick
+                // retries (for a server that is just starting) instead of the whole backoff.
+                let quick = failure.beforeConnecting && options.failFastBeforeData && fetched == 0 && point.offset == 0
+                let allowed = quick ? min(options.retry.maxRetries, 2) : options.retry.maxRetries
+                guard failures <= allowed else {
+                    let tries = allowed == 1 ? "1 retry" : "\(allowed) retries"
                     let next = point.offset > 0 ? "run the same command again to resume" : "check the URL and network, then run the same command again"
                     throw HaulError(failure.kind, "\(failure.reason) (gave up after \(tries)); \(next)")
                 }
-                let delay = options.retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
-                events(.retrying(retry: failures, maxRetries: options.retry.maxRetries, delay: delay, reason: failure.reason))
+                var delay = options.retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
+                if quick { delay = min(delay, .milliseconds(250)) }
+                events(.retrying(retry: failures, maxRetries: allowed, delay: delay, reason: failure.reason))
                 try await Task.sleep(for: delay)
             }
         }

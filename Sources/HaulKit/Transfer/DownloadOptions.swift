@@ -37,6 +37,10 @@ public struct DownloadOptions: Sendable {
     /// At most this many connections to one host.
     public var maxConnectionsPerHost = 8
     public var allowInsecureRedirects = false
+    /// Before any byte has arrived, a refused connection or an unknown host fails within about a second (two
+    /// quick retries) instead of after the whole backoff: right for a person at a terminal (`haul get`), not for
+    /// a queue that should wait for a server to come back.
+    public var failFastBeforeData = false
     /// Record durable progress at least this often (whichever comes first).
     public var checkpointBytes: Int64 = 16 << 20
     public var checkpointInterval: Duration = .seconds(1)
