@@ -24,6 +24,7 @@ struct BatchGet {
         configuration.maxConcurrentDownloads = command.jobs
         configuration.retry = requests.isEmpty ? RetryPolicy() : (try? command.makeOptions(url: urls[0]).retry) ?? RetryPolicy()
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
+        configuration.proxies = (try? command.proxies) ?? ProxyChoice()  // checked in makeOptions
         configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
         let identifier = BatchGet.identifier(for: requests)
         let session: DownloadSession

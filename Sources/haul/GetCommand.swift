@@ -21,6 +21,12 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection.")
     var connectTimeout = 30.0
 
+    @Option(help: "Send every request through this proxy: [http://|socks5://|socks5h://][user:password@]host[:port] (default: http_proxy, https_proxy, all_proxy).")
+    var proxy: String?
+
+    @Option(help: "Hosts reached without a proxy: a comma list of names (with their subdomains), IPs, or * (default: no_proxy).")
+    var noproxy: String?
+
     @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
     var maxTime: Double?
 
@@ -61,6 +67,7 @@ struct GetCommand: AsyncParsableCommand {
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
         configuration.maxConnectionsPerHost = file.maxConnectionsPerHost
+        configuration.proxies = (try? proxies) ?? ProxyChoice()  // checked in makeOptions
         if verbose {
             var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
             logger.logLevel = .debug
@@ -102,6 +109,14 @@ struct GetCommand: AsyncParsableCommand {
         return all
     }
 
+    /// The proxy settings from `--proxy`, `--noproxy` and the environment (checked before any connection).
+    var proxies: ProxyChoice {
+        get throws {
+            let explicit = try proxy.map { try ProxyEndpoint(parsing: $0) }
+            return ProxyChoice(explicit: explicit, noProxy: noproxy, environment: ProcessInfo.processInfo.environment)
+        }
+    }
+
     /// Checks every input before any network or file activity.
     func makeOptions(url: String) throws -> DownloadOptions {
         if quiet, json { throw InputError("use either --quiet or --json, not both") }
@@ -111,6 +126,8 @@ struct GetCommand: AsyncParsableCommand {
         for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout), ("--max-time", maxTime ?? 1)] {
             guard value.isFinite, value > 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
         }
-        return try file.makeOptions(url: url)
+        let options = try file.makeOptions(url: url)
+        _ = try proxies.proxy(for: options.url)
+        return options
     }
 }

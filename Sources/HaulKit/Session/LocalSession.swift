@@ -42,6 +42,7 @@ actor LocalSession: SessionBackend {
         self.store = try TaskStore(path: folder + "/tasks.sqlite")
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
+        engineConfiguration.proxies = configuration.proxies
         // Every download the session may run against one host gets a connection (more than 8 would
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)

@@ -8,6 +8,8 @@ public struct SessionConfiguration: Sendable {
     public var maxDownloadsPerHost = 8
     public var retry = RetryPolicy()
     public var stallTimeout: Duration = .seconds(30)
+    /// Which proxy each download goes through (none by default). Not yet carried to a background session's daemon.
+    public var proxies = ProxyChoice()
     /// Bytes per second for all the session's downloads together, or `nil` for no limit.
     public var rateLimit: Int64?
     /// Headers sent with every task's request (a task's own headers win).

@@ -22,6 +22,9 @@ extension DownloadJob {
             case .connectTimeout: return TransientFailure(reason: "connecting to \(host) timed out")
             case .deadlineExceeded: return TransientFailure(reason: "\(host) did not answer in time")
             case .remoteConnectionClosed: return TransientFailure(reason: "\(host) closed the connection")
+            case .invalidProxyResponse: return TransientFailure(reason: "the proxy could not connect to \(host), or refused to")
+            case .proxyAuthenticationRequired:
+                return HaulError(.network, "the proxy asks for a user and password (407); give them as --proxy http://user:password@host:port")
             default: break
             }
         }

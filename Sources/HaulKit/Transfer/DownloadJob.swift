@@ -91,7 +91,7 @@ final class DownloadJob {
         self.startTime = clock.now
         self.logger = engine.configuration.logger
         self.sender = RequestSender(
-            client: engine.client, configuration: engine.configuration, userHeaders: options.headers,
+            engine: engine, configuration: engine.configuration, userHeaders: options.headers,
             userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
             logger: engine.configuration.logger, credentials: options.credentials ?? Credentials(userinfoOf: options.url))
         self.bucket = options.sharedRateLimiter == nil ? options.rateLimit.map { TokenBucket(bytesPerSecond: $0) } : nil

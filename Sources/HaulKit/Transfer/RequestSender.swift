@@ -6,7 +6,7 @@ import NIOHTTP1
 
 /// Sends one GET and follows redirects by ``RedirectPolicy``, sending the user's headers only to their origin.
 struct RequestSender: Sendable {
-    let client: HTTPClient
+    let engine: TransferEngine
     let configuration: TransferEngine.Configuration
     let userHeaders: HTTPFields
     /// The origin of the URL the user gave: the only one their headers go to.
@@ -14,9 +14,9 @@ struct RequestSender: Sendable {
     let policy: RedirectPolicy
     let logger: Logger
 
-    init(client: HTTPClient, configuration: TransferEngine.Configuration, userHeaders: HTTPFields, userOrigin: Origin?,
+    init(engine: TransferEngine, configuration: TransferEngine.Configuration, userHeaders: HTTPFields, userOrigin: Origin?,
          policy: RedirectPolicy, logger: Logger, credentials: Credentials? = nil) {
-        self.client = client
+        self.engine = engine
         self.configuration = configuration
         var headers = userHeaders
         // user:password@ in the URL (or given apart) becomes Basic authentication, for the URL's origin only.
@@ -44,12 +44,19 @@ struct RequestSender: Sendable {
             for field in plan.headers { fields.append(field.name, field.value) }
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
+            let (client, proxy) = try engine.client(for: url)
             do {
                 let request = try HTTPClient.Request(
                     url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: HTTPHeaders(fields.map { ($0.name, $0.value) }))
                 response = try await client.stream(request, headTimeout: headTimeout, readAheadChunks: readAhead)
             } catch {
-                throw try DownloadJob.classify(error, url: url)
+                let classified = try DownloadJob.classify(error, url: url)
+                if let proxy, var failure = classified as? TransientFailure, failure.beforeConnecting || failure.reason.contains("timed out") {
+                    // Through a proxy, a failed connection is the proxy's: say so (never retried without it).
+                    failure.reason = "the proxy \(proxy) could not be reached (\(DownloadJob.describe(error)))"
+                    throw failure
+                }
+                throw classified
             }
             let status = Int(response.status.code)
             guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {

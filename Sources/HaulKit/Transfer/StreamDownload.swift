@@ -51,7 +51,7 @@ final class StreamDownload {
         self.events = events
         self.logger = engine.configuration.logger
         self.sender = RequestSender(
-            client: engine.client, configuration: engine.configuration, userHeaders: options.headers,
+            engine: engine, configuration: engine.configuration, userHeaders: options.headers,
             userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
             logger: engine.configuration.logger, credentials: options.credentials ?? Credentials(userinfoOf: options.url))
         if case .file(let path) = options.destination { targetPath = path } else { targetPath = nil }

@@ -1,5 +1,7 @@
 import AsyncHTTPClient
+import struct Foundation.URL
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Downloads files over HTTP(S) so that no interruption loses progress or corrupts a byte.
@@ -15,16 +17,46 @@ public final class TransferEngine: Sendable {
         /// Connections the client keeps to one host (segmented downloads use up to this many).
         public var maxConnectionsPerHost = 8
         public var userAgent = "haul/\(HaulVersion.string)"
+        /// Which proxy each URL goes through (none by default; `haul get` passes its environment and flags).
+        public var proxies = ProxyChoice()
         /// Receives one debug line per request, response and resume decision.
         public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
         public init() {}
     }
 
+    /// The direct client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient).
     let client: HTTPClient
+    private let proxiedClients = NIOLockedValueBox<[ProxyEndpoint: HTTPClient]>([:])
     let store: TransferRecordStore
     let configuration: Configuration
 
     public init(home: HaulHome, configuration: Configuration = Configuration()) {
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, proxy: nil))
+        store = TransferRecordStore(home: home)
+        self.configuration = configuration
+    }
+
+    /// The client for `url`: through the proxy chosen for it, else direct. A malformed proxy setting is an error,
+    /// never a reason to connect directly.
+    func client(for url: URL) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
+        let proxy: ProxyEndpoint?
+        do {
+            proxy = try configuration.proxies.proxy(for: url)
+        } catch {
+            throw HaulError(.usage, error.message)
+        }
+        guard let proxy else { return (client, nil) }
+        let configuration = self.configuration
+        let chosen = proxiedClients.withLockedValue { clients in
+            if let existing = clients[proxy] { return existing }
+            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, proxy: proxy))
+            clients[proxy] = made
+            return made
+        }
+        return (chosen, proxy)
+    }
+
+    private static func clientConfiguration(_ configuration: Configuration, proxy: ProxyEndpoint?) -> HTTPClient.Configuration {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.decompression = .disabled
@@ -35,14 +67,22 @@ public final class TransferEngine: Sendable {
             connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))
         )
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        store = TransferRecordStore(home: home)
-        self.configuration = configuration
+        if let proxy {
+            switch proxy.kind {
+            case .http:
+                let authorization = proxy.user.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
+                clientConfiguration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
+            case .socks5, .socks5h:
+                clientConfiguration.proxy = .socksServer(host: proxy.host, port: proxy.port)
+            }
+        }
+        return clientConfiguration
     }
 
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         try await client.shutdown()
+        for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { try? await proxied.shutdown() }
     }
 
     /// Downloads (or resumes) one file. Throws ``HaulError``; on every failure the state needed to resume is kept.

@@ -1,0 +1,103 @@
+import struct Foundation.URL
+
+/// A proxy to send requests through.
+public struct ProxyEndpoint: Equatable, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Hashable, Sendable {
+        /// Plain HTTP requests forwarded, HTTPS tunnelled with `CONNECT`.
+        case http
+        /// SOCKS5, host names resolved locally (`socks5://`) or by the proxy (`socks5h://`).
+        case socks5, socks5h
+    }
+
+    public var kind: Kind
+    public var host: String
+    public var port: Int
+    /// Proxy authentication (`user:password@` in the proxy URL); HTTP proxies only.
+    public var user: String?
+    public var password: String?
+
+    /// Parses a proxy as curl takes it: `[scheme://][user:password@]host[:port]`, scheme `http` (the default),
+    /// `socks5` or `socks5h`, port 1080 when none is given.
+    public init(parsing text: String) throws(InputError) {
+        var value = text.trimmingASCIIWhitespace()
+        guard !value.isEmpty else { throw InputError("the proxy is empty") }
+        if !value.contains("://") { value = "http://" + value }
+        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
+            throw InputError("the proxy \"\(Redaction.url(text))\" is not [scheme://][user:password@]host[:port]")
+        }
+        guard let kind = Kind(rawValue: scheme) else {
+            throw InputError("unsupported proxy scheme \"\(scheme)\"; use http://, socks5:// or socks5h://")
+        }
+        let port = url.port ?? 1080
+        guard (1...65535).contains(port) else { throw InputError("the proxy's port \(port) is out of range (1-65535)") }
+        self.kind = kind
+        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        self.port = port
+        let credentials = Credentials(userinfoOf: url)
+        user = credentials?.user
+        password = credentials?.password
+        if kind != .http, user != nil {
+            throw InputError("SOCKS proxy authentication is not supported; use an HTTP proxy for user:password")
+        }
+    }
+
+    /// `scheme://host:port`, without credentials.
+    public var description: String { "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+}
+
+/// Which proxy a URL goes through, with curl's semantics: `--proxy` for every URL, else `http_proxy` (lower
+/// case only, because of httpoxy) for `http://` and `https_proxy`/`HTTPS_PROXY` for `https://`, else
+/// `all_proxy`/`ALL_PROXY`; except hosts matched by `--noproxy`, else `no_proxy`/`NO_PROXY` (a comma list
+/// of host names, matched with their subdomains, a leading dot ignored, literal IPs, or `*` for all).
+public struct ProxyChoice: Equatable, Sendable {
+    public var explicit: ProxyEndpoint?
+    public var noProxy: String?
+    public var environment: [String: String]
+
+    /// Reads nothing but what it is given: `environment` is normally the process's.
+    public init(explicit: ProxyEndpoint? = nil, noProxy: String? = nil, environment: [String: String] = [:]) {
+        self.explicit = explicit
+        self.noProxy = noProxy
+        self.environment = environment
+    }
+
+    /// The proxy for `url`, or `nil` to connect directly. Throws when a configured proxy is malformed (never
+    /// falls back to a direct connection).
+    public func proxy(for url: URL) throws(InputError) -> ProxyEndpoint? {
+        guard let host = url.host?.lowercased() else { return nil }
+        let exceptions = noProxy ?? value("no_proxy") ?? value("NO_PROXY") ?? ""
+        if Self.matches(host: host, noProxy: exceptions) { return nil }
+        if let explicit { return explicit }
+        let scheme = url.scheme?.lowercased()
+        let configured = (scheme == "http" ? value("http_proxy") : scheme == "https" ? value("https_proxy") ?? value("HTTPS_PROXY") : nil)
+            ?? value("all_proxy") ?? value("ALL_PROXY")
+        guard let configured else { return nil }
+        return try ProxyEndpoint(parsing: configured)
+    }
+
+    private func value(_ name: String) -> String? {
+        guard let value = environment[name]?.trimmingASCIIWhitespace(), !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// Whether `host` is excepted by a `no_proxy` list.
+    public static func matches(host rawHost: String, noProxy list: String) -> Bool {
+        var host = rawHost.lowercased()
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.hasSuffix(".") { host.removeLast() }
+        for rawEntry in list.split(separator: ",") {
+            var entry = rawEntry.trimmingASCIIWhitespace().lowercased()
+            if entry == "*" { return true }
+            if entry.hasPrefix("[") , let close = entry.firstIndex(of: "]") {
+                entry = String(entry[entry.index(after: entry.startIndex)..<close])
+            } else if entry.filter({ $0 == ":" }).count == 1, let colon = entry.firstIndex(of: ":") {
+                entry = String(entry[..<colon])  // host:port — the port is ignored, as curl does
+            }
+            while entry.hasPrefix(".") { entry.removeFirst() }
+            if entry.hasSuffix(".") { entry.removeLast() }
+            guard !entry.isEmpty else { continue }
+            if host == entry || host.hasSuffix("." + entry) { return true }
+        }
+        return false
+    }
+}

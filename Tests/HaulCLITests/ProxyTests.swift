@@ -1,0 +1,118 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real forward proxy (tinyproxy from Debian) started on a free loopback port for each test.
+final class Tinyproxy: @unchecked Sendable {
+    static let binary = ["/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static var enabled: Bool { binary != nil || ExternalTools.inCI }
+
+    let port: Int
+    let folder: String
+    private let process = Process()
+
+    init(basicAuth: (String, String)? = nil) throws {
+        guard let binary = Self.binary else { throw HarnessError("tinyproxy is not installed: apt-get install tinyproxy") }
+        port = try freeLoopbackPort()
+        folder = NSTemporaryDirectory() + "haul-tinyproxy-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        var config = """
+            Port \(port)
+            Listen 127.0.0.1
+            Timeout 30
+            Allow 127.0.0.1
+            LogLevel Info
+            LogFile "\(folder)/tinyproxy.log"
+            MaxClients 20
+            DisableViaHeader Yes
+
+            """
+        if geteuid() == 0 { config += "User root\nGroup root\n" }
+        if let (user, password) = basicAuth { config += "BasicAuth \(user) \(password)\n" }
+        try config.write(toFile: folder + "/tinyproxy.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["-d", "-c", folder + "/tinyproxy.conf"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 {
+            if rawHTTPGet(port: port, path: "/") != nil { return }
+            usleep(20_000)
+        }
+        stop()
+        throw HarnessError("tinyproxy did not start on port \(port)")
+    }
+
+    var log: String { (try? String(contentsOfFile: folder + "/tinyproxy.log", encoding: .utf8)) ?? "" }
+
+    func stop() {
+        // SIGKILL: a child of the test process inherits a mask that blocks SIGTERM.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+@Suite(.enabled(if: Tinyproxy.enabled, "needs tinyproxy (apt-get install tinyproxy)"))
+struct ProxyTests {
+    @Test func downloadsGoThroughTheProxyGivenByFlagOrEnvironment() async throws {
+        let proxy = try Tinyproxy()
+        defer { proxy.stop() }
+        try await withTestServer { server in
+            let body = TestData.bytes(300_000, seed: 160)
+            server.serve("/f.bin", Resource(body: body, etag: "\"p\""))
+            try await Sandbox.with { box in
+                let viaFlag = try await box.run(["get", server.url("/f.bin"), "-o", "a.bin", "--proxy", "http://127.0.0.1:\(proxy.port)"])
+                #expect(viaFlag.exitCode == 0, "\(viaFlag.stderr)")
+                #expect(contentMismatch(box.path("a.bin"), expected: body) == nil)
+                let served = server.requests("/f.bin").count
+                #expect(served >= 1)
+                #expect(proxy.log.contains("127.0.0.1:\(server.port)"), "the proxy saw nothing: \(proxy.log)")
+                let logged = proxy.log.components(separatedBy: "127.0.0.1:\(server.port)").count
+                let viaEnvironment = try await box.start(
+                    ["-c", "http_proxy=http://127.0.0.1:\(proxy.port) exec \"$0\" \"$@\"", try HaulBinary.path(), "get", server.url("/f.bin"), "-o", "b.bin"],
+                    binary: "/bin/sh").wait()
+                #expect(viaEnvironment.exitCode == 0, "\(viaEnvironment.stderr)")
+                #expect(contentMismatch(box.path("b.bin"), expected: body) == nil)
+                #expect(proxy.log.components(separatedBy: "127.0.0.1:\(server.port)").count > logged, "http_proxy was not used")
+            }
+        }
+    }
+
+    @Test func anUnreachableProxyIsAnErrorNeverADirectConnection() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(1000, seed: 161), etag: "\"d\""))
+            let dead = try freeLoopbackPort()
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "a.bin", "--proxy", "127.0.0.1:\(dead)"])
+                #expect(result.exitCode == 3, "\(result.stderr)")
+                #expect(result.stderr.contains("proxy http://127.0.0.1:\(dead)"), "\(result.stderr)")
+                #expect(server.requests("/f.bin").isEmpty, "Haul connected directly around the proxy")
+                // no_proxy lets the same host through directly.
+                let excepted = try await box.run(["get", server.url("/f.bin"), "-o", "b.bin", "--proxy", "127.0.0.1:\(dead)", "--noproxy", "127.0.0.1"])
+                #expect(excepted.exitCode == 0, "\(excepted.stderr)")
+            }
+        }
+    }
+
+    @Test func proxyAuthenticationFromTheProxyURLAndNeverPrinted() async throws {
+        let proxy = try Tinyproxy(basicAuth: ("pu", "ppass"))
+        defer { proxy.stop() }
+        try await withTestServer { server in
+            let body = TestData.bytes(100_000, seed: 162)
+            server.serve("/f.bin", Resource(body: body, etag: "\"a\""))
+            try await Sandbox.with { box in
+                let refused = try await box.run(["get", server.url("/f.bin"), "-o", "a.bin", "--proxy", "http://127.0.0.1:\(proxy.port)", "--retries", "0"])
+                #expect(refused.exitCode == 3, "\(refused.stderr)")
+                let accepted = try await box.run(["get", server.url("/f.bin"), "-o", "a.bin", "--proxy", "http://pu:ppass@127.0.0.1:\(proxy.port)"])
+                #expect(accepted.exitCode == 0, "\(accepted.stderr)")
+                #expect(contentMismatch(box.path("a.bin"), expected: body) == nil)
+                #expect(!refused.stderr.contains("ppass") && !accepted.stderr.contains("ppass"))
+            }
+        }
+    }
+}
