@@ -169,8 +169,16 @@ final class ExternalServer: @unchecked Sendable {
 
 private func launchProcess(_ executable: String, _ arguments: [String], logsIn prefix: String) throws -> Process {
     let process = Process()
+    #if os(Linux)
+    // A child inherits the signal mask of the test thread that starts it, which blocks SIGTERM (seen in
+    // /proc/PID/status: SigBlk). A server that does not unblock it itself (apache2, lighttpd, Python) ignores
+    // `stop()`'s SIGTERM and is SIGKILLed 3 s later; `env --default-signal` starts it with all signals unblocked.
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["--default-signal", executable] + arguments
+    #else
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    #endif
     process.standardInput = FileHandle.nullDevice
     FileManager.default.createFile(atPath: prefix + "/stdout.log", contents: nil)
     FileManager.default.createFile(atPath: prefix + "/stderr.log", contents: nil)
