@@ -144,6 +144,8 @@ func withLighttpd<T>(_ body: (ExternalServer) async throws -> T) async throws ->
     return try await ExternalServer.with(name: "lighttpd", documentRoot: { $0 + "/www" }, launch: { prefix, port in
         // Without a content type lighttpd sends neither ETag nor Last-Modified. The stat cache is off, so a
         // file replaced on disk gets new validators at once (the "simple" cache keeps them for up to a second).
+        // The access log goes through a pipe: lighttpd writes piped log lines at once, but buffers those for
+        // a file for up to 4 seconds.
         let config = """
             server.modules = ( "mod_accesslog" )
             server.bind = "127.0.0.1"
@@ -152,7 +154,7 @@ func withLighttpd<T>(_ body: (ExternalServer) async throws -> T) async throws ->
             server.errorlog = "\(prefix)/error.log"
             server.stat-cache-engine = "disable"
             mimetype.assign = ( "" => "application/octet-stream" )
-            accesslog.filename = "\(prefix)/access.log"
+            accesslog.filename = "|exec /bin/cat >> '\(prefix)/access.log'"
             accesslog.format = "%m %U %>s range=\\"%{Range}i\\" if_range=\\"%{If-Range}i\\" sent=%b"
             $HTTP["url"] =~ "^/slow/" {
                 connection.kbytes-per-second = \(RealServer.slowRate / 1024)
