@@ -27,7 +27,7 @@ enum ExternalTools {
         return python3
     }
 
-    private static func find(_ name: String, also extra: [String]) -> String? {
+    static func find(_ name: String, also extra: [String]) -> String? {
         let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
         return (path + extra).map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
@@ -49,7 +49,7 @@ func freeLoopbackPort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-private func loopbackAddress(port: Int) -> sockaddr_in {
+func loopbackAddress(port: Int) -> sockaddr_in {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = UInt16(port).bigEndian
@@ -91,7 +91,7 @@ final class ExternalServer: @unchecked Sendable {
     let documentRoot: String
     private let process: Process
 
-    fileprivate init(name: String, port: Int, prefix: String, documentRoot: String, process: Process) {
+    init(name: String, port: Int, prefix: String, documentRoot: String, process: Process) {
         self.name = name
         self.port = port
         self.prefix = prefix
@@ -129,7 +129,7 @@ final class ExternalServer: @unchecked Sendable {
 
     /// Starts the server on a free port (retrying when the port was taken) and waits until it answers
     /// a request for a per-start token file; the server is stopped when `body` returns or throws.
-    fileprivate static func with<T>(
+    static func with<T>(
         name: String,
         documentRoot: (String) -> String,
         launch: (_ prefix: String, _ port: Int) throws -> Process,
@@ -167,10 +167,18 @@ final class ExternalServer: @unchecked Sendable {
     }
 }
 
-private func launchProcess(_ executable: String, _ arguments: [String], logsIn prefix: String) throws -> Process {
+func launchProcess(_ executable: String, _ arguments: [String], logsIn prefix: String) throws -> Process {
     let process = Process()
+    #if os(Linux)
+    // A child inherits the signal mask of the test thread that starts it, which blocks SIGTERM (seen in
+    // /proc/PID/status: SigBlk). A server that does not unblock it itself (apache2, lighttpd, Python) ignores
+    // `stop()`'s SIGTERM and is SIGKILLed 3 s later; `env --default-signal` starts it with all signals unblocked.
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["--default-signal", executable] + arguments
+    #else
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    #endif
     process.standardInput = FileHandle.nullDevice
     FileManager.default.createFile(atPath: prefix + "/stdout.log", contents: nil)
     FileManager.default.createFile(atPath: prefix + "/stderr.log", contents: nil)
