@@ -79,6 +79,20 @@ final class DaemonConnection: Sendable {
         }
     }
 
+    /// Subscribes this connection to the session's events (no replay); false when the session does not exist,
+    /// which is an error unless it is `default`.
+    func subscribe() async throws -> Bool {
+        do {
+            _ = try await client.call("events.subscribe", .object(["session": .string(session), "replay": false]))
+            return true
+        } catch let error as RPCError {
+            if error.isNoSuchSession, session == "default" { return false }
+            throw CLIFailure(error.haulError)
+        } catch let error as HaulError {
+            throw CLIFailure(error)
+        }
+    }
+
     /// Adds tasks in as many messages as it takes; their ids, in order.
     func add(_ requests: [JSONValue]) async throws -> [String] {
         do {

@@ -107,8 +107,10 @@ struct TaskFollower {
                     wakeup.fire()
                 }
                 defer { consumer.cancel() }
+                // Subscribed before the tasks are read: no event between the two is missed.
+                let exists = try await connection.subscribe()
                 if targets == nil {
-                    let all = try await connection.tasks()
+                    let all = exists ? try await connection.tasks() : []
                     let chosen = typed.isEmpty
                         ? Set(all.filter { $0.state == .waiting || $0.state == .running }.map(\.id))
                         : Set(try await connection.resolve(typed, among: all.map(\.id)))
@@ -117,9 +119,7 @@ struct TaskFollower {
                     seed(all.filter { chosen.contains($0.id) })
                 }
                 let wanted = targets ?? []
-                if wanted.isEmpty { return [] }
-                // Subscribed before the tasks are read again below: no event between the two is missed.
-                _ = try await connection.call("events.subscribe", ["replay": false])
+                if wanted.isEmpty || !exists { return [] }
                 while true {
                     let tasks = try await connection.tasks(ids: wanted)
                     failures = 0
