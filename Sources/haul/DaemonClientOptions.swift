@@ -69,9 +69,34 @@ final class DaemonConnection: Sendable {
         }
     }
 
-    func tasks() async throws -> [TaskSnapshot] {
+    /// The session's tasks (only those of `ids`, in that order, when given), a page at a time. A session the daemon
+    /// does not have is an error, except that `default` (the one the CLI uses unless told) then lists nothing.
+    func tasks(ids: [String]? = nil) async throws -> [TaskSnapshot] {
         do {
-            return try await client.tasks(session: session)
+            return try await client.tasks(session: session, ids: ids, missingSessionIsEmpty: session == "default")
+        } catch let error as HaulError {
+            throw CLIFailure(error)
+        }
+    }
+
+    /// Subscribes this connection to the session's events (no replay); false when the session does not exist,
+    /// which is an error unless it is `default`.
+    func subscribe() async throws -> Bool {
+        do {
+            _ = try await client.call("events.subscribe", .object(["session": .string(session), "replay": false]))
+            return true
+        } catch let error as RPCError {
+            if error.isNoSuchSession, session == "default" { return false }
+            throw CLIFailure(error.haulError)
+        } catch let error as HaulError {
+            throw CLIFailure(error)
+        }
+    }
+
+    /// Adds tasks in as many messages as it takes; their ids, in order.
+    func add(_ requests: [JSONValue]) async throws -> [String] {
+        do {
+            return try await client.add(session: session, requests)
         } catch let error as HaulError {
             throw CLIFailure(error)
         }

@@ -17,6 +17,31 @@ struct DaemonCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every connection and request.")
     var verbose = false
 
+    @Option(name: .customLong("max-sessions"), help: "Sessions open at once (idle ones are closed to make room).")
+    var maxSessions = DaemonLimits().maxOpenSessions
+
+    @Option(name: .customLong("session-idle-timeout"), help: "Seconds before a session with nothing to do and no client is closed.")
+    var sessionIdleTimeout = DaemonLimits().sessionIdleTimeout.seconds
+
+    @Option(name: .customLong("partial-line-timeout"), help: "Seconds a client may leave a message unfinished before it is disconnected.")
+    var partialLineTimeout = DaemonLimits().partialLineTimeout.seconds
+
+    func validate() throws {
+        guard maxSessions >= 1, maxSessions <= 10_000 else { throw ValidationError("--max-sessions must be between 1 and 10000") }
+        for (name, value) in [("--session-idle-timeout", sessionIdleTimeout), ("--partial-line-timeout", partialLineTimeout)] {
+            guard value > 0, value <= 86_400 else { throw ValidationError("\(name) must be between 0 and 86400 seconds") }
+        }
+    }
+
+    /// The limits the options ask for.
+    var limits: DaemonLimits {
+        var limits = DaemonLimits()
+        limits.maxOpenSessions = maxSessions
+        limits.sessionIdleTimeout = .milliseconds(Int64(sessionIdleTimeout * 1_000))
+        limits.partialLineTimeout = .milliseconds(Int64(partialLineTimeout * 1_000))
+        return limits
+    }
+
     func run() async throws {
         var logger = Logger(label: "haul.daemon", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .debug : .info
@@ -39,7 +64,7 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         let server: DaemonServer
         do {
-            server = try await DaemonServer(location: location, home: home, logger: logger)
+            server = try await DaemonServer(location: location, home: home, logger: logger, limits: limits)
         } catch let error as HaulError {
             signals.stop()
             Reporter.printError("haul daemon: error: \(error.message)")

@@ -32,10 +32,8 @@ struct AddCommand: AsyncParsableCommand {
         }
         do {
             let connection = try await daemon.connect()
-            let answer = try await connection.call("tasks.add", ["tasks": .array(requests)])
-            for task in answer["tasks"]?.arrayValue ?? [] {
-                print(task["id"]?.stringValue ?? "")
-            }
+            // Sent in chunks that fit a message each, however many URLs there are.
+            for id in try await connection.add(requests) { print(id) }
             await connection.close()
         } catch {
             throw CLIFailure.exit(error)

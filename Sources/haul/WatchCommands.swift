@@ -85,7 +85,8 @@ struct TaskFollower {
     func follow(
         seed: ([TaskSnapshot]) -> Void, event: @escaping @Sendable (SessionEvent) -> Void, tick: ([TaskSnapshot]) -> Void
     ) async throws -> [TaskSnapshot] {
-        var targets: Set<String>?
+        /// The followed tasks, in the order they were added.
+        var targets: [String]?
         // Events reach `event` only for the followed tasks (and the queue-wide ones), once those are known.
         let followed = NIOLockedValueBox<Set<String>?>(nil)
         var failures = 0
@@ -106,18 +107,21 @@ struct TaskFollower {
                     wakeup.fire()
                 }
                 defer { consumer.cancel() }
-                _ = try await connection.call("events.subscribe", ["replay": false])
+                // Subscribed before the tasks are read: no event between the two is missed.
+                let exists = try await connection.subscribe()
                 if targets == nil {
-                    let all = try await connection.tasks()
+                    let all = exists ? try await connection.tasks() : []
                     let chosen = typed.isEmpty
                         ? Set(all.filter { $0.state == .waiting || $0.state == .running }.map(\.id))
                         : Set(try await connection.resolve(typed, among: all.map(\.id)))
-                    targets = chosen
+                    targets = all.map(\.id).filter { chosen.contains($0) }
                     followed.withLockedValue { $0 = chosen }
                     seed(all.filter { chosen.contains($0.id) })
                 }
+                let wanted = targets ?? []
+                if wanted.isEmpty || !exists { return [] }
                 while true {
-                    let tasks = try await connection.tasks().filter { targets?.contains($0.id) ?? false }
+                    let tasks = try await connection.tasks(ids: wanted)
                     failures = 0
                     tick(tasks)
                     if !tasks.contains(where: { $0.state == .waiting || $0.state == .running || $0.state == .paused }) {

@@ -181,6 +181,8 @@ import Testing
         try await withDaemon { sandbox, _, socket in
             let port = try freeLoopbackPort()  // nothing listens: the tasks fail fast, making events
             let slow = try RawSocketClient(path: socket)
+            // Only session.open and tasks.add create a session: subscribing needs one that exists.
+            _ = try slow.call("session.open", ["session": "default"], id: "open")
             let subscribed = try slow.call("events.subscribe", ["session": "default"], id: "sub")
             #expect(subscribed.result?["journal"] is [Any], "events.subscribe: \(subscribed)")
             // From here on `slow` is never read again.
@@ -223,6 +225,9 @@ import Testing
         try await withDaemon { _, daemon, socket in
             let collector = Collector()
             let pid = Int(daemon.pid)
+            // The sessions the clients list exist (only session.open and tasks.add create one).
+            let opener = try RawSocketClient(path: socket)
+            for index in 0..<4 { _ = try opener.call("session.open", ["session": "s\(index)"], id: index) }
             for index in 0..<20 {
                 Thread {
                     defer { collector.finished() }

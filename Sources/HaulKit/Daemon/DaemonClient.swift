@@ -130,13 +130,61 @@ public actor DaemonClient {
         }
     }
 
-    /// Every task of the daemon's session `session`, in the order added.
-    public func tasks(session: String) async throws -> [TaskSnapshot] {
-        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list", session: session)["tasks"]) else {
-            throw HaulError(.server, "the haul daemon sent a task list this haul does not understand; restart the daemon")
+    /// The tasks of the daemon's session `session`, in the order added, fetched a page at a time; with `ids`, those
+    /// of them that exist, in the order of `ids`. With `missingSessionIsEmpty`, a session the daemon does not have
+    /// lists no tasks instead of failing.
+    public func tasks(session: String, ids: [String]? = nil, missingSessionIsEmpty: Bool = false) async throws -> [TaskSnapshot] {
+        guard let ids else { return try await tasks(session: session, only: nil, missingSessionIsEmpty: missingSessionIsEmpty) }
+        var found: [String: TaskSnapshot] = [:]
+        // The ids go in groups that fit a message each.
+        for group in DaemonProtocol.chunks(ids.map(JSONValue.string), count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes) {
+            for task in try await tasks(session: session, only: group, missingSessionIsEmpty: missingSessionIsEmpty) { found[task.id] = task }
         }
-        return tasks
+        var seen: Set<String> = []
+        return ids.compactMap { id in seen.insert(id).inserted ? found[id] : nil }
     }
+
+    private func tasks(session: String, only ids: [JSONValue]?, missingSessionIsEmpty: Bool) async throws -> [TaskSnapshot] {
+        var tasks: [TaskSnapshot] = []
+        var params: [String: JSONValue] = ["session": .string(session), "limit": JSONValue(Self.pageSize)]
+        if let ids { params["ids"] = .array(ids) }
+        // Bounded: the daemon's cursor moves forward with every page, and a session holds finitely many tasks.
+        for _ in 0..<Self.maxPages {
+            let page: JSONValue
+            do {
+                page = try await call("tasks.list", .object(params))
+            } catch let error as RPCError {
+                if error.isNoSuchSession, missingSessionIsEmpty { return [] }
+                throw error.haulError
+            }
+            guard let found = DaemonProtocol.decodeTasks(page["tasks"]) else { throw Self.garbledList }
+            tasks += found
+            guard let next = page["next"], !next.isNull else { return tasks }
+            guard next.stringValue != nil, next != params["cursor"], !found.isEmpty else { throw Self.garbledList }
+            params["cursor"] = next
+        }
+        throw HaulError(.server, "the haul daemon's task list did not end after \(Self.maxPages) pages")
+    }
+
+    /// Adds tasks (each an Add object of docs/protocol.md) to the session `session`, in as many messages as it
+    /// takes; returns their ids in order (an existing task's id when it was already there).
+    public func add(session: String, _ requests: [JSONValue]) async throws -> [String] {
+        var ids: [String] = []
+        for chunk in DaemonProtocol.chunks(requests, count: DaemonProtocol.addChunkTasks, bytes: DaemonProtocol.addChunkBytes) {
+            let answer = try await call("tasks.add", session: session, ["tasks": .array(chunk), "reply": "ids"])
+            guard let added = answer["ids"]?.arrayValue?.compactMap(\.stringValue), added.count == chunk.count else {
+                throw HaulError(.server, "the haul daemon answered an addition in a way this haul does not understand; restart the daemon")
+            }
+            ids += added
+        }
+        return ids
+    }
+
+    /// Tasks asked for per page: well within the line limit for ordinary tasks (the daemon also stops a page
+    /// short of the limit).
+    static let pageSize = 2_000
+    static let maxPages = 1_000_000
+    private static let garbledList = HaulError(.server, "the haul daemon sent a task list this haul does not understand; restart the daemon")
 
     /// True once the connection has closed.
     public var isClosed: Bool { closedError != nil }

@@ -7,6 +7,40 @@ public enum DaemonProtocol {
     public static let version = 1
     /// The most tasks one `tasks.add` may carry.
     public static let maxTasksPerAdd = 10_000
+    /// The most tasks (or journal entries) one page may hold when a client asks for a `limit`.
+    public static let maxPageLimit = 10_000
+    /// The largest answer the daemon sends when a client asks for pages (`limit` or `cursor`), newline excluded:
+    /// the line limit, so that every client can read it.
+    public static let maxPagedResponseBytes = JSONRPC.maxMessageBytes
+    /// The largest answer the daemon sends at all (an old client's list without `limit`), newline excluded.
+    public static let maxResponseBytes = 3 << 20
+    /// The longest URL a task may have, in bytes once normalized.
+    public static let maxURLBytes = 65_536
+    /// The longest destination path or task id, in bytes.
+    public static let maxPathBytes = 4_096
+    public static let maxTaskIDBytes = 256
+    /// What clients put in one `tasks.add` (well under the 1 MiB line, so that the answer fits one line too).
+    public static let addChunkTasks = 1_000
+    public static let addChunkBytes = 256 << 10
+
+    /// `values` split into runs of at most `count` values and (when each is small enough) `bytes` bytes of JSON.
+    public static func chunks(_ values: [JSONValue], count: Int, bytes: Int) -> [[JSONValue]] {
+        var chunks: [[JSONValue]] = []
+        var current: [JSONValue] = []
+        var size = 0
+        for value in values {
+            let length = value.serialized.utf8.count + 1
+            if !current.isEmpty, current.count >= count || size + length > bytes {
+                chunks.append(current)
+                current = []
+                size = 0
+            }
+            current.append(value)
+            size += length
+        }
+        if !current.isEmpty { chunks.append(current) }
+        return chunks
+    }
 
     // MARK: Tasks
 
@@ -189,10 +223,17 @@ public enum DaemonProtocol {
 
     public static func decodeRequest(_ params: Params) throws(RPCError) -> DownloadRequest {
         let text = try params.requiredString("url")
+        guard text.utf8.count <= maxURLBytes else { throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes") }
         let url: URL
         do { url = try UserInput.url(text) } catch { throw .invalidParams("\"url\": \(error.message)") }
+        guard url.absoluteString.utf8.count <= maxURLBytes else {
+            throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes once encoded")
+        }
         var request = DownloadRequest(url: url)
         let path = try params.string("path"), folder = try params.string("directory")
+        for (key, value) in [("path", path), ("directory", folder)] where (value?.utf8.count ?? 0) > maxPathBytes {
+            throw .invalidParams("\"\(key)\" is longer than \(maxPathBytes) bytes")
+        }
         switch (path, folder) {
         case (let path?, nil):
             guard path.hasPrefix("/") else { throw .invalidParams("\"path\" must be an absolute path") }
@@ -214,6 +255,9 @@ public enum DaemonProtocol {
         request.priority = try params.int("priority") ?? 0
         if let id = try params.string("id") {
             guard !id.isEmpty else { throw .invalidParams("\"id\" cannot be empty") }
+            guard id.utf8.count <= maxTaskIDBytes, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw .invalidParams("\"id\" must be at most \(maxTaskIDBytes) bytes without control characters")
+            }
             request.id = id
         }
         if let options = try params.object("options") { request.options = try decodeOptions(options) }

@@ -22,11 +22,15 @@ public final class DaemonServer: Sendable {
     private let connections = NIOLockedValueBox((next: 0, open: [Int: Channel]()))
 
     /// Takes the socket (refusing when another daemon holds it), restores the sessions it ran before and
-    /// starts listening. Call ``run()`` next.
-    public init(location: DaemonLocation, home: HaulHome, logger: Logger) async throws {
+    /// starts listening, within `limits`. Call ``run()`` next.
+    public init(location: DaemonLocation, home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) async throws {
         self.location = location
         self.logger = logger
         try location.prepareDirectory()
+        MemoryReturn.prepare()
+        let budget = InputBudget(limit: limits.unfinishedInputBudget)
+        let lineTimeout = TimeAmount.nanoseconds(
+            limits.partialLineTimeout.components.seconds * 1_000_000_000 + limits.partialLineTimeout.components.attoseconds / 1_000_000_000)
         let lock = try FileLock(path: location.lockPath, busy: HaulError(.busy, "a haul daemon is already running on \(location.socketPath)"))
         self.lock = lock
         // Written before the socket exists, so whoever can connect can also find the pid.
@@ -46,8 +50,11 @@ public final class DaemonServer: Sendable {
                             channel.close(promise: nil)
                             throw HaulError(.usage, "refused a connection from uid \(uid)")
                         }
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder()))
-                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        try channel.pipeline.syncOperations.addHandler(InboundLineHandler(budget: budget, timeout: lineTimeout))
+                        // At most two received lines wait to be handled: then the connection is not read.
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                            wrappingChannelSynchronously: channel,
+                            configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2)))
                     }
                 }
         } catch {
@@ -56,8 +63,9 @@ public final class DaemonServer: Sendable {
             throw HaulError(.fileSystem, "could not listen on \(location.socketPath): \(error)")
         }
         chmod(location.socketPath, 0o600)
-        service = DaemonService(home: home, logger: logger)
+        service = DaemonService(home: home, logger: logger, limits: limits)
         await service.restoreSessions()
+        await service.startSweeping()
         logger.info("haul daemon \(HaulVersion.string) listening on \(location.socketPath)")
     }
 
@@ -107,9 +115,9 @@ public final class DaemonServer: Sendable {
                     }
                     do {
                         for try await line in inbound { await self.handle(line, outbox) }
-                    } catch is LineFrameDecoder.LineTooLong {
-                        outbox.send(JSONRPC.response(
-                            id: .null, error: .invalidRequest("a message exceeds \(JSONRPC.maxMessageBytes) bytes")))
+                    } catch let error as InputLimitError {
+                        logger.debug("connection \(id): \(error.rpcError.message)")
+                        outbox.send(JSONRPC.response(id: .null, error: error.rpcError))
                     }
                     // Whatever is queued goes out before the connection closes.
                     outbox.finish()
@@ -122,6 +130,7 @@ public final class DaemonServer: Sendable {
         }
         outbox.finish()
         await service.disconnected(outbox)
+        MemoryReturn.soon()
     }
 
     private func handle(_ line: ByteBuffer, _ outbox: ConnectionOutbox) async {
@@ -132,7 +141,15 @@ public final class DaemonServer: Sendable {
             let result = await service.handle(request, from: outbox)
             guard let id = request.id else { return }
             switch result {
-            case .success(let value): outbox.send(JSONRPC.response(id: id, result: value))
+            case .success(let value):
+                let line = JSONRPC.response(id: id, result: value)
+                guard line.utf8.count <= DaemonProtocol.maxResponseBytes + 1 else {
+                    // Never dropped silently: the client learns why, and can ask for pages.
+                    outbox.send(JSONRPC.response(id: id, error: .haul(HaulError(
+                        .server, "the answer to \(request.method) would take \(line.utf8.count) bytes, over the daemon's \(DaemonProtocol.maxResponseBytes); ask for less (see \"limit\")"))))
+                    return
+                }
+                outbox.send(line)
             case .failure(let error): outbox.send(JSONRPC.response(id: id, error: error))
             }
         }

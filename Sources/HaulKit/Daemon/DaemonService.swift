@@ -3,47 +3,33 @@ import Logging
 
 /// The daemon's brain: the open sessions, the clients subscribed to them, and what each method does.
 /// The socket server (``DaemonServer``) hands it decoded requests and delivers what it sends.
+///
+/// Sessions are created only by `session.open` and `tasks.add`; every other method fails on a session that
+/// does not exist, and creates nothing. At most ``DaemonLimits/maxOpenSessions`` are open at once, and idle ones
+/// are closed (DaemonService+Sessions.swift).
 actor DaemonService {
     let home: HaulHome
-    private let logger: Logger
-    private var sessions: [String: LocalSession] = [:]
-    private var configurations: [String: SessionConfiguration] = [:]
-    private var opening: [String: Task<LocalSession, any Error>] = [:]
-    private var pumps: [String: Task<Void, Never>] = [:]
+    let logger: Logger
+    let limits: DaemonLimits
+    var sessions: [String: LocalSession] = [:]
+    var configurations: [String: SessionConfiguration] = [:]
+    var opening: [String: Task<LocalSession, any Error>] = [:]
+    /// Sessions being closed (idle): a request naming one waits until it is closed, then opens it again.
+    var closing: [String: Task<Void, Never>] = [:]
+    var pumps: [String: Task<Void, Never>] = [:]
+    /// Requests under way per session: a session in use is never closed as idle.
+    var inUse: [String: Int] = [:]
+    /// When each open session was last named by a request.
+    var lastUsed: [String: ContinuousClock.Instant] = [:]
     /// Per session, the subscribed connections and the journal sequence each has already been given.
-    private var subscribers: [String: [Int: (outbox: ConnectionOutbox, replayedThrough: Int64)]] = [:]
-    private var shuttingDown = false
+    var subscribers: [String: [Int: (outbox: ConnectionOutbox, replayedThrough: Int64)]] = [:]
+    var sweeper: Task<Void, Never>?
+    var shuttingDown = false
 
-    init(home: HaulHome, logger: Logger) {
+    init(home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) {
         self.home = home
         self.logger = logger
-    }
-
-    /// Reopens every session the daemon ran before (those with a saved configuration): their tasks resume.
-    func restoreSessions() async {
-        let folder = home.path + "/sessions"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        for name in names.sorted() where FileManager.default.fileExists(atPath: Self.configurationPath(name, home: home)) {
-            do {
-                _ = try await session(name)
-                logger.info("restored session \(name)")
-            } catch {
-                logger.error("could not restore session \(name): \(error)")
-            }
-        }
-    }
-
-    /// Stops every session: running downloads save their progress and resume when the daemon starts again.
-    func shutdown() async {
-        shuttingDown = true
-        for (_, task) in opening { _ = try? await task.value }
-        await withTaskGroup(of: Void.self) { group in
-            for (_, session) in sessions { group.addTask { await session.close() } }
-        }
-        for (_, pump) in pumps { await pump.value }
-        sessions = [:]
-        for (_, connections) in subscribers { for (_, subscriber) in connections { subscriber.outbox.finish() } }
-        subscribers = [:]
+        self.limits = limits
     }
 
     func disconnected(_ outbox: ConnectionOutbox) {
@@ -52,6 +38,7 @@ actor DaemonService {
 
     // MARK: Requests
 
+    /// Carries out a request: its result, or the JSON-RPC error to answer with.
     func handle(_ request: JSONRPC.Request, from outbox: ConnectionOutbox) async -> Result<JSONValue, RPCError> {
         do {
             return .success(try await perform(request, outbox))
@@ -80,9 +67,19 @@ actor DaemonService {
         }
         let name = try params.requiredString("session")
         do { try LocalSession.validate(identifier: name) } catch { throw RPCError.invalidParams("\"session\": \(error.message)") }
+        inUse[name, default: 0] += 1
+        defer {
+            inUse[name, default: 1] -= 1
+            if inUse[name] == 0 { inUse[name] = nil }
+            if sessions[name] != nil { lastUsed[name] = .now }
+        }
+        // What a response may hold: a page when the client pages, else what old clients were sent.
+        let paged = params.members["limit"] != nil || params.members["cursor"] != nil || params.members["after"] != nil
+        let budget = (paged ? DaemonProtocol.maxPagedResponseBytes : DaemonProtocol.maxResponseBytes)
+            - 256 - (request.id?.serialized.utf8.count ?? 0)
         switch request.method {
         case "session.open":
-            _ = try await session(name, configuring: try params.object("configuration"))
+            _ = try await session(name, creating: true, configuring: try params.object("configuration"))
             return ["session": .string(name)]
         case "session.setMaxConcurrentDownloads":
             let count = try params.requiredInt("count")
@@ -90,23 +87,9 @@ actor DaemonService {
             _ = try await session(name, configuring: Params(["maxConcurrentDownloads": JSONValue(count)]))
             return [:]
         case "tasks.add":
-            guard let objects = try params.objects("tasks"), !objects.isEmpty else {
-                throw RPCError.invalidParams("\"tasks\" must be a non-empty array of objects")
-            }
-            guard objects.count <= DaemonProtocol.maxTasksPerAdd else {
-                throw RPCError.invalidParams("\"tasks\" holds more than \(DaemonProtocol.maxTasksPerAdd) tasks")
-            }
-            var requests: [DownloadRequest] = []
-            for object in objects { requests.append(try DaemonProtocol.decodeRequest(object)) }
-            let added = try await session(name).add(requests)
-            return ["tasks": .array(added.map(DaemonProtocol.encode))]
+            return try await add(params, to: name, budget: DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0))
         case "tasks.list":
-            var tasks = try await session(name).tasks()
-            if let ids = try params.strings("ids") {
-                let wanted = Set(ids)
-                tasks = tasks.filter { wanted.contains($0.id) }
-            }
-            return ["tasks": .array(tasks.map(DaemonProtocol.encode))]
+            return try await list(params, in: try await session(name), budget: budget)
         case "tasks.pause", "tasks.resume", "tasks.cancel":
             let command: TaskCommand = request.method == "tasks.pause" ? .pause : request.method == "tasks.resume" ? .resume : .cancel
             let session = try await session(name)
@@ -129,12 +112,18 @@ actor DaemonService {
             let replay = try params.bool("replay") ?? true
             let journal = try session.store.journal()
             subscribers[name, default: [:]][outbox.id] = (outbox, journal.last?.sequence ?? 0)
-            return ["journal": .array(replay ? journal.compactMap(Self.event(from:)) : [])]
+            let page = Self.journalPage(replay ? journal : [], limit: Int.max, budget: DaemonProtocol.maxPagedResponseBytes - 256)
+            return ["journal": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
         case "events.unsubscribe":
+            guard sessions[name] != nil || hasSavedConfiguration(name) else { throw RPCError.noSuchSession(name) }
             subscribers[name]?[outbox.id] = nil
             return [:]
         case "journal.list":
-            return ["events": .array(try await session(name).store.journal().compactMap(Self.event(from:)))]
+            let session = try await session(name)
+            let after = try params.int64("after") ?? 0
+            let limit = try Self.limit(params) ?? Int.max
+            let page = Self.journalPage(try session.store.journal(after: after), limit: limit, budget: budget)
+            return ["events": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
         case "journal.ack":
             guard let through = try params.int64("through") else { throw RPCError.invalidParams("\"through\" is required") }
             return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
@@ -155,13 +144,102 @@ actor DaemonService {
         "journal.ack",
     ]
 
+    // MARK: Adding and listing
+
+    /// `tasks.add`: the ids always; the tasks too unless `reply` is `"ids"` or they would not fit one line.
+    private func add(_ params: Params, to name: String, budget: Int) async throws -> JSONValue {
+        guard let objects = try params.objects("tasks"), !objects.isEmpty else {
+            throw RPCError.invalidParams("\"tasks\" must be a non-empty array of objects")
+        }
+        guard objects.count <= DaemonProtocol.maxTasksPerAdd else {
+            throw RPCError.invalidParams("\"tasks\" holds more than \(DaemonProtocol.maxTasksPerAdd) tasks")
+        }
+        let reply = try params.string("reply") ?? "tasks"
+        guard reply == "tasks" || reply == "ids" else { throw RPCError.invalidParams("\"reply\" must be \"tasks\" or \"ids\"") }
+        var requests: [DownloadRequest] = []
+        for object in objects { requests.append(try DaemonProtocol.decodeRequest(object)) }
+        // Checked before the session is created, so that a refused addition leaves nothing behind.
+        let added = try await session(name, creating: true).add(requests)
+        var result: [String: JSONValue] = ["ids": .array(added.map { .string($0.id) })]
+        if reply == "tasks" {
+            let tasks = added.map(DaemonProtocol.encode)
+            let size = tasks.reduce(result["ids"]?.serialized.utf8.count ?? 0) { $0 + $1.serialized.utf8.count + 1 }
+            if size <= budget { result["tasks"] = .array(tasks) }
+        }
+        return .object(result)
+    }
+
+    /// `tasks.list`: a page of tasks in the order added, after `cursor`, at most `limit` of them and at most
+    /// `budget` bytes of JSON; `next` is the cursor of the following page, or null after the last one.
+    private func list(_ params: Params, in session: LocalSession, budget: Int) async throws -> JSONValue {
+        let ids = try params.strings("ids")
+        let limit = try Self.limit(params) ?? Int.max
+        var after: Int64 = 0
+        if let cursor = try params.string("cursor") {
+            guard let value = Int64(cursor), value >= 0 else { throw RPCError.invalidParams("\"cursor\" is not one this daemon gave") }
+            after = value
+        }
+        var page: [JSONValue] = [], used = 0, last = after, more = false
+        var rows: [(sequence: Int64, task: TaskSnapshot)] = []
+        if let ids { rows = try await session.tasks(ids: ids).filter { $0.sequence > after } }
+        var index = 0, exhausted = ids != nil
+        // Bounded: every turn takes a row or ends; rows come at most 1,000 at a time from a finite store.
+        for _ in 0..<(DaemonProtocol.maxPageLimit * 1_000) {
+            if index == rows.count {
+                guard !exhausted else { break }
+                rows = try await session.tasks(after: last, limit: 1_000)
+                index = 0
+                exhausted = rows.count < 1_000
+                if rows.isEmpty { break }
+            }
+            let row = rows[index]
+            let json = DaemonProtocol.encode(row.task)
+            let size = json.serialized.utf8.count + 1
+            if page.count >= limit || (!page.isEmpty && used + size > budget) {
+                more = true
+                break
+            }
+            page.append(json)
+            used += size
+            last = row.sequence
+            index += 1
+        }
+        return ["tasks": .array(page), "next": more ? .string(String(last)) : .null]
+    }
+
+    /// The oldest journal entries that fit `limit` and `budget`, and the `after` of the rest (if any).
+    private static func journalPage(_ entries: [JournalEntry], limit: Int, budget: Int) -> (events: [JSONValue], next: Int64?) {
+        var events: [JSONValue] = [], used = 0, last: Int64 = 0
+        for entry in entries {
+            guard let event = event(from: entry) else {
+                last = entry.sequence
+                continue
+            }
+            let size = event.serialized.utf8.count + 1
+            if events.count >= limit || (!events.isEmpty && used + size > budget) { return (events, last) }
+            events.append(event)
+            used += size
+            last = entry.sequence
+        }
+        return (events, nil)
+    }
+
+    /// `limit`, checked (1 to 10,000), or nil when absent.
+    private static func limit(_ params: Params) throws -> Int? {
+        guard let limit = try params.int("limit") else { return nil }
+        guard (1...DaemonProtocol.maxPageLimit).contains(limit) else {
+            throw RPCError.invalidParams("\"limit\" must be between 1 and \(DaemonProtocol.maxPageLimit)")
+        }
+        return limit
+    }
+
     /// The ids named by `ids` (all must exist) or `nil` for `"all": true`.
     private func selection(_ params: Params, in session: LocalSession, _ name: String) async throws -> [String]? {
         if try params.bool("all") == true { return nil }
         guard let ids = try params.strings("ids"), !ids.isEmpty else {
             throw RPCError.invalidParams("give \"ids\" (a non-empty array of task ids) or \"all\": true")
         }
-        let known = Set(try await session.tasks().map(\.id))
+        let known = Set(try await session.tasks(ids: ids).map(\.task.id))
         if let missing = ids.first(where: { !known.contains($0) }) {
             throw HaulError(.usage, "no task \(missing) in session \(name); `haul ls` lists them")
         }
@@ -174,61 +252,7 @@ actor DaemonService {
         return ["type": .string(entry.kind), "task": task, "seq": JSONValue(entry.sequence)]
     }
 
-    // MARK: Sessions
-
-    /// The open session `name`, opened on first use from its saved configuration. With `changes`, the
-    /// configuration is updated and saved; a changed session is reopened (its downloads resume at once).
-    private func session(_ name: String, configuring changes: Params? = nil) async throws -> LocalSession {
-        // One opening at a time per session; `open` registers the session before `opening` is cleared.
-        while let pending = opening[name] { _ = try? await pending.value }
-        guard !shuttingDown else { throw HaulError(.interrupted, "the haul daemon is shutting down; try again in a moment") }
-        var configuration = configurations[name] ?? loadConfiguration(name)
-        if let changes { try DaemonProtocol.apply(changes, to: &configuration) }
-        if let open = sessions[name] {
-            let old = configurations[name].map(DaemonProtocol.encode)
-            guard old != DaemonProtocol.encode(configuration) else { return open }
-            try saveConfiguration(configuration, for: name)
-            configurations[name] = configuration
-            if let old, Self.onlyConcurrencyDiffers(old, DaemonProtocol.encode(configuration)) {
-                await open.setMaxConcurrentDownloads(configuration.maxConcurrentDownloads)
-                return open
-            }
-        } else {
-            try saveConfiguration(configuration, for: name)
-        }
-        let task = Task { try await self.open(name, configuration) }
-        opening[name] = task
-        return try await task.value
-    }
-
-    /// (Re)opens a session with `configuration` (closing the open one first) and starts forwarding its events.
-    private func open(_ name: String, _ configuration: SessionConfiguration) async throws -> LocalSession {
-        defer { opening[name] = nil }
-        if let old = sessions.removeValue(forKey: name) {
-            await old.close()
-            await pumps.removeValue(forKey: name)?.value
-        }
-        var settings = configuration
-        settings.home = home
-        let session = try await LocalSession(identifier: name, configuration: settings, journaling: true)
-        sessions[name] = session
-        configurations[name] = configuration
-        let events = await session.journaledEvents()
-        pumps[name] = Task { [weak self] in
-            for await (event, sequence) in events { await self?.broadcast(name, event, sequence) }
-        }
-        logger.info("opened session \(name)")
-        return session
-    }
-
-    private static func onlyConcurrencyDiffers(_ old: JSONValue, _ new: JSONValue) -> Bool {
-        guard var old = old.objectValue, var new = new.objectValue else { return false }
-        old["maxConcurrentDownloads"] = nil
-        new["maxConcurrentDownloads"] = nil
-        return old == new
-    }
-
-    private func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?) {
+    func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?) {
         guard let connections = subscribers[name], !connections.isEmpty else { return }
         let line = JSONRPC.notification(
             method: "event", params: ["session": .string(name), "event": DaemonProtocol.encode(event, sequence: sequence)])
@@ -238,38 +262,6 @@ actor DaemonService {
             // Entries already given in the subscription's journal are not sent twice.
             if let sequence, sequence <= subscriber.replayedThrough { continue }
             subscriber.outbox.send(line, droppable: droppable)
-        }
-    }
-
-    // MARK: Saved configurations
-
-    static func configurationPath(_ name: String, home: HaulHome) -> String {
-        LocalSession.folder(name, home: home) + "/daemon.json"
-    }
-
-    private func loadConfiguration(_ name: String) -> SessionConfiguration {
-        var configuration = SessionConfiguration()
-        configuration.home = home
-        let path = Self.configurationPath(name, home: home)
-        if let data = FileManager.default.contents(atPath: path), let saved = JSONValue.parse(Array(data))?.objectValue {
-            do {
-                try DaemonProtocol.apply(Params(saved), to: &configuration)
-            } catch {
-                logger.warning("ignoring the saved configuration of session \(name) (\(error.message)); using defaults")
-            }
-        }
-        return configuration
-    }
-
-    private func saveConfiguration(_ configuration: SessionConfiguration, for name: String) throws {
-        let folder = LocalSession.folder(name, home: home)
-        try POSIX.makePrivateDirectories(folder, root: home.path)
-        let path = Self.configurationPath(name, home: home)
-        let text = DaemonProtocol.encode(configuration).serialized + "\n"
-        let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temporary, path) == 0 else {
-            throw POSIX.error("saving", path)
         }
     }
 }

@@ -120,6 +120,17 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
         RPCError(code: -32002, message: "protocol \(asked) is not supported; this daemon speaks protocol \(DaemonProtocol.version)")
     }
 
+    /// The session a method names does not exist in the daemon (`data.reason` is `noSuchSession`); only
+    /// `session.open` and `tasks.add` create sessions.
+    public static func noSuchSession(_ name: String) -> RPCError {
+        RPCError(
+            code: -32001, message: "no session \"\(name)\" in the haul daemon; adding a task to it creates it",
+            data: ["kind": "usage", "reason": "noSuchSession", "session": .string(name)])
+    }
+
+    /// Whether this is ``noSuchSession(_:)``.
+    public var isNoSuchSession: Bool { code == -32001 && data?["reason"]?.stringValue == "noSuchSession" }
+
     /// The error as a person should read it: Haul errors keep their kind, others become `.server`.
     public var haulError: HaulError {
         if code == -32001, let kind = data?["kind"]?.stringValue.flatMap(HaulError.Kind.init(rawValue:)) {

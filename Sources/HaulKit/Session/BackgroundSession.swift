@@ -24,6 +24,15 @@ actor BackgroundSession: SessionBackend {
             _ = try await call("session.open", ["configuration": DaemonProtocol.encode(configuration)])
             let journal = try await call("events.subscribe", ["replay": true])
             for entry in journal["journal"]?.arrayValue ?? [] { receive(entry) }
+            // A long journal comes in pages; entries also sent live are kept once (by sequence).
+            var next = journal["next"]?.int64Value
+            for _ in 0..<Int(TaskStore.journalLimit) {
+                guard let after = next else { break }
+                let page = try await call("journal.list", ["after": JSONValue(after), "limit": JSONValue(1_000)])
+                for entry in page["events"]?.arrayValue ?? [] { receive(entry) }
+                guard let following = page["next"]?.int64Value, following > after else { break }
+                next = following
+            }
         } catch {
             await client.close()
             throw error
@@ -67,23 +76,23 @@ actor BackgroundSession: SessionBackend {
         if requests.contains(where: { $0.destination == .standardOutput }) {
             throw HaulError(.usage, "a session saves its downloads to files; standard output takes a single download")
         }
-        var result: [TaskSnapshot] = []
-        // The daemon takes at most maxTasksPerAdd per message.
-        for start in stride(from: 0, to: requests.count, by: DaemonProtocol.maxTasksPerAdd) {
-            let chunk = requests[start..<min(requests.count, start + DaemonProtocol.maxTasksPerAdd)].map { request in
-                var request = request
-                // Relative paths, and tasks without a destination, are about this process's folder, not the daemon's.
-                switch request.destination {
-                case .file(let path)?: request.destination = .file(absolutePath(path))
-                case .directory(let folder)?: request.destination = .directory(absolutePath(folder))
-                case .standardOutput?: break
-                case nil: request.destination = .directory(absolutePath(configuration.defaultDirectory ?? "."))
-                }
-                return DaemonProtocol.encode(request)
+        let encoded = requests.map { request in
+            var request = request
+            // Relative paths, and tasks without a destination, are about this process's folder, not the daemon's.
+            switch request.destination {
+            case .file(let path)?: request.destination = .file(absolutePath(path))
+            case .directory(let folder)?: request.destination = .directory(absolutePath(folder))
+            case .standardOutput?: break
+            case nil: request.destination = .directory(absolutePath(configuration.defaultDirectory ?? "."))
             }
-            let answer = try await call("tasks.add", ["tasks": .array(chunk)])
-            guard let tasks = DaemonProtocol.decodeTasks(answer["tasks"]) else { throw Self.garbled }
-            result += tasks
+            return DaemonProtocol.encode(request)
+        }
+        // Added in chunks that fit a message each, then read back a page at a time.
+        let ids = try await client.add(session: identifier, encoded)
+        let byID = Dictionary(try await client.tasks(session: identifier, ids: ids).map { ($0.id, $0) }) { first, _ in first }
+        let result = ids.compactMap { byID[$0] }
+        guard result.count == ids.count else {
+            throw HaulError(.usage, "a task was removed from session \(identifier) while it was being added")
         }
         return result
     }

@@ -50,7 +50,10 @@ extension LocalSession {
             finish(task.id, .failure(HaulError(.usage, "the task's URL or checksum is not valid")))
             return
         }
-        try? setState(task.id, .running)
+        // Counted before the transfer begins: if this process dies during it, the next one knows.
+        if let old = try? store.recordStart(id: task.id), old != .running {
+            emit(.stateChanged(id: task.id, from: old, to: .running))
+        }
         let engine = self.engine
         let id = task.id
         track(id, Task {
@@ -89,6 +92,8 @@ extension LocalSession {
     func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) {
         let intent = untrack(id)
         guard !isClosed else { return }
+        // It stopped in an orderly way, whatever the outcome: no crash happened while it ran.
+        try? store.clearStarts(ids: [id])
         switch outcome {
         case .success(let result):
             conclude(id, .finished) {
@@ -143,6 +148,20 @@ extension LocalSession {
         guard let old = try store.task(id: id)?.state, old != state else { return }
         _ = try store.update(id: id) { $0.state = state }
         emit(.stateChanged(id: id, from: old, to: state))
+    }
+
+    /// Fails the tasks that were running when each of the last ``LocalSession/maxUnendedStarts`` processes died:
+    /// they are not resumed again (a person can still resume them).
+    func failTasksThatStoppedTheProcess(_ ids: [String]) {
+        let who = journaling ? "the daemon" : "haul"
+        let message = "\(who) stopped twice while running this task; it was not resumed a third time"
+        try? store.clearStarts(ids: ids)
+        for id in ids {
+            conclude(id, .failed) {
+                $0.errorKind = HaulError.Kind.server.rawValue
+                $0.errorMessage = message
+            }
+        }
     }
 
     /// The engine's options for a stored task, or `nil` when its stored fields are not usable.

@@ -29,6 +29,12 @@ actor LocalSession: SessionBackend {
     private var endedSinceDrain = false
     private var closed = false
 
+    /// Tasks that kept dying with their process are failed instead of resumed (the daemon's sessions; a
+    /// person's `haul get` that is killed again and again should go on where it was).
+    let failsCrashingTasks: Bool
+
+    /// With `journaling` (the daemon's sessions), finished and failed events go to the store's journal, and a task
+    /// that was running when ``maxUnendedStarts`` processes in a row died is failed instead of resumed again.
     init(identifier: String, configuration: SessionConfiguration, journaling: Bool = false) async throws {
         try Self.validate(identifier: identifier)
         let folder = Self.folder(identifier, home: configuration.home)
@@ -36,6 +42,7 @@ actor LocalSession: SessionBackend {
         self.identifier = identifier
         self.configuration = configuration
         self.journaling = journaling
+        self.failsCrashingTasks = journaling
         self.lock = try FileLock(
             path: folder + "/session.lock",
             busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first"))
@@ -49,9 +56,16 @@ actor LocalSession: SessionBackend {
         self.engine = TransferEngine(home: configuration.home, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
         self.rateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
-        let stale = try store.tasks().filter { $0.state == .running }.map(\.id)
+        // Tasks still stored as running were running when the last process stopped. One that two processes in
+        // a row died running (it may be what kills them) fails instead of being resumed a third time.
+        let stale = try store.tasks(in: .running)
+        let starts = failsCrashingTasks ? try store.unendedStarts(ids: stale.map(\.id)) : [:]
+        let crashing = stale.map(\.id).filter { starts[$0, default: 0] >= Self.maxUnendedStarts }
         let resume = configuration.resumeRunningTasksOnRelaunch
-        _ = try store.updateAll(ids: stale) { $0.state = TaskTransitions.restored($0.state, resumeRunning: resume) }
+        _ = try store.updateAll(ids: stale.map(\.id).filter { !crashing.contains($0) }) {
+            $0.state = TaskTransitions.restored($0.state, resumeRunning: resume)
+        }
+        failTasksThatStoppedTheProcess(crashing)
         await schedule()
     }
 
@@ -113,6 +127,16 @@ actor LocalSession: SessionBackend {
         try store.tasks().map(snapshot(of:))
     }
 
+    /// Up to `limit` tasks added after the one with sequence `sequence`, each with its sequence (a page).
+    func tasks(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, task: TaskSnapshot)] {
+        try store.tasks(after: sequence, limit: limit).map { ($0.sequence, snapshot(of: $0)) }
+    }
+
+    /// The tasks of `ids` that exist, in the order added, each with its sequence.
+    func tasks(ids: [String]) throws -> [(sequence: Int64, task: TaskSnapshot)] {
+        try store.tasks(ids: ids).map { ($0.sequence, snapshot(of: $0)) }
+    }
+
     func task(_ id: String) throws -> TaskSnapshot? {
         try store.task(id: id).map(snapshot(of:))
     }
@@ -159,7 +183,7 @@ actor LocalSession: SessionBackend {
     }
 
     func isIdle() -> Bool {
-        running.isEmpty && ((try? store.tasks(in: .waiting).isEmpty) ?? true)
+        running.isEmpty && ((try? store.tasks(in: .waiting, limit: 1).isEmpty) ?? true)
     }
 
     // MARK: Bookkeeping for the running tasks
@@ -221,9 +245,12 @@ actor LocalSession: SessionBackend {
         closed = true
         // All at once: each saves its progress in parallel (a daemon stopping on SIGTERM has a deadline).
         // Their stored state stays `running`, so the next open restores them as configured.
+        let stoppingIDs = Array(running.keys)
         let stopping = Array(running.values)
         for task in stopping { task.cancel() }
         for task in stopping { await task.value }
+        // They stopped in order: a crash did not happen while they ran.
+        try? store.clearStarts(ids: stoppingIDs)
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
         try? await engine.shutdown()
@@ -243,4 +270,15 @@ extension LocalSession {
 
     /// The folder of the session's store and lock.
     static func folder(_ identifier: String, home: HaulHome) -> String { home.path + "/sessions/" + identifier }
+
+    /// A task that this many processes in a row started and died running is failed rather than resumed again.
+    static let maxUnendedStarts = 2
+
+    /// Whether the stored session `identifier` has a task waiting or running, read without opening the session
+    /// (false when it has no store).
+    static func hasWaitingOrRunningTasks(_ identifier: String, home: HaulHome) -> Bool {
+        let path = folder(identifier, home: home) + "/tasks.sqlite"
+        guard FileManager.default.fileExists(atPath: path), let store = try? TaskStore(path: path) else { return false }
+        return (try? store.hasWaitingOrRunningTasks()) ?? false
+    }
 }

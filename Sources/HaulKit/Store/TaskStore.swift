@@ -32,6 +32,7 @@ public final class TaskStore: Sendable {
         pool = try Self.mapErrors(path: path) {
             let pool = try DatabasePool(path: path, configuration: configuration)
             try Self.prepareSchema(pool, path: path)
+            try Self.prepareStarts(pool)
             return pool
         }
     }
@@ -68,6 +69,34 @@ public final class TaskStore: Sendable {
         }
     }
 
+    /// Up to `limit` tasks added after the task whose sequence is `sequence` (0: from the first), in the
+    /// order they were added: a page that stays in place while tasks are added or removed around it.
+    public func tasks(after sequence: Int64, limit: Int) throws -> [StoredTask] {
+        try read { db in
+            let sql = StoredTask.selectSQL + " WHERE sequence > ? ORDER BY sequence LIMIT ?"
+            return try StoredTask.fetchAll(try db.cachedStatement(sql: sql), arguments: [sequence, max(0, limit)])
+        }
+    }
+
+    /// The tasks of `ids` that exist, each once, in the order they were added.
+    public func tasks(ids: [String]) throws -> [StoredTask] {
+        try read { db in
+            var found: [String: StoredTask] = [:]
+            for id in ids where found[id] == nil {
+                if let task = try Self.fetch(id: id, db) { found[id] = task }
+            }
+            return found.values.sorted { $0.sequence < $1.sequence }
+        }
+    }
+
+    /// Whether any task is waiting or running (one indexed lookup).
+    public func hasWaitingOrRunningTasks() throws -> Bool {
+        try read { db in
+            let sql = "SELECT EXISTS (SELECT 1 FROM task WHERE state IN ('waiting', 'running'))"
+            return try Bool.fetchOne(try db.cachedStatement(sql: sql)) ?? false
+        }
+    }
+
     public func task(id: String) throws -> StoredTask? {
         try read { db in try Self.fetch(id: id, db) }
     }
@@ -91,7 +120,11 @@ public final class TaskStore: Sendable {
         guard !ids.isEmpty else { return }
         try write { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM task WHERE id = ?")
-            for id in ids { try statement.execute(arguments: [id]) }
+            let starts = try db.cachedStatement(sql: "DELETE FROM task_start WHERE id = ?")
+            for id in ids {
+                try statement.execute(arguments: [id])
+                try starts.execute(arguments: [id])
+            }
         }
     }
 

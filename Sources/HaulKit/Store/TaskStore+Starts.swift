@@ -1,0 +1,55 @@
+import GRDB
+
+// Which tasks a process started and did not see end: a side table, `task_start`, beside the versioned schema.
+// It is advisory (a count per task that a daemon reads when it starts), so an older haul may ignore it and still
+// open the file: adding it does not bump the schema version, which would lock older builds out of the store.
+extension TaskStore {
+    static let startsTableSQL = """
+        CREATE TABLE IF NOT EXISTS task_start (
+            id TEXT PRIMARY KEY NOT NULL,
+            unended INTEGER NOT NULL
+        )
+        """
+
+    /// Creates the side table when missing (called when the store opens).
+    static func prepareStarts(_ pool: DatabasePool) throws {
+        try pool.write { db in try db.execute(sql: startsTableSQL) }
+    }
+
+    /// Moves the task `id` to `running` and counts one more start of it that has not ended, in one transaction:
+    /// written before the transfer begins, so that a process that dies during it leaves the count behind.
+    /// Returns the state the task was in, or `nil` when there is no such task.
+    public func recordStart(id: String) throws -> TaskState? {
+        let now = Self.now()
+        return try write { db in
+            guard let old = try Self.fetch(id: id, db)?.state, try Self.update(id: id, db, now: now, { $0.state = .running }) != nil else {
+                return nil
+            }
+            try db.execute(
+                sql: "INSERT INTO task_start (id, unended) VALUES (?, 1) ON CONFLICT (id) DO UPDATE SET unended = unended + 1",
+                arguments: [id])
+            return old
+        }
+    }
+
+    /// Forgets the starts of `ids`: they ended, or stopped in an orderly way.
+    public func clearStarts(ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try write { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM task_start WHERE id = ?")
+            for id in ids { try statement.execute(arguments: [id]) }
+        }
+    }
+
+    /// How many processes in a row started each of `ids` and stopped without seeing it end (absent: none).
+    public func unendedStarts(ids: [String]) throws -> [String: Int] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT unended FROM task_start WHERE id = ?")
+            var counts: [String: Int] = [:]
+            for id in ids {
+                if let count = try Int.fetchOne(statement, arguments: [id]), count > 0 { counts[id] = count }
+            }
+            return counts
+        }
+    }
+}
