@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import Glibc
+import HaulKit
 import Testing
 
 /// Issue 10, size: `tasks.list` and `tasks.add` work at any size. Pages stay within the 1 MiB line, and the CLI
@@ -54,6 +55,63 @@ import Testing
                 let refused = try client.call("tasks.list", all, id: member)
                 #expect(refused.errorCode == -32602 && refused.errorMessage.contains(member), "\(params): \(refused)")
             }
+            try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
+        }
+    }
+
+    @Test func aJournalOverOneMiBComesInPages() async throws {
+        try await Sandbox.with { sandbox in
+            let daemon = try await DaemonHarness.start(sandbox)
+            let client = try RawSocketClient(path: DaemonHarness.socket(sandbox))
+            let opened = try client.call("session.open", ["session": "j", "configuration": ["maxConcurrentDownloads": 32]], id: "open")
+            #expect(opened.errorCode == nil, "\(opened)")
+            // 800 tasks with long URLs that fail at once (nothing listens, no retry): 800 journal entries of over
+            // 1.5 KB each, well over 1 MiB in all. Added in two messages, each under 1 MiB.
+            let port = try freeLoopbackPort()
+            let count = 800
+            let padding = String(repeating: "long-path/", count: 150)
+            let tasks: [[String: Any]] = (0..<count).map {
+                ["url": "http://127.0.0.1:\(port)/\(padding)entry-\($0).bin", "directory": sandbox.work, "options": ["retries": 0]]
+            }
+            for half in [tasks.prefix(count / 2), tasks.suffix(count / 2)] {
+                let added = try client.call("tasks.add", ["session": "j", "tasks": Array(half), "reply": "ids"], id: "add", timeout: .seconds(60))
+                #expect((added.result?["ids"] as? [String])?.count == count / 2, "\(added)")
+            }
+            try await eventually("every task has failed (and so is journaled)", timeout: .seconds(300), step: .milliseconds(500)) {
+                var states: [String] = [], cursor: String?
+                for round in 0..<100 {
+                    var params: [String: Any] = ["session": "j", "limit": 10_000]
+                    params["cursor"] = cursor
+                    let listed = try client.call("tasks.list", params, id: "states\(round)", timeout: .seconds(30))
+                    states += (listed.result?["tasks"] as? [[String: Any]])?.compactMap { $0["state"] as? String } ?? []
+                    cursor = listed.result?["next"] as? String
+                    if cursor == nil { break }
+                }
+                return states.count == count && states.allSatisfy { $0 == "failed" }
+            }
+            // The subscription gives the first page and where the rest starts; journal.list pages through it.
+            let subscriber = try RawSocketClient(path: DaemonHarness.socket(sandbox))
+            let subscribed = try subscriber.call("events.subscribe", ["session": "j"], id: "sub", timeout: .seconds(30))
+            #expect(subscribed.line.utf8.count <= 1 << 20, "the subscription's answer takes \(subscribed.line.utf8.count) bytes")
+            var sequences = ((subscribed.result?["journal"] as? [[String: Any]]) ?? []).compactMap { DaemonHarness.int($0["seq"]) }
+            var next = DaemonHarness.int(subscribed.result?["next"])
+            #expect(next != nil && sequences.count < count, "a first page and a cursor: \(sequences.count) entries")
+            for round in 0..<100 {
+                guard let after = next else { break }
+                let page = try subscriber.call("journal.list", ["session": "j", "after": after, "limit": 1_000], id: "page\(round)")
+                #expect(page.line.utf8.count <= 1 << 20)
+                sequences += ((page.result?["events"] as? [[String: Any]]) ?? []).compactMap { DaemonHarness.int($0["seq"]) }
+                next = DaemonHarness.int(page.result?["next"])
+            }
+            #expect(sequences.count == count && Set(sequences).count == count && sequences == sequences.sorted(), "\(sequences.count) entries")
+            // A background session of HaulKit gets every missed event, through the pages.
+            var configuration = SessionConfiguration.background(DaemonEndpoint(socketPath: DaemonHarness.socket(sandbox), autostart: false))
+            configuration.home = HaulHome(path: sandbox.home)
+            configuration.maxConcurrentDownloads = 32
+            let session = try await DownloadSession(identifier: "j", configuration: configuration)
+            let missed = await session.pendingEvents()
+            #expect(missed.count == count, "pendingEvents: \(missed.count)")
+            await session.close()
             try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
         }
     }

@@ -148,6 +148,11 @@ import Testing
             }
             #expect(DaemonHarness.sessionFolders(sandbox).count == 22, "closing keeps the sessions: \(DaemonHarness.sessionFolders(sandbox))")
             try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
+
+            // A new daemon reopens only the session with work to resume.
+            let next = try await DaemonHarness.start(sandbox)
+            #expect(try DaemonHarness.openSessions(try RawSocketClient(path: DaemonHarness.socket(sandbox))) == ["queued"])
+            try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(next, sandbox)
         }
     }
 }
