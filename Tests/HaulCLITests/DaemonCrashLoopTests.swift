@@ -7,116 +7,119 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 10, a task that kills the daemon: a task that was running when two daemons in a row died is failed
-/// instead of being resumed a third time. The deaths are `kill -9` of daemon subprocesses while a throttled
-/// download runs; a SIGTERM in between is an orderly stop, which does not count.
-@Suite struct DaemonCrashLoopTests {
-    static let message = "the daemon stopped twice while running this task; it was not resumed a third time"
+extension DaemonNeighbourTests {
+    /// Issue 10, a task that kills the daemon: a task that was running when two daemons in a row died is failed
+    /// instead of being resumed a third time. The deaths are `kill -9` of daemon subprocesses while a throttled
+    /// download runs; a SIGTERM in between is an orderly stop, which does not count.
+    @Suite(.serialized) struct DaemonCrashLoopTests {
+        static let message = "the daemon stopped twice while running this task; it was not resumed a third time"
 
-    func serve(_ server: TestServer, _ path: String, _ body: [UInt8], rate: Int?) {
-        var resource = Resource(body: body, etag: "\"crash-v1\"")
-        resource.faults.throttleBytesPerSecond = rate
-        server.serve(path, resource)
-    }
-
-    func startDaemon(_ box: Sandbox) async throws -> HaulRun {
-        let daemon = try box.start(["daemon"])
-        try await eventually("the daemon listens") {
-            guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
-            return daemon.stderrSoFar().contains("listening on")
+        func serve(_ server: TestServer, _ path: String, _ body: [UInt8], rate: Int?) {
+            var resource = Resource(body: body, etag: "\"crash-v1\"")
+            resource.faults.throttleBytesPerSecond = rate
+            server.serve(path, resource)
         }
-        return daemon
-    }
 
-    /// The task as `haul ls --json` shows it.
-    func task(_ box: Sandbox, _ id: String) async throws -> [String: Any]? {
-        let result = try await box.run(["ls", "--json", "--no-autostart"])
-        #expect(result.exitCode == 0, "ls: \(result.stderr)")
-        return try result.jsonEvents().first { $0["id"] as? String == id }
-    }
-
-    /// Waits until the daemon has (re)started the download: the server has seen its `count`-th request for it.
-    func waitForRequest(_ server: TestServer, _ path: String, count: Int, _ daemon: HaulRun) async throws {
-        try await eventually("request \(count) for \(path)", timeout: .seconds(30)) {
-            guard daemon.isRunning else { throw HarnessError("the daemon died: \(daemon.stderrSoFar())") }
-            return server.requests(path).count >= count
+        func startDaemon(_ box: Sandbox) async throws -> HaulRun {
+            let daemon = try box.start(["daemon"])
+            try await eventually("the daemon listens") {
+                guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
+                return daemon.stderrSoFar().contains("listening on")
+            }
+            return daemon
         }
-    }
 
-    func kill9(_ daemon: HaulRun) async throws {
-        daemon.signal(SIGKILL)
-        let killed = try await daemon.wait(timeout: .seconds(10))
-        #expect(killed.signalled && killed.exitCode == SIGKILL)
-    }
+        /// The task as `haul ls --json` shows it.
+        func task(_ box: Sandbox, _ id: String) async throws -> [String: Any]? {
+            let result = try await box.run(["ls", "--json", "--no-autostart"])
+            #expect(result.exitCode == 0, "ls: \(result.stderr)")
+            return try result.jsonEvents().first { $0["id"] as? String == id }
+        }
 
-    @Test func aTaskRunningWhenTwoDaemonsInARowDiedIsFailedNotResumedAThirdTime() async throws {
-        try await withTestServer { server in
-            // 2 MiB at 64 KiB/s: 32 s, so every daemon dies mid-download.
-            let source = TestData.bytes(2 << 20, seed: 601)
-            serve(server, "/crash.bin", source, rate: 64 << 10)
-            try await Sandbox.with { box in
-                let first = try await startDaemon(box)
-                let added = try await box.run(["add", server.url("/crash.bin"), "-o", "crash.bin", "--segments", "1", "--no-autostart"])
-                let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
-                try await waitForRequest(server, "/crash.bin", count: 1, first)
-                #expect(try await task(box, id)?["state"] as? String == "running")
-                try await kill9(first)
-
-                let second = try await startDaemon(box)
-                try await waitForRequest(server, "/crash.bin", count: 2, second)
-                #expect(try await task(box, id)?["state"] as? String == "running", "the first death alone resumes the task")
-                try await kill9(second)
-
-                let third = try await startDaemon(box)
-                let failed = try await box.run(["wait", id, "--no-autostart"])
-                #expect(failed.exitCode == 7, "wait: \(failed)")
-                #expect(failed.stderr.contains(Self.message), "stderr: \(failed.stderr)")
-                let shown = try await task(box, id)
-                #expect(shown?["state"] as? String == "failed", "\(String(describing: shown))")
-                #expect((shown?["error"] as? [String: Any])?["message"] as? String == Self.message)
-                #expect((shown?["error"] as? [String: Any])?["kind"] as? String == "server")
-                #expect(server.requests("/crash.bin").count == 2, "not resumed a third time: \(server.requests("/crash.bin").count) requests")
-                #expect(third.isRunning, "the third daemon runs: \(third.stderrSoFar())")
-
-                // A person may try again: then it is downloaded (at full speed now).
-                serve(server, "/crash.bin", source, rate: nil)
-                #expect(try await box.run(["resume", id, "--no-autostart"]).exitCode == 0)
-                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
-                #expect(waited.exitCode == 0, "wait after resume: \(waited.stderr)")
-                #expect(contentMismatch(box.path("crash.bin"), expected: source) == nil)
+        /// Waits until the daemon has (re)started the download: the server has seen its `count`-th request for it.
+        func waitForRequest(_ server: TestServer, _ path: String, count: Int, _ daemon: HaulRun) async throws {
+            try await eventually("request \(count) for \(path)", timeout: .seconds(30)) {
+                guard daemon.isRunning else { throw HarnessError("the daemon died: \(daemon.stderrSoFar())") }
+                return server.requests(path).count >= count
             }
         }
-    }
 
-    @Test func anOrderlyStopBetweenTwoDeathsStartsTheCountAgain() async throws {
-        try await withTestServer { server in
-            let source = TestData.bytes(2 << 20, seed: 602)
-            serve(server, "/steady.bin", source, rate: 64 << 10)
-            try await Sandbox.with { box in
-                let first = try await startDaemon(box)
-                let added = try await box.run(["add", server.url("/steady.bin"), "-o", "steady.bin", "--segments", "1", "--no-autostart"])
-                let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
-                try await waitForRequest(server, "/steady.bin", count: 1, first)
-                try await kill9(first)
+        func kill9(_ daemon: HaulRun) async throws {
+            daemon.signal(SIGKILL)
+            let killed = try await daemon.wait(timeout: .seconds(10))
+            #expect(killed.signalled && killed.exitCode == SIGKILL)
+        }
 
-                let second = try await startDaemon(box)
-                try await waitForRequest(server, "/steady.bin", count: 2, second)
-                second.signal(SIGTERM)
-                let stopped = try await second.wait(timeout: .seconds(10))
-                #expect(stopped.exitCode == 0 && !stopped.signalled, "SIGTERM: \(stopped.stderr)")
+        @Test func aTaskRunningWhenTwoDaemonsInARowDiedIsFailedNotResumedAThirdTime() async throws {
+            try await withTestServer { server in
+                // 2 MiB at 64 KiB/s: 32 s, so every daemon dies mid-download.
+                let source = TestData.bytes(2 << 20, seed: 601)
+                serve(server, "/crash.bin", source, rate: 64 << 10)
+                try await Sandbox.with { box in
+                    let first = try await startDaemon(box)
+                    let added = try await box.run(["add", server.url("/crash.bin"), "-o", "crash.bin", "--segments", "1", "--no-autostart"])
+                    let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                    try await waitForRequest(server, "/crash.bin", count: 1, first)
+                    #expect(try await task(box, id)?["state"] as? String == "running")
+                    try await kill9(first)
 
-                let third = try await startDaemon(box)
-                try await waitForRequest(server, "/steady.bin", count: 3, third)
-                try await kill9(third)
+                    let second = try await startDaemon(box)
+                    try await waitForRequest(server, "/crash.bin", count: 2, second)
+                    #expect(try await task(box, id)?["state"] as? String == "running", "the first death alone resumes the task")
+                    try await kill9(second)
 
-                // One death since the orderly stop: the task resumes.
-                serve(server, "/steady.bin", source, rate: nil)
-                _ = try await startDaemon(box)
-                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
-                #expect(waited.exitCode == 0, "wait: \(waited.stderr)")
-                #expect(contentMismatch(box.path("steady.bin"), expected: source) == nil)
-                #expect(server.requests("/steady.bin").count == 4)
+                    let third = try await startDaemon(box)
+                    let failed = try await box.run(["wait", id, "--no-autostart"])
+                    #expect(failed.exitCode == 7, "wait: \(failed)")
+                    #expect(failed.stderr.contains(Self.message), "stderr: \(failed.stderr)")
+                    let shown = try await task(box, id)
+                    #expect(shown?["state"] as? String == "failed", "\(String(describing: shown))")
+                    #expect((shown?["error"] as? [String: Any])?["message"] as? String == Self.message)
+                    #expect((shown?["error"] as? [String: Any])?["kind"] as? String == "server")
+                    #expect(server.requests("/crash.bin").count == 2, "not resumed a third time: \(server.requests("/crash.bin").count) requests")
+                    #expect(third.isRunning, "the third daemon runs: \(third.stderrSoFar())")
+
+                    // A person may try again: then it is downloaded (at full speed now).
+                    serve(server, "/crash.bin", source, rate: nil)
+                    #expect(try await box.run(["resume", id, "--no-autostart"]).exitCode == 0)
+                    let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                    #expect(waited.exitCode == 0, "wait after resume: \(waited.stderr)")
+                    #expect(contentMismatch(box.path("crash.bin"), expected: source) == nil)
+                }
+            }
+        }
+
+        @Test func anOrderlyStopBetweenTwoDeathsStartsTheCountAgain() async throws {
+            try await withTestServer { server in
+                let source = TestData.bytes(2 << 20, seed: 602)
+                serve(server, "/steady.bin", source, rate: 64 << 10)
+                try await Sandbox.with { box in
+                    let first = try await startDaemon(box)
+                    let added = try await box.run(["add", server.url("/steady.bin"), "-o", "steady.bin", "--segments", "1", "--no-autostart"])
+                    let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                    try await waitForRequest(server, "/steady.bin", count: 1, first)
+                    try await kill9(first)
+
+                    let second = try await startDaemon(box)
+                    try await waitForRequest(server, "/steady.bin", count: 2, second)
+                    second.signal(SIGTERM)
+                    let stopped = try await second.wait(timeout: .seconds(10))
+                    #expect(stopped.exitCode == 0 && !stopped.signalled, "SIGTERM: \(stopped.stderr)")
+
+                    let third = try await startDaemon(box)
+                    try await waitForRequest(server, "/steady.bin", count: 3, third)
+                    try await kill9(third)
+
+                    // One death since the orderly stop: the task resumes.
+                    serve(server, "/steady.bin", source, rate: nil)
+                    _ = try await startDaemon(box)
+                    let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                    #expect(waited.exitCode == 0, "wait: \(waited.stderr)")
+                    #expect(contentMismatch(box.path("steady.bin"), expected: source) == nil)
+                    #expect(server.requests("/steady.bin").count == 4)
+                }
             }
         }
     }
 }
+

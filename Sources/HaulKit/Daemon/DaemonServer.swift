@@ -145,8 +145,9 @@ public final class DaemonServer: Sendable {
                 let line = JSONRPC.response(id: id, result: value)
                 guard line.utf8.count <= DaemonProtocol.maxResponseBytes + 1 else {
                     // Never dropped silently: the client learns why, and can ask for pages.
-                    outbox.send(JSONRPC.response(id: id, error: .haul(HaulError(
-                        .server, "the answer to \(request.method) would take \(line.utf8.count) bytes, over the daemon's \(DaemonProtocol.maxResponseBytes); ask for less (see \"limit\")"))))
+                    let why = "the answer to \(request.method) would take \(line.utf8.count) bytes, over the daemon's "
+                        + "\(DaemonProtocol.maxResponseBytes); ask for less (see \"limit\")"
+                    outbox.send(JSONRPC.response(id: id, error: .haul(HaulError(.server, why))))
                     return
                 }
                 outbox.send(line)

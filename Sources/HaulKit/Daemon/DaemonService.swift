@@ -87,7 +87,8 @@ actor DaemonService {
             _ = try await session(name, configuring: Params(["maxConcurrentDownloads": JSONValue(count)]))
             return [:]
         case "tasks.add":
-            return try await add(params, to: name, budget: DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0))
+            let addBudget = DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0)
+            return try await add(params, to: name, budget: addBudget)
         case "tasks.list":
             return try await list(params, in: try await session(name), budget: budget)
         case "tasks.pause", "tasks.resume", "tasks.cancel":

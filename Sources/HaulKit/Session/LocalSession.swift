@@ -62,7 +62,7 @@ actor LocalSession: SessionBackend {
         let starts = failsCrashingTasks ? try store.unendedStarts(ids: stale.map(\.id)) : [:]
         let crashing = stale.map(\.id).filter { starts[$0, default: 0] >= Self.maxUnendedStarts }
         let resume = configuration.resumeRunningTasksOnRelaunch
-        _ = try store.updateAll(ids: stale.map(\.id).filter { !crashing.contains($0) }) {
+        _ = try store.updateAll(ids: stale.map(\.id).filter { starts[$0, default: 0] < Self.maxUnendedStarts }) {
             $0.state = TaskTransitions.restored($0.state, resumeRunning: resume)
         }
         failTasksThatStoppedTheProcess(crashing)
