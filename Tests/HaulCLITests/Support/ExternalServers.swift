@@ -59,10 +59,17 @@ func loopbackAddress(port: Int) -> sockaddr_in {
 
 /// A bounded `GET path HTTP/1.0` on 127.0.0.1:port; the raw response, or nil when nothing answers.
 func rawHTTPGet(port: Int, path: String) -> String? {
+    rawExchange(port: port, request: "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\n\r\n", maxBytes: 65536, timeoutSeconds: 1)
+        .map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// Sends `request` on a new connection to 127.0.0.1:port and reads the answer until the server closes or
+/// `maxBytes` (each send and receive bounded by `timeoutSeconds`); nil when nothing answers.
+func rawExchange(port: Int, request text: String, maxBytes: Int, timeoutSeconds: Int) -> [UInt8]? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var timeout = timeval(tv_sec: 1, tv_usec: 0)
+    var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var address = loopbackAddress(port: port)
@@ -70,16 +77,16 @@ func rawHTTPGet(port: Int, path: String) -> String? {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
     guard connected else { return nil }
-    let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
+    let request = Array(text.utf8)
     guard send(fd, request, request.count, 0) == request.count else { return nil }
     var response: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while response.count < 65536 {
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while response.count < maxBytes {
         let count = recv(fd, &buffer, buffer.count, 0)
         if count <= 0 { break }
         response += buffer[0..<count]
     }
-    return String(decoding: response, as: UTF8.self)
+    return response
 }
 
 /// A server child process, stopped (SIGTERM, then SIGKILL) when its scope ends.

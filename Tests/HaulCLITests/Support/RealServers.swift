@@ -217,26 +217,9 @@ struct RawHTTPResponse {
 /// `GET path HTTP/1.1` with `headers` and `Connection: close` on 127.0.0.1:port, reading at most `maxBytes`
 /// (bounded by 2 s timeouts). HTTP/1.1, as lighttpd ignores Range in HTTP/1.0 requests.
 func rawHTTPRequest(port: Int, path: String, headers: [String] = [], maxBytes: Int = 1 << 20) -> RawHTTPResponse? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 2, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = loopbackAddress(port: port)
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-    }
-    guard connected else { return nil }
     let lines = ["GET \(path) HTTP/1.1", "Host: 127.0.0.1:\(port)", "Connection: close"] + headers
-    let request = Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
-    guard send(fd, request, request.count, 0) == request.count else { return nil }
-    var response: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while response.count < maxBytes {
-        let count = recv(fd, &buffer, buffer.count, 0)
-        if count <= 0 { break }
-        response += buffer[0..<count]
+    guard let response = rawExchange(port: port, request: lines.joined(separator: "\r\n") + "\r\n\r\n", maxBytes: maxBytes, timeoutSeconds: 2) else {
+        return nil
     }
     let separator: [UInt8] = [13, 10, 13, 10]
     guard let end = (0..<max(0, response.count - 3)).first(where: { Array(response[$0..<($0 + 4)]) == separator }) else {
