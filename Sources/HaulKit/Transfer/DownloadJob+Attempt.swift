@@ -157,14 +157,7 @@ extension DownloadJob {
     /// Rate limiting, progress and checkpoints after `count` bytes were written.
     private func afterWrite(_ count: Int) async throws {
         fetched += Int64(count)
-        if let shared = options.sharedRateLimiter {
-            let pause = shared.consume(count)
-            if pause > .zero { try await Task.sleep(for: pause) }
-        } else if var limit = bucket {
-            let pause = limit.consume(count, at: clock.now - startTime)
-            bucket = limit
-            if pause > .zero { try await Task.sleep(for: pause) }
-        }
+        if let pause = rateLimiter?.consume(count), pause > .zero { try await Task.sleep(for: pause) }
         // Progress and checkpoints are looked at every 256 KiB, not on every small chunk.
         bytesSinceBookkeeping += count
         guard bytesSinceBookkeeping >= 256 * 1024 else { return }

@@ -75,7 +75,8 @@ final class DownloadJob {
     var announcedStart = false
     var meter = ProgressMeter()
     var lastProgress: ContinuousClock.Instant?
-    var bucket: TokenBucket?
+    /// The session's shared limit, else this download's own (as a segmented download's coordinator does).
+    let rateLimiter: RateLimiter?
     /// The destination's lock (and for `--dir`, the lock of the URL's name choice), held for the whole run.
     var locks: [FileLock] = []
     /// For `--dir`: the lock of this URL's name choice in that folder, whose note remembers the name chosen.
@@ -94,7 +95,7 @@ final class DownloadJob {
             engine: engine, configuration: engine.configuration, userHeaders: options.headers,
             userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
             logger: engine.configuration.logger, credentials: options.credentials ?? Credentials(userinfoOf: options.url))
-        self.bucket = options.sharedRateLimiter == nil ? options.rateLimit.map { TokenBucket(bytesPerSecond: $0) } : nil
+        self.rateLimiter = options.sharedRateLimiter ?? options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
         self.hasher = options.checksum.map { Checksummer($0.algorithm) }
     }
 

@@ -27,7 +27,7 @@ final class StreamDownload {
     private var validators = Validators()
     private var total: Int64?
     private var hasher: Checksummer?
-    private var bucket: TokenBucket?
+    private let rateLimiter: RateLimiter?
     private var meter = ProgressMeter()
     private var lastProgress: ContinuousClock.Instant?
     private var announced = false
@@ -57,7 +57,7 @@ final class StreamDownload {
         if case .file(let path) = options.destination { targetPath = path } else { targetPath = nil }
         startTime = clock.now
         hasher = options.checksum.map { Checksummer($0.algorithm) }
-        bucket = options.sharedRateLimiter == nil ? options.rateLimit.map { TokenBucket(bytesPerSecond: $0) } : nil
+        rateLimiter = options.sharedRateLimiter ?? options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
     }
 
     var shownPath: String { targetPath ?? "-" }
@@ -151,14 +151,7 @@ final class StreamDownload {
                     hasher?.update(raw)
                 }
                 written += Int64(buffer.readableBytes)
-                if let shared = options.sharedRateLimiter {
-                    let pause = shared.consume(buffer.readableBytes)
-                    if pause > .zero { try await Task.sleep(for: pause) }
-                } else if var limit = bucket {
-                    let pause = limit.consume(buffer.readableBytes, at: clock.now - startTime)
-                    bucket = limit
-                    if pause > .zero { try await Task.sleep(for: pause) }
-                }
+                if let pause = rateLimiter?.consume(buffer.readableBytes), pause > .zero { try await Task.sleep(for: pause) }
                 emitProgress(force: false)
             }
         } catch let error as HaulError {
