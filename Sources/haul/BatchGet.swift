@@ -20,11 +20,11 @@ struct BatchGet {
             Reporter.printError("haul: error: \(error.message)")
             throw ExitCode(ExitStatus.usage)
         }
+        command.connection.warnIfInsecure()
         var configuration = SessionConfiguration()
         configuration.maxConcurrentDownloads = command.jobs
         configuration.retry = requests.isEmpty ? RetryPolicy() : (try? command.makeOptions(url: urls[0]).retry) ?? RetryPolicy()
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
-        configuration.proxies = (try? command.proxies) ?? ProxyChoice()  // checked in makeOptions
         configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
         let identifier = BatchGet.identifier(for: requests)
         let session: DownloadSession

@@ -21,17 +21,14 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection.")
     var connectTimeout = 30.0
 
-    @Option(help: "Send every request through this proxy: [http://|socks5://|socks5h://][user:password@]host[:port] (default: http_proxy, https_proxy, all_proxy).")
-    var proxy: String?
-
-    @Option(help: "Hosts reached without a proxy: a comma list of names (with their subdomains), IPs, or * (default: no_proxy).")
-    var noproxy: String?
-
     @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
     var maxTime: Double?
 
     @OptionGroup(title: "File options")
     var file: FileOptions
+
+    @OptionGroup(title: "Connection options")
+    var connection: ConnectionOptions
 
     @Flag(name: .shortAndLong, help: "Print only errors.")
     var quiet = false
@@ -61,13 +58,13 @@ struct GetCommand: AsyncParsableCommand {
             Reporter.printError("haul: error: \(error.message)")
             throw ExitCode(ExitStatus.usage)
         }
+        connection.warnIfInsecure()
         let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)
         let reporter = Reporter(mode: mode, url: Redaction.url(options.url))
         var configuration = TransferEngine.Configuration()
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
         configuration.maxConnectionsPerHost = file.maxConnectionsPerHost
-        configuration.proxies = (try? proxies) ?? ProxyChoice()  // checked in makeOptions
         if verbose {
             var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
             logger.logLevel = .debug
@@ -109,14 +106,6 @@ struct GetCommand: AsyncParsableCommand {
         return all
     }
 
-    /// The proxy settings from `--proxy`, `--noproxy` and the environment (checked before any connection).
-    var proxies: ProxyChoice {
-        get throws {
-            let explicit = try proxy.map { try ProxyEndpoint(parsing: $0) }
-            return ProxyChoice(explicit: explicit, noProxy: noproxy, environment: ProcessInfo.processInfo.environment)
-        }
-    }
-
     /// Checks every input before any network or file activity.
     func makeOptions(url: String) throws -> DownloadOptions {
         if quiet, json { throw InputError("use either --quiet or --json, not both") }
@@ -126,8 +115,8 @@ struct GetCommand: AsyncParsableCommand {
         for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout), ("--max-time", maxTime ?? 1)] {
             guard value.isFinite, value > 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
         }
-        let options = try file.makeOptions(url: url)
-        _ = try proxies.proxy(for: options.url)
+        var options = try file.makeOptions(url: url)
+        try connection.apply(to: &options)
         return options
     }
 }

@@ -20,6 +20,9 @@ struct AddCommand: AsyncParsableCommand {
     @OptionGroup(title: "File options (--limit-rate caps each download)")
     var file: FileOptions
 
+    @OptionGroup(title: "Connection options (the proxy variables and SSL_CERT_FILE/SSL_CERT_DIR are read here, not in the daemon)")
+    var connection: ConnectionOptions
+
     @OptionGroup var daemon: DaemonClientOptions
 
     func run() async throws {
@@ -30,6 +33,7 @@ struct AddCommand: AsyncParsableCommand {
             Reporter.printError("haul: error: \(error.message)")
             throw ExitCode(ExitStatus.usage)
         }
+        self.connection.warnIfInsecure()
         do {
             let connection = try await daemon.connect()
             // Sent in chunks that fit a message each, however many URLs there are.
@@ -48,7 +52,11 @@ struct AddCommand: AsyncParsableCommand {
             throw InputError("the daemon saves files; -o - (standard output) works with haul get only")
         }
         guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
-        return try all.map { DaemonProtocol.encode(DownloadRequest(try file.makeOptions(url: $0), priority: priority, id: id)) }
+        return try all.map { url in
+            var options = try file.makeOptions(url: url)
+            try connection.apply(to: &options)
+            return DaemonProtocol.encode(DownloadRequest(options, priority: priority, id: id))
+        }
     }
 }
 

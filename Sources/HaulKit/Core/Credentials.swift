@@ -4,7 +4,7 @@ import struct Foundation.URLComponents
 
 /// A user name and password for HTTP Basic authentication (RFC 7617), sent only to the origin they were
 /// given for (the URL's own, for `user:password@` and `-u`), never after a redirect to another origin.
-public struct Credentials: Equatable, Sendable {
+public struct Credentials: Codable, Equatable, Sendable {
     public var user: String
     public var password: String
 

@@ -1,8 +1,8 @@
-import struct Foundation.URL
+import Foundation
 
 /// A proxy to send requests through.
-public struct ProxyEndpoint: Equatable, Hashable, Sendable, CustomStringConvertible {
-    public enum Kind: String, Hashable, Sendable {
+public struct ProxyEndpoint: Codable, Equatable, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Codable, Hashable, Sendable {
         /// Plain HTTP requests forwarded, HTTPS tunnelled with `CONNECT`.
         case http
         /// SOCKS5, host names resolved locally (`socks5://`) or by the proxy (`socks5h://`).
@@ -41,6 +41,17 @@ public struct ProxyEndpoint: Equatable, Hashable, Sendable, CustomStringConverti
         }
     }
 
+    /// The proxy as a URL, with its credentials: what ``init(parsing:)`` reads back.
+    public var url: String {
+        var userinfo = ""
+        if let user {
+            let allowed = CharacterSet.urlUserAllowed.subtracting(CharacterSet(charactersIn: ":@"))
+            let encode = { (text: String) in text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text }
+            userinfo = encode(user) + (password.map { ":" + encode($0) } ?? "") + "@"
+        }
+        return "\(kind.rawValue)://\(userinfo)\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
+
     /// `scheme://host:port`, without credentials.
     public var description: String { "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 }
@@ -49,7 +60,7 @@ public struct ProxyEndpoint: Equatable, Hashable, Sendable, CustomStringConverti
 /// case only, because of httpoxy) for `http://` and `https_proxy`/`HTTPS_PROXY` for `https://`, else
 /// `all_proxy`/`ALL_PROXY`; except hosts matched by `--noproxy`, else `no_proxy`/`NO_PROXY` (a comma list
 /// of host names, matched with their subdomains, a leading dot ignored, literal IPs, or `*` for all).
-public struct ProxyChoice: Equatable, Sendable {
+public struct ProxyChoice: Codable, Equatable, Sendable {
     public var explicit: ProxyEndpoint?
     public var noProxy: String?
     public var environment: [String: String]
@@ -59,6 +70,15 @@ public struct ProxyChoice: Equatable, Sendable {
         self.explicit = explicit
         self.noProxy = noProxy
         self.environment = environment
+    }
+
+    /// The variables that choose a proxy (curl's names; `HTTP_PROXY` is left out for the httpoxy reason).
+    public static let variables = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"]
+
+    /// The choice `--proxy`/`--noproxy` and these proxy variables of `environment` make: all a task needs to
+    /// choose the same proxies later in another process (the daemon).
+    public static func from(explicit: ProxyEndpoint?, noProxy: String?, environment: [String: String]) -> ProxyChoice {
+        ProxyChoice(explicit: explicit, noProxy: noProxy, environment: environment.filter { variables.contains($0.key) })
     }
 
     /// The proxy for `url`, or `nil` to connect directly. Throws when a configured proxy is malformed (never

@@ -204,6 +204,25 @@ public enum DaemonProtocol {
         if let size = options.minSegmentSize { object["minSegmentSize"] = JSONValue(size) }
         if let count = options.maxConnectionsPerHost { object["maxConnectionsPerHost"] = JSONValue(count) }
         if options.allowInsecureRedirects { object["allowInsecureRedirects"] = true }
+        if let proxies = options.proxies {
+            var proxy: [String: JSONValue] = [:]
+            if let explicit = proxies.explicit { proxy["url"] = .string(explicit.url) }
+            if let noProxy = proxies.noProxy { proxy["noProxy"] = .string(noProxy) }
+            if !proxies.environment.isEmpty { proxy["environment"] = .object(proxies.environment.mapValues { .string($0) }) }
+            object["proxy"] = .object(proxy)
+        }
+        if let tls = options.tls {
+            var trust: [String: JSONValue] = [:]
+            if let file = tls.caFile { trust["caFile"] = .string(file) }
+            if let folder = tls.caDirectory { trust["caDirectory"] = .string(folder) }
+            if tls.insecure { trust["insecure"] = true }
+            if let certificate = tls.clientCertificate { trust["clientCertificate"] = .string(certificate) }
+            if let key = tls.clientKey { trust["clientKey"] = .string(key) }
+            object["tls"] = .object(trust)
+        }
+        if let credentials = options.credentials {
+            object["credentials"] = .object(["user": .string(credentials.user), "password": .string(credentials.password)])
+        }
         return .object(object)
     }
 
@@ -217,6 +236,31 @@ public enum DaemonProtocol {
         options.minSegmentSize = try params.int64("minSegmentSize")
         options.maxConnectionsPerHost = try params.int("maxConnectionsPerHost")
         options.allowInsecureRedirects = try params.bool("allowInsecureRedirects") ?? false
+        if let proxy = try params.object("proxy") {
+            var environment: [String: String] = [:]
+            if let variables = try proxy.object("environment") {
+                for name in ProxyChoice.variables {
+                    if let value = try variables.string(name) { environment[name] = value }
+                }
+            }
+            var explicit: ProxyEndpoint?
+            if let text = try proxy.string("url") {
+                do { explicit = try ProxyEndpoint(parsing: text) } catch { throw .invalidParams("\"proxy.url\": \(error.message)") }
+            }
+            options.proxies = ProxyChoice(explicit: explicit, noProxy: try proxy.string("noProxy"), environment: environment)
+        }
+        if let tls = try params.object("tls") {
+            options.tls = TLSTrust(
+                caFile: try tls.string("caFile"), caDirectory: try tls.string("caDirectory"), insecure: try tls.bool("insecure") ?? false,
+                clientCertificate: try tls.string("clientCertificate"), clientKey: try tls.string("clientKey"))
+            // The daemon runs in another folder: a relative path would name another file there.
+            for path in [options.tls?.caFile, options.tls?.caDirectory, options.tls?.clientCertificate, options.tls?.clientKey] {
+                if let path, !path.hasPrefix("/") { throw .invalidParams("\"tls\": \(path) is not an absolute path") }
+            }
+        }
+        if let credentials = try params.object("credentials") {
+            options.credentials = Credentials(user: try credentials.requiredString("user"), password: try credentials.string("password") ?? "")
+        }
         do { try options.validate() } catch { throw .invalidParams("\"options\": \(error.message)") }
         return options
     }

@@ -85,6 +85,11 @@ actor BackgroundSession: SessionBackend {
             case .standardOutput?: break
             case nil: request.destination = .directory(absolutePath(configuration.defaultDirectory ?? "."))
             }
+            // The session's proxies and TLS trust travel with each task: the daemon's own environment is not this
+            // process's. Certificate paths, like destinations, are this process's.
+            if request.options.proxies == nil, configuration.proxies != ProxyChoice() { request.options.proxies = configuration.proxies }
+            let tls = (request.options.tls ?? configuration.tls).mappingPaths(absolutePath)
+            if !tls.isDefault { request.options.tls = tls }
             return DaemonProtocol.encode(request)
         }
         // Added in chunks that fit a message each, then read back a page at a time.

@@ -50,6 +50,7 @@ actor LocalSession: SessionBackend {
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
         engineConfiguration.proxies = configuration.proxies
+        engineConfiguration.tls = configuration.tls
         // Every download the session may run against one host gets a connection (more than 8 would
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)

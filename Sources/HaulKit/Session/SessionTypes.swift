@@ -8,8 +8,12 @@ public struct SessionConfiguration: Sendable {
     public var maxDownloadsPerHost = 8
     public var retry = RetryPolicy()
     public var stallTimeout: Duration = .seconds(30)
-    /// Which proxy each download goes through (none by default). Not yet carried to a background session's daemon.
+    /// Which proxy each download goes through (none by default); a task's own ``TaskOptions/proxies`` win. A
+    /// background session sends these with each task it adds.
     public var proxies = ProxyChoice()
+    /// Trusted CAs, `insecure` and client certificate for every download (the system's trust store by default);
+    /// a task's own ``TaskOptions/tls`` wins. A background session sends these with each task it adds.
+    public var tls = TLSTrust()
     /// Bytes per second for all the session's downloads together, or `nil` for no limit.
     public var rateLimit: Int64?
     /// Headers sent with every task's request (a task's own headers win).

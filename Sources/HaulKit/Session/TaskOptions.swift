@@ -13,6 +13,12 @@ public struct TaskOptions: Codable, Equatable, Sendable {
     public var minSegmentSize: Int64?
     public var maxConnectionsPerHost: Int?
     public var allowInsecureRedirects = false
+    /// The proxy settings the task was added with (`nil`: the session's).
+    public var proxies: ProxyChoice?
+    /// Trusted CAs, `insecure` and client certificate (`nil`: the session's).
+    public var tls: TLSTrust?
+    /// Basic authentication for the URL's origin (stored privately with the task; never shown).
+    public var credentials: Credentials?
 
     public init() {}
 
@@ -27,6 +33,9 @@ public struct TaskOptions: Codable, Equatable, Sendable {
         if options.minSegmentSize != defaults.minSegmentSize { minSegmentSize = options.minSegmentSize }
         if options.maxConnectionsPerHost != defaults.maxConnectionsPerHost { maxConnectionsPerHost = options.maxConnectionsPerHost }
         allowInsecureRedirects = options.allowInsecureRedirects
+        proxies = options.proxies
+        tls = options.tls
+        credentials = options.credentials
     }
 
     /// Applies these settings to a download's options (after the session's).
@@ -39,6 +48,9 @@ public struct TaskOptions: Codable, Equatable, Sendable {
         if let minSegmentSize { options.minSegmentSize = minSegmentSize }
         if let maxConnectionsPerHost { options.maxConnectionsPerHost = maxConnectionsPerHost }
         options.allowInsecureRedirects = allowInsecureRedirects
+        if let proxies { options.proxies = proxies }
+        if let tls { options.tls = tls }
+        if let credentials { options.credentials = credentials }
     }
 
     /// Checks every value; the message names the offending one.
@@ -53,5 +65,6 @@ public struct TaskOptions: Codable, Equatable, Sendable {
         if let maxConnectionsPerHost, !(1...64).contains(maxConnectionsPerHost) {
             throw InputError("connections per host must be between 1 and 64")
         }
+        try tls?.validate()
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
+import NIOSSL
 
 extension DownloadJob {
     /// Sorts a transport error into transient (retry) or fatal, with a message a person understands.
@@ -28,9 +29,13 @@ extension DownloadJob {
             default: break
             }
         }
-        let text = String(describing: error)
-        if String(reflecting: type(of: error)).contains("SSL") || text.contains("certificate") {
-            return HaulError(.network, "TLS error talking to \(host): \(text)")
+        // A TLS stream that ends without close_notify mid-body is a dropped connection like any other.
+        if let tls = error as? NIOSSLError, tls == .uncleanShutdown || tls == .readInInvalidTLSState {
+            return TransientFailure(reason: "the connection closed before the transfer completed (\(host))")
+        }
+        if String(reflecting: type(of: error)).contains("SSL") {
+            let reason = CertificateProblem.reason(fromLibraryText: String(describing: error))
+            return HaulError(.network, "TLS failure with \(host): \(reason)")
         }
         let reason = describe(error)
         var failure = TransientFailure(reason: "\(reason) (\(host))")

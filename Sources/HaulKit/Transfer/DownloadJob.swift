@@ -91,10 +91,7 @@ final class DownloadJob {
         self.requestURL = options.url
         self.startTime = clock.now
         self.logger = engine.configuration.logger
-        self.sender = RequestSender(
-            engine: engine, configuration: engine.configuration, userHeaders: options.headers,
-            userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
-            logger: engine.configuration.logger, credentials: options.credentials ?? Credentials(userinfoOf: options.url))
+        self.sender = RequestSender(engine: engine, options: options)
         self.rateLimiter = options.sharedRateLimiter ?? options.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
         self.hasher = options.checksum.map { Checksummer($0.algorithm) }
     }

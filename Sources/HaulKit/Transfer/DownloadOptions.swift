@@ -25,6 +25,10 @@ public struct DownloadOptions: Sendable {
     /// Basic authentication for the origin of `url` (default: the URL's own `user:password@`); never sent to
     /// another origin. An explicit `Authorization` header wins.
     public var credentials: Credentials?
+    /// Which proxy this download goes through; `nil`: the engine's ``TransferEngine/Configuration/proxies``.
+    public var proxies: ProxyChoice?
+    /// Trusted CAs, `insecure`, client certificate; `nil`: the engine's ``TransferEngine/Configuration/tls``.
+    public var tls: TLSTrust?
     public var retry = RetryPolicy()
     /// Bytes per second for this download (all connections together), or `nil` for no limit.
     public var rateLimit: Int64?

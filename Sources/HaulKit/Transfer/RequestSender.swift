@@ -13,18 +13,36 @@ struct RequestSender: Sendable {
     let userOrigin: Origin?
     let policy: RedirectPolicy
     let logger: Logger
+    /// The download's proxy settings (`nil`: the engine's).
+    let proxies: ProxyChoice?
+    /// The download's TLS trust (`nil`: the engine's).
+    let tls: TLSTrust?
+    /// Each request in flight on a TCP connection of its own (HTTP/1.1): for the segments of one file.
+    private(set) var connectionPerRequest = false
 
-    init(engine: TransferEngine, configuration: TransferEngine.Configuration, userHeaders: HTTPFields, userOrigin: Origin?,
-         policy: RedirectPolicy, logger: Logger, credentials: Credentials? = nil) {
+    /// The sender of the download `options` describe.
+    init(engine: TransferEngine, options: DownloadOptions) {
         self.engine = engine
-        self.configuration = configuration
-        var headers = userHeaders
+        self.configuration = engine.configuration
+        var headers = options.headers
         // user:password@ in the URL (or given apart) becomes Basic authentication, for the URL's origin only.
-        if let credentials, !headers.contains("authorization") { headers.append("Authorization", credentials.authorization) }
+        if let credentials = options.credentials ?? Credentials(userinfoOf: options.url), !headers.contains("authorization") {
+            headers.append("Authorization", credentials.authorization)
+        }
         self.userHeaders = headers
-        self.userOrigin = userOrigin
-        self.policy = policy
-        self.logger = logger
+        self.userOrigin = Origin(options.url)
+        self.policy = RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects)
+        self.logger = engine.configuration.logger
+        self.proxies = options.proxies
+        self.tls = options.tls
+    }
+
+    /// This sender with a TCP connection of its own for each request in flight, whatever protocol the server
+    /// offers: what the segments of a file need to gain over one connection.
+    func separateConnections() -> RequestSender {
+        var sender = self
+        sender.connectionPerRequest = true
+        return sender
     }
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
@@ -44,12 +62,15 @@ struct RequestSender: Sendable {
             for field in plan.headers { fields.append(field.name, field.value) }
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
-            let (client, proxy) = try engine.client(for: url)
+            let (client, proxy) = try engine.client(for: url, proxies: proxies, connectionPerRequest: connectionPerRequest)
+            let tlsConfiguration = url.scheme?.lowercased() == "https" ? try engine.tlsConfiguration(for: tls) : nil
             do {
                 let request = try HTTPClient.Request(
-                    url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: HTTPHeaders(fields.map { ($0.name, $0.value) }))
+                    url: Credentials.strippingUserinfo(url).absoluteString, method: .GET,
+                    headers: HTTPHeaders(fields.map { ($0.name, $0.value) }), tlsConfiguration: tlsConfiguration)
                 response = try await client.stream(request, headTimeout: headTimeout, readAheadChunks: readAhead)
             } catch {
+                if proxy == nil, let refused = await TLSFailure.explain(error, url: url) { throw refused }
                 let classified = try DownloadJob.classify(error, url: url)
                 if let proxy, var failure = classified as? TransientFailure, failure.beforeConnecting || failure.reason.contains("timed out") {
                     // Through a proxy, a failed connection is the proxy's: say so (never retried without it).

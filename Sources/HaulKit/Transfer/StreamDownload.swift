@@ -50,10 +50,7 @@ final class StreamDownload {
         self.options = options
         self.events = events
         self.logger = engine.configuration.logger
-        self.sender = RequestSender(
-            engine: engine, configuration: engine.configuration, userHeaders: options.headers,
-            userOrigin: Origin(options.url), policy: RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects),
-            logger: engine.configuration.logger, credentials: options.credentials ?? Credentials(userinfoOf: options.url))
+        self.sender = RequestSender(engine: engine, options: options)
         if case .file(let path) = options.destination { targetPath = path } else { targetPath = nil }
         startTime = clock.now
         hasher = options.checksum.map { Checksummer($0.algorithm) }

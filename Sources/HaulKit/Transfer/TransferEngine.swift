@@ -3,6 +3,7 @@ import struct Foundation.URL
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOSSL
 
 /// Downloads files over HTTP(S) so that no interruption loses progress or corrupts a byte.
 ///
@@ -19,44 +20,70 @@ public final class TransferEngine: Sendable {
         public var userAgent = "haul/\(HaulVersion.string)"
         /// Which proxy each URL goes through (none by default; `haul get` passes its environment and flags).
         public var proxies = ProxyChoice()
+        /// Which TLS servers are trusted and the client certificate shown (the system's trust store by default);
+        /// a download's own ``DownloadOptions/tls`` wins.
+        public var tls = TLSTrust()
         /// Receives one debug line per request, response and resume decision.
         public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
         public init() {}
     }
 
-    /// The direct client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient).
+    /// The direct client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient), and
+    /// for the segments of segmented downloads one that speaks HTTP/1.1 only (see ``ClientKey``).
     let client: HTTPClient
-    private let proxiedClients = NIOLockedValueBox<[ProxyEndpoint: HTTPClient]>([:])
+    private let otherClients = NIOLockedValueBox<[ClientKey: HTTPClient]>([:])
+    private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
+
+    /// What sets an `HTTPClient` apart: the proxy, and whether each request needs a TCP connection of its own.
+    /// Over HTTP/2 the client would carry every segment of a file as a stream of one connection, which a server
+    /// that limits each connection (most CDNs) throttles as one; segments therefore use HTTP/1.1, where each
+    /// request in flight has its own connection. A single-connection download may use HTTP/2.
+    struct ClientKey: Hashable {
+        var proxy: ProxyEndpoint?
+        var connectionPerRequest: Bool
+    }
     let store: TransferRecordStore
     let configuration: Configuration
 
     public init(home: HaulHome, configuration: Configuration = Configuration()) {
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, proxy: nil))
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
         store = TransferRecordStore(home: home)
         self.configuration = configuration
     }
 
-    /// The client for `url`: through the proxy chosen for it, else direct. A malformed proxy setting is an error,
-    /// never a reason to connect directly.
-    func client(for url: URL) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
+    /// The client for `url`: through the proxy chosen for it (by `proxies`, else the engine's), else direct.
+    /// A malformed proxy setting is an error, never a reason to connect directly.
+    func client(for url: URL, proxies: ProxyChoice?, connectionPerRequest: Bool) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
         let proxy: ProxyEndpoint?
         do {
-            proxy = try configuration.proxies.proxy(for: url)
+            proxy = try (proxies ?? configuration.proxies).proxy(for: url)
         } catch {
             throw HaulError(.usage, error.message)
         }
-        guard let proxy else { return (client, nil) }
+        let key = ClientKey(proxy: proxy, connectionPerRequest: connectionPerRequest)
+        if key == ClientKey(proxy: nil, connectionPerRequest: false) { return (client, nil) }
         let configuration = self.configuration
-        let chosen = proxiedClients.withLockedValue { clients in
-            if let existing = clients[proxy] { return existing }
-            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, proxy: proxy))
-            clients[proxy] = made
+        let chosen = otherClients.withLockedValue { clients in
+            if let existing = clients[key] { return existing }
+            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, key: key))
+            clients[key] = made
             return made
         }
         return (chosen, proxy)
     }
 
-    private static func clientConfiguration(_ configuration: Configuration, proxy: ProxyEndpoint?) -> HTTPClient.Configuration {
+    /// The TLS configuration of `trust` (`nil`: the engine's), or `nil` for the client's default (the system's
+    /// trust store). Files are read once per engine.
+    func tlsConfiguration(for trust: TLSTrust?) throws(HaulError) -> TLSConfiguration? {
+        let trust = trust ?? configuration.tls
+        if trust.isDefault { return nil }
+        if let known = tlsConfigurations.withLockedValue({ $0[trust] }) { return known }
+        let made = try trust.makeConfiguration()
+        tlsConfigurations.withLockedValue { $0[trust] = made }
+        return made
+    }
+
+    private static func clientConfiguration(_ configuration: Configuration, key: ClientKey = ClientKey(proxy: nil, connectionPerRequest: false)) -> HTTPClient.Configuration {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.decompression = .disabled
@@ -67,7 +94,8 @@ public final class TransferEngine: Sendable {
             connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))
         )
-        if let proxy {
+        if key.connectionPerRequest { clientConfiguration.httpVersion = .http1Only }
+        if let proxy = key.proxy {
             switch proxy.kind {
             case .http:
                 let authorization = proxy.user.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
@@ -82,7 +110,7 @@ public final class TransferEngine: Sendable {
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         try await client.shutdown()
-        for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { try? await proxied.shutdown() }
+        for other in otherClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
     }
 
     /// Downloads (or resumes) one file. Throws ``HaulError``; on every failure the state needed to resume is kept.

@@ -36,6 +36,10 @@ import Testing
         request.options.minSegmentSize = 4096
         request.options.maxConnectionsPerHost = 3
         request.options.allowInsecureRedirects = true
+        request.options.proxies = ProxyChoice(
+            explicit: try ProxyEndpoint(parsing: "http://u:p%40@proxy:3128"), noProxy: "localhost", environment: ["https_proxy": "s:1"])
+        request.options.tls = TLSTrust(caFile: "/ca.pem", caDirectory: "/certs", insecure: true, clientCertificate: "/c.pem", clientKey: "/k.pem")
+        request.options.credentials = Credentials(user: "me", password: "p:w")
         let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
         #expect(decoded.url == request.url && decoded.destination == request.destination && decoded.headers == request.headers)
         #expect(decoded.checksum == request.checksum && decoded.segments == 4 && decoded.priority == -1 && decoded.id == "mine")
@@ -48,6 +52,10 @@ import Testing
             (["url": "https://x/y", "path": "/a", "directory": "/b"], "not both"),
             (["url": "https://x/y", "segments": 0], "\"segments\""),
             (["url": "https://x/y", "checksum": "nope"], "\"checksum\""),
+            (["url": "https://x/y", "options": ["proxy": ["url": "ftp://p"]]], "\"proxy.url\""),
+            (["url": "https://x/y", "options": ["tls": ["clientKey": "/k"]]], "--key needs --cert"),
+            (["url": "https://x/y", "options": ["tls": ["caFile": "ca.pem"]]], "absolute"),
+            (["url": "https://x/y", "options": ["credentials": ["password": "x"]]], "\"user\""),
             (["url": "https://x/y", "headers": [["name": "Bad Name", "value": "v"]]], "invalid header"),
             (["url": "https://x/y", "id": ""], "\"id\""),
             (["url": "https://x/y", "options": ["retries": -1]], "retries"),

@@ -1,0 +1,40 @@
+import struct Foundation.Date
+import struct Foundation.URL
+import NIOSSL
+
+/// Turns a failed TLS handshake into one line a person can act on: the cause (expired, wrong host name, unknown
+/// issuer, or the handshake's own reason) and the server, never the library's value or its source paths.
+/// Certificate failures are final (exit 3 in `haul`): retrying cannot change a certificate.
+enum TLSFailure {
+    /// The error for `error` when it is a handshake or certificate failure, else `nil`.
+    static func explain(_ error: any Error, url: URL) async -> HaulError? {
+        guard let host = url.host else { return nil }
+        let port = url.port ?? 443
+        let server = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        let problem: CertificateProblem
+        if let failure = error as? NIOSSLExtraError, failure == .failedToValidateHostname {
+            let names = await CertificateDiagnosis.peerCertificate(host: bare(host), port: port)?.names ?? []
+            problem = .wrongHostName(certificateNames: names)
+        } else if case .handshakeFailed(let library)? = error as? NIOSSLError {
+            let reason = CertificateProblem.reason(fromLibraryText: String(describing: library))
+            if reason == "certificate verify failed" {
+                if let certificate = await CertificateDiagnosis.peerCertificate(host: bare(host), port: port) {
+                    problem = CertificateProblem.diagnose(certificate, host: host, now: Int64(Date().timeIntervalSince1970))
+                } else {
+                    problem = .handshake("its certificate could not be verified")
+                }
+            } else {
+                problem = .handshake(reason)
+            }
+        } else if let failure = error as? NIOSSLError, [.failedToLoadCertificate, .failedToLoadPrivateKey, .noSuchFilesystemObject].contains(failure) {
+            return HaulError(.usage, "cannot load the TLS certificates or key given (\(failure)); check --cacert, --capath, --cert and --key")
+        } else {
+            return nil
+        }
+        return HaulError(.network, problem.message(server: server))
+    }
+
+    private static func bare(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+}
