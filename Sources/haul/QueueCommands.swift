@@ -87,9 +87,11 @@ struct ListCommand: AsyncParsableCommand {
                     task.id, task.state.rawValue, ByteFormat.string(task.bytes), task.total.map(ByteFormat.string) ?? "-",
                     task.bytesPerSecond.map { ByteFormat.string(Int64($0)) + "/s" } ?? "-",
                     task.filePath ?? Redaction.url(task.url),
+                    // Why it failed, or why a running task is not moving.
+                    task.error?.message ?? task.note ?? "",
                 ]
             }
-            print(Self.table([["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH"]] + rows), terminator: "")
+            print(Self.table([["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH", "NOTE"]] + rows), terminator: "")
         } catch {
             throw CLIFailure.exit(error)
         }
@@ -100,7 +102,7 @@ struct ListCommand: AsyncParsableCommand {
         return rows.map { row in
             row.enumerated().map { column, cell in
                 column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
+            }.joined(separator: "  ").trimmingTrailingSpaces()
         }.joined(separator: "\n") + "\n"
     }
 }
@@ -157,5 +159,13 @@ private func control(
         await connection.close()
     } catch {
         throw CLIFailure.exit(error)
+    }
+}
+
+private extension String {
+    func trimmingTrailingSpaces() -> String {
+        var text = Substring(self)
+        while text.last == " " { text.removeLast() }
+        return String(text)
     }
 }

@@ -53,7 +53,7 @@ public enum DaemonProtocol {
             "id": .string(task.id), "url": .string(task.url), "state": .string(task.state.rawValue),
             "priority": JSONValue(task.priority), "bytes": JSONValue(task.bytes), "total": task.total.map(JSONValue.init) ?? .null,
             "bytesPerSecond": task.bytesPerSecond.map(JSONValue.number) ?? .null, "path": JSONValue(task.filePath),
-            "error": error,
+            "error": error, "note": JSONValue(task.note),
         ]
     }
 
@@ -68,7 +68,7 @@ public enum DaemonProtocol {
         return TaskSnapshot(
             id: id, url: url, state: state, priority: value["priority"]?.intValue ?? 0, bytes: bytes,
             total: value["total"]?.int64Value, bytesPerSecond: value["bytesPerSecond"]?.doubleValue,
-            filePath: value["path"]?.stringValue, error: error)
+            filePath: value["path"]?.stringValue, error: error, note: value["note"]?.stringValue)
     }
 
     public static func decodeTasks(_ value: JSONValue?) -> [TaskSnapshot]? {

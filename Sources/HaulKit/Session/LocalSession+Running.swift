@@ -83,7 +83,9 @@ extension LocalSession {
             if shouldSaveProgress(id) {
                 _ = try? store.update(id: id) { $0.bytes = progress.bytes; $0.total = progress.total ?? $0.total }
             }
-        case .retrying, .restarted, .singleConnection, .finished:
+        case .retrying(let retry, let maxRetries, let delay, let reason):
+            noteRetry(id, retry: retry, of: maxRetries, after: delay, reason: reason)
+        case .restarted, .singleConnection, .finished:
             break
         }
     }
@@ -186,7 +188,9 @@ extension LocalSession {
     }
 
     func snapshot(of task: StoredTask) -> TaskSnapshot {
-        Self.snapshot(of: task, progress: task.state == .running ? latestProgress(task.id) : nil)
+        var snapshot = Self.snapshot(of: task, progress: task.state == .running ? latestProgress(task.id) : nil)
+        if task.state == .running { snapshot.note = retryNote(task.id) }
+        return snapshot
     }
 
     /// The task as stored, with the latest progress of a running one; a file destination is its path from the start.

@@ -15,6 +15,8 @@ actor LocalSession: SessionBackend {
     private var stopping: [String: TaskCommand] = [:]
     /// The latest progress of each running task (the store is updated at most once a second).
     private var progress: [String: DownloadProgress] = [:]
+    /// Why a running task is not moving: its last retry, until bytes arrive past where it stood then.
+    private var retryNotes: [String: (text: String, bytes: Int64)] = [:]
     private var hosts: [String: String] = [:]
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
     /// Each subscriber gets every event (or one task's) with its journal sequence, if journaled.
@@ -206,6 +208,7 @@ actor LocalSession: SessionBackend {
     func untrack(_ id: String) -> TaskCommand? {
         running[id] = nil
         progress[id] = nil
+        retryNotes[id] = nil
         hosts[id] = nil
         lastSaved[id] = nil
         return stopping.removeValue(forKey: id)
@@ -219,7 +222,17 @@ actor LocalSession: SessionBackend {
         return endedSinceDrain
     }
 
-    func noteProgress(_ id: String, _ latest: DownloadProgress) { progress[id] = latest }
+    func noteProgress(_ id: String, _ latest: DownloadProgress) {
+        progress[id] = latest
+        if let note = retryNotes[id], latest.bytes > note.bytes { retryNotes[id] = nil }
+    }
+
+    func noteRetry(_ id: String, retry: Int, of maxRetries: Int, after delay: Duration, reason: String) {
+        let seconds = max(1, Int(delay.seconds.rounded()))
+        retryNotes[id] = ("retry \(retry)/\(maxRetries) in \(seconds) s: \(reason)", progress[id]?.bytes ?? 0)
+    }
+
+    func retryNote(_ id: String) -> String? { retryNotes[id]?.text }
     func latestProgress(_ id: String) -> DownloadProgress? { progress[id] }
 
     /// The task was just written to the store: its next progress is saved a second from now.

@@ -108,6 +108,8 @@ public struct TaskSnapshot: Equatable, Sendable {
     public var filePath: String?
     /// Why the task failed.
     public var error: HaulError?
+    /// Why a running task is not moving: its last retry and reason (`retry 2/5 in 4 s: connection refused (host:80)`).
+    public var note: String? = nil
 }
 
 /// What a session reports.

@@ -20,9 +20,19 @@ func eventually(
     step: Duration = .milliseconds(20),
     _ condition: () throws -> Bool
 ) async throws {
+    try await eventuallyAsync(what(), timeout: timeout, step: step) { try condition() }
+}
+
+/// `eventually` for a condition that must await (running `haul ls`, say); bounded by `timeout`.
+func eventuallyAsync(
+    _ what: @autoclosure () -> String,
+    timeout: Duration = .seconds(20),
+    step: Duration = .milliseconds(20),
+    _ condition: () async throws -> Bool
+) async throws {
     let deadline = ContinuousClock.now + timeout
     while true {
-        if try condition() { return }
+        if try await condition() { return }
         guard ContinuousClock.now < deadline else {
             throw HarnessError("timed out after \(timeout) waiting until \(what())")
         }

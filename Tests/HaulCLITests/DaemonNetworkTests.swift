@@ -1,0 +1,54 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+/// The daemon and the network: a server that cannot be reached is retried with backoff (never a quick
+/// failure, as in `haul get`), and `haul ls` says why the task is not moving; a failed task shows its reason.
+@Suite struct DaemonNetworkTests {
+    func startDaemon(_ box: Sandbox) async throws -> HaulRun {
+        let daemon = try box.start(["daemon"])
+        try await eventually("the daemon listens") {
+            guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
+            return daemon.stderrSoFar().contains("listening on")
+        }
+        return daemon
+    }
+
+    @Test func aRefusedPortIsRetriedAndLsSaysWhy() async throws {
+        try await Sandbox.with { box in
+            _ = try await startDaemon(box)
+            let port = try freeLoopbackPort()
+            let added = try await box.run([
+                "add", "http://127.0.0.1:\(port)/file.bin", "-o", "f.bin", "--retries", "50", "--retry-wait", "30", "--no-autostart",
+            ])
+            #expect(added.exitCode == 0, "add: \(added.stderr)")
+            var last = ""
+            try await eventuallyAsync("ls shows the retry and its reason", timeout: .seconds(60), step: .milliseconds(200)) {
+                let listed = try await box.run(["ls", "--no-autostart"])
+                last = listed.stdout
+                return listed.stdout.contains("connection refused") && listed.stdout.contains("127.0.0.1:\(port)")
+            }
+            #expect(last.contains("running") && last.contains("NOTE") && last.contains("retry 1/50"), "\(last)")
+            let json = try await box.run(["ls", "--json", "--no-autostart"])
+            let task = try #require(try json.jsonEvents().first)
+            #expect(task["state"] as? String == "running" && (task["note"] as? String)?.contains("connection refused") == true, "\(task)")
+        }
+    }
+
+    @Test func aFailedTaskShowsItsReasonInLs() async throws {
+        try await withTestServer { server in
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                let added = try await box.run(["add", server.url("/gone.bin"), "-o", "g.bin", "--no-autostart"])
+                #expect(added.exitCode == 0, "add: \(added.stderr)")
+                var last = ""
+                try await eventuallyAsync("the task fails", timeout: .seconds(60), step: .milliseconds(200)) {
+                    let listed = try await box.run(["ls", "--no-autostart"])
+                    last = listed.stdout
+                    return listed.stdout.contains("failed")
+                }
+                #expect(last.contains("404"), "ls names the reason: \(last)")
+            }
+        }
+    }
+}
