@@ -18,9 +18,14 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
+        // The functional core: decisions as pure values and functions (resume policy, ranges, naming, redirects,
+        // retries, segment plans, proxy choice, task transitions). No I/O, no NIO, no SQLite.
+        .target(name: "HaulCore"),
+        // The shell: transfers over AsyncHTTPClient, files, the SQLite store, sessions, the daemon.
         .target(
             name: "HaulKit",
             dependencies: [
+                "HaulCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -67,6 +72,7 @@ let package = Package(
         .testTarget(
             name: "HaulKitTests",
             dependencies: [
+                "HaulCore",
                 "HaulKit",
                 "HaulTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),

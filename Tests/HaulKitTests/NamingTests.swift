@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 @Suite struct ContentDispositionTests {

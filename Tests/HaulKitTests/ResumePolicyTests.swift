@@ -1,4 +1,5 @@
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 @Suite struct ResumePolicyPlanTests {

@@ -1,8 +1,3 @@
-/// Where a task stands. Stable states only: a task is never stored mid-transition.
-public enum TaskState: String, Codable, Sendable, CaseIterable {
-    case waiting, running, paused, finished, failed, cancelled
-}
-
 /// One download in a session's queue, as kept by ``TaskStore``.
 public struct StoredTask: Codable, Equatable, Sendable {
     /// Chosen by the caller, or a generated UUID string.

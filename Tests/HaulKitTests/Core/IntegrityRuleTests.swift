@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// The rules that keep a resumed file one version: overlap for bytes another URL wrote, the strong ETag a

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// Property tests draw their inputs from ``SplitMix`` with a fixed seed: the same inputs on every run and

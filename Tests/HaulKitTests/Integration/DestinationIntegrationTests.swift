@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HaulTestSupport
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 func sha256Hex(_ bytes: [UInt8]) -> String {

@@ -1,6 +1,7 @@
 import Foundation
 import HaulTestSupport
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// Downloads through the fault-injecting server, comparing bytes exactly.

@@ -1,6 +1,7 @@
 import Foundation
 import HaulTestSupport
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// Retries, status codes, stalls, redirects and interruption through the fault-injecting server.

@@ -1,6 +1,7 @@
 import Foundation
 import HaulTestSupport
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// A fresh folder for one test's downloads and HAUL_HOME, removed afterwards.

@@ -1,6 +1,7 @@
 import Foundation
 import HaulTestSupport
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// Segmented downloads through the fault-injecting server, compared byte for byte.

@@ -1,6 +1,7 @@
 import Foundation
 import HaulTestSupport
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// Sessions follow the destination-identity rule: a task for a re-signed URL of the same file continues the

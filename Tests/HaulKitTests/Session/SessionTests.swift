@@ -1,6 +1,7 @@
 import Foundation
 import HaulTestSupport
 import Testing
+@testable import HaulCore
 @testable import HaulKit
 
 /// Collects a session's events from its stream.

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HaulCore
 @testable import HaulKit
 
 /// A fresh folder for one store test, removed when the test ends.

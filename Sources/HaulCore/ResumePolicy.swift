@@ -60,6 +60,12 @@ public struct ResourceInfo: Equatable, Sendable {
     public var validators: Validators
     public var totalLength: Int64?
     public var acceptsRanges: Bool
+
+    public init(validators: Validators, totalLength: Int64?, acceptsRanges: Bool) {
+        self.validators = validators
+        self.totalLength = totalLength
+        self.acceptsRanges = acceptsRanges
+    }
 }
 
 /// Why bytes held must be discarded and the download started again from byte 0.

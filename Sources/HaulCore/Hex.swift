@@ -1,5 +1,5 @@
 /// Lower-case hex digits of `bytes`.
-func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+package func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
     let digits = Array("0123456789abcdef".utf8)
     var out: [UInt8] = []
     for byte in bytes {
