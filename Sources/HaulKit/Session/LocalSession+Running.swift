@@ -214,11 +214,16 @@ extension LocalSession {
         environment["HAUL_TASK_PATH"] = task.filePath ?? ""
         environment["HAUL_TASK_BYTES"] = String(task.bytes)
         environment["HAUL_TASK_ERROR"] = task.error?.message ?? ""
+        #if os(macOS) || os(Linux)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command]
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
         try? process.run()
+        #else
+        // No subprocesses on iOS and the like: `onCompletion` is the hook there.
+        _ = environment
+        #endif
     }
 }
