@@ -115,4 +115,31 @@ struct ProxyTests {
             }
         }
     }
+
+    @Test func haulAddCarriesItsProxyToTheDaemon() async throws {
+        let proxy = try Tinyproxy()
+        defer { proxy.stop() }
+        try await withTestServer { server in
+            let body = TestData.bytes(200_000, seed: 163)
+            server.serve("/d.bin", Resource(body: body, etag: "\"d\""))
+            try await Sandbox.with { box in
+                // The daemon is started without any proxy variable; the task must still use the proxy that was in
+                // the environment of the `haul add` that queued it.
+                let daemon = try box.start(["daemon"])
+                try await eventually("the daemon listens") {
+                    guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
+                    return daemon.stderrSoFar().contains("listening on")
+                }
+                let added = try await box.start(
+                    ["-c", "http_proxy=http://127.0.0.1:\(proxy.port) exec \"$0\" \"$@\"", try HaulBinary.path(),
+                     "add", server.url("/d.bin"), "-o", "d.bin", "--no-autostart"],
+                    binary: "/bin/sh").wait()
+                let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "wait: \(waited.stderr)")
+                #expect(contentMismatch(box.path("d.bin"), expected: body) == nil)
+                #expect(proxy.log.contains("127.0.0.1:\(server.port)"), "the daemon went around the proxy: \(proxy.log)")
+            }
+        }
+    }
 }
