@@ -61,7 +61,7 @@ final class DaemonConnection: Sendable {
         self.home = home
     }
 
-    func call(_ method: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
+    func call(_ method: DaemonMethod, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
         do {
             return try await client.call(method, session: session, params)
         } catch let error as HaulError {
@@ -83,7 +83,7 @@ final class DaemonConnection: Sendable {
     /// which is an error unless it is `default`.
     func subscribe() async throws -> Bool {
         do {
-            _ = try await client.call("events.subscribe", .object(["session": .string(session), "replay": false]))
+            _ = try await client.call(.subscribe, .object(["session": .string(session), "replay": false]))
             return true
         } catch let error as RPCError {
             if error.isNoSuchSession, session == "default" { return false }

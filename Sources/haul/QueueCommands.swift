@@ -129,14 +129,14 @@ struct PauseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause tasks; running ones save their progress first.")
     @OptionGroup var selection: TaskSelection
     @OptionGroup var daemon: DaemonClientOptions
-    func run() async throws { try await control("tasks.pause", selection, daemon) }
+    func run() async throws { try await control(.pauseTasks, selection, daemon) }
 }
 
 struct ResumeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "resume", abstract: "Queue paused, failed or cancelled tasks again.")
     @OptionGroup var selection: TaskSelection
     @OptionGroup var daemon: DaemonClientOptions
-    func run() async throws { try await control("tasks.resume", selection, daemon) }
+    func run() async throws { try await control(.resumeTasks, selection, daemon) }
 }
 
 struct RemoveCommand: AsyncParsableCommand {
@@ -146,11 +146,11 @@ struct RemoveCommand: AsyncParsableCommand {
     @Flag(name: .customLong("delete-file"), help: "Also delete the downloaded files of finished tasks.")
     var deleteFile = false
     @OptionGroup var daemon: DaemonClientOptions
-    func run() async throws { try await control("tasks.remove", selection, daemon, ["deleteFile": .bool(deleteFile)]) }
+    func run() async throws { try await control(.removeTasks, selection, daemon, ["deleteFile": .bool(deleteFile)]) }
 }
 
 private func control(
-    _ method: String, _ selection: TaskSelection, _ daemon: DaemonClientOptions, _ extra: [String: JSONValue] = [:]
+    _ method: DaemonMethod, _ selection: TaskSelection, _ daemon: DaemonClientOptions, _ extra: [String: JSONValue] = [:]
 ) async throws {
     do {
         let connection = try await daemon.connect()

@@ -35,7 +35,7 @@ public actor DaemonClient {
         let connection = DaemonClient(socketPath: socketPath)
         await connection.start(channel)
         do {
-            let hello = try await connection.call("daemon.hello", ["protocol": JSONValue(DaemonProtocol.version), "client": .string(client)])
+            let hello = try await connection.call(.hello, ["protocol": JSONValue(DaemonProtocol.version), "client": .string(client)])
             guard hello["protocol"]?.intValue == DaemonProtocol.version else {
                 throw HaulError(.server, "the haul daemon at \(socketPath) speaks another protocol; restart it with this haul")
             }
@@ -73,7 +73,11 @@ public actor DaemonClient {
     private var writerWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Calls `method` and returns its result; a JSON-RPC error is thrown as ``RPCError``.
-    public func call(_ method: String, _ params: JSONValue = [:]) async throws -> JSONValue {
+    public func call(_ method: DaemonMethod, _ params: JSONValue = [:]) async throws -> JSONValue {
+        try await call(wireName: method.rawValue, params)
+    }
+
+    private func call(wireName method: String, _ params: JSONValue) async throws -> JSONValue {
         if let closedError { throw closedError }
         if outbound == nil { await withCheckedContinuation { writerWaiters.append($0) } }
         guard let outbound else { throw closedError ?? HaulError(.network, "the connection to the haul daemon closed") }
@@ -120,7 +124,7 @@ public actor DaemonClient {
 
     /// Calls a method on the daemon's session `session` (added to `params`); a JSON-RPC error is thrown as
     /// the ``HaulError`` it stands for.
-    public func call(_ method: String, session: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
+    public func call(_ method: DaemonMethod, session: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
         var params = params
         params["session"] = .string(session)
         do {
@@ -152,7 +156,7 @@ public actor DaemonClient {
         for _ in 0..<Self.maxPages {
             let page: JSONValue
             do {
-                page = try await call("tasks.list", .object(params))
+                page = try await call(.listTasks, .object(params))
             } catch let error as RPCError {
                 if error.isNoSuchSession, missingSessionIsEmpty { return [] }
                 throw error.haulError
@@ -171,7 +175,7 @@ public actor DaemonClient {
     public func add(session: String, _ requests: [JSONValue]) async throws -> [String] {
         var ids: [String] = []
         for chunk in DaemonProtocol.chunks(requests, count: DaemonProtocol.addChunkTasks, bytes: DaemonProtocol.addChunkBytes) {
-            let answer = try await call("tasks.add", session: session, ["tasks": .array(chunk), "reply": "ids"])
+            let answer = try await call(.addTasks, session: session, ["tasks": .array(chunk), "reply": "ids"])
             guard let added = answer["ids"]?.arrayValue?.compactMap(\.stringValue), added.count == chunk.count else {
                 throw HaulError(.server, "the haul daemon answered an addition in a way this haul does not understand; restart the daemon")
             }

@@ -53,17 +53,18 @@ actor DaemonService {
 
     private func perform(_ request: JSONRPC.Request, _ outbox: ConnectionOutbox) async throws -> JSONValue {
         let params = request.params
-        switch request.method {
-        case "daemon.hello":
+        guard let method = DaemonMethod(rawValue: request.method) else { throw RPCError.methodNotFound(request.method) }
+        switch method {
+        case .hello:
             let asked = try params.requiredInt("protocol")
             guard asked == DaemonProtocol.version else { throw RPCError.unsupportedProtocol(asked) }
             return .object(Self.identity)
-        case "daemon.status":
+        case .status:
             var status = Self.identity
             status["sessions"] = .array(sessions.keys.sorted().map(JSONValue.string))
             return .object(status)
         default:
-            guard Self.sessionMethods.contains(request.method) else { throw RPCError.methodNotFound(request.method) }
+            break
         }
         let name = try params.requiredString("session")
         do { try LocalSession.validate(identifier: name) } catch { throw RPCError.invalidParams("\"session\": \(error.message)") }
@@ -77,30 +78,30 @@ actor DaemonService {
         let paged = params.members["limit"] != nil || params.members["cursor"] != nil || params.members["after"] != nil
         let budget = (paged ? DaemonProtocol.maxPagedResponseBytes : DaemonProtocol.maxResponseBytes)
             - 256 - (request.id?.serialized.utf8.count ?? 0)
-        switch request.method {
-        case "session.open":
+        switch method {
+        case .openSession:
             _ = try await session(name, creating: true, configuring: try params.object("configuration"))
             return ["session": .string(name)]
-        case "session.setMaxConcurrentDownloads":
+        case .setMaxConcurrentDownloads:
             let count = try params.requiredInt("count")
             guard count >= 0 else { throw RPCError.invalidParams("\"count\" must be 0 or more") }
             _ = try await session(name, configuring: Params(["maxConcurrentDownloads": JSONValue(count)]))
             return [:]
-        case "tasks.add":
+        case .addTasks:
             let addBudget = DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0)
             return try await add(params, to: name, budget: addBudget)
-        case "tasks.list":
+        case .listTasks:
             return try await list(params, in: try await session(name), budget: budget)
-        case "tasks.pause", "tasks.resume", "tasks.cancel":
-            let command: TaskCommand = request.method == "tasks.pause" ? .pause : request.method == "tasks.resume" ? .resume : .cancel
+        case .pauseTasks, .resumeTasks, .cancelTasks:
+            let command: TaskCommand = method == .pauseTasks ? .pause : method == .resumeTasks ? .resume : .cancel
             let session = try await session(name)
             try await session.apply(command, to: try await selection(params, in: session, name))
             return [:]
-        case "tasks.remove":
+        case .removeTasks:
             let session = try await session(name)
             try await session.remove(try await selection(params, in: session, name), deleteFile: try params.bool("deleteFile") ?? false)
             return [:]
-        case "tasks.setPriority":
+        case .setPriority:
             let priority = try params.requiredInt("priority")
             let session = try await session(name)
             guard let ids = try await selection(params, in: session, name) else {
@@ -108,41 +109,34 @@ actor DaemonService {
             }
             try await session.setPriority(priority, for: ids)
             return [:]
-        case "events.subscribe":
+        case .subscribe:
             let session = try await session(name)
             let replay = try params.bool("replay") ?? true
             let journal = try session.store.journal()
             subscribers[name, default: [:]][outbox.id] = (outbox, journal.last?.sequence ?? 0)
             let page = Self.journalPage(replay ? journal : [], limit: Int.max, budget: DaemonProtocol.maxPagedResponseBytes - 256)
             return ["journal": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
-        case "events.unsubscribe":
+        case .unsubscribe:
             guard sessions[name] != nil || hasSavedConfiguration(name) else { throw RPCError.noSuchSession(name) }
             subscribers[name]?[outbox.id] = nil
             return [:]
-        case "journal.list":
+        case .listJournal:
             let session = try await session(name)
             let after = try params.int64("after") ?? 0
             let limit = try Self.limit(params) ?? Int.max
             let page = Self.journalPage(try session.store.journal(after: after), limit: limit, budget: budget)
             return ["events": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
-        case "journal.ack":
+        case .acknowledgeJournal:
             guard let through = try params.int64("through") else { throw RPCError.invalidParams("\"through\" is required") }
             return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
-        default:
-            throw RPCError.methodNotFound(request.method)
+        case .hello, .status:
+            throw RPCError.methodNotFound(request.method)  // answered above
         }
     }
 
     /// What `daemon.hello` answers: the protocol, this haul's version and the daemon's process id.
     static let identity: [String: JSONValue] = [
         "protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string), "pid": JSONValue(Int(getpid())),
-    ]
-
-    /// The methods that act on a session (all but `daemon.*`).
-    static let sessionMethods: Set<String> = [
-        "session.open", "session.setMaxConcurrentDownloads", "tasks.add", "tasks.list", "tasks.pause", "tasks.resume",
-        "tasks.cancel", "tasks.remove", "tasks.setPriority", "events.subscribe", "events.unsubscribe", "journal.list",
-        "journal.ack",
     ]
 
     // MARK: Adding and listing

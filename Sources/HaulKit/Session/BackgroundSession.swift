@@ -21,14 +21,14 @@ actor BackgroundSession: SessionBackend {
         self.configuration = configuration
         client = try await DaemonLauncher.connect(daemon, home: configuration.home)
         do {
-            _ = try await call("session.open", ["configuration": DaemonProtocol.encode(configuration)])
-            let journal = try await call("events.subscribe", ["replay": true])
+            _ = try await call(.openSession, ["configuration": DaemonProtocol.encode(configuration)])
+            let journal = try await call(.subscribe, ["replay": true])
             for entry in journal["journal"]?.arrayValue ?? [] { receive(entry) }
             // A long journal comes in pages; entries also sent live are kept once (by sequence).
             var next = journal["next"]?.int64Value
             for _ in 0..<Int(TaskStore.journalLimit) {
                 guard let after = next else { break }
-                let page = try await call("journal.list", ["after": JSONValue(after), "limit": JSONValue(1_000)])
+                let page = try await call(.listJournal, ["after": JSONValue(after), "limit": JSONValue(1_000)])
                 for entry in page["events"]?.arrayValue ?? [] { receive(entry) }
                 guard let following = page["next"]?.int64Value, following > after else { break }
                 next = following
@@ -47,7 +47,7 @@ actor BackgroundSession: SessionBackend {
         }
     }
 
-    private func call(_ method: String, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
+    private func call(_ method: DaemonMethod, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
         try await client.call(method, session: identifier, params)
     }
 
@@ -103,11 +103,11 @@ actor BackgroundSession: SessionBackend {
     }
 
     func apply(_ command: TaskCommand, to ids: [String]?) async throws {
-        let method: String
+        let method: DaemonMethod
         switch command {
-        case .pause: method = "tasks.pause"
-        case .resume: method = "tasks.resume"
-        case .cancel: method = "tasks.cancel"
+        case .pause: method = .pauseTasks
+        case .resume: method = .resumeTasks
+        case .cancel: method = .cancelTasks
         case .start, .finish, .fail: throw HaulError(.usage, "only pause, resume and cancel can be asked of a task")
         }
         _ = try await call(method, Self.selection(ids))
@@ -116,15 +116,15 @@ actor BackgroundSession: SessionBackend {
     func remove(_ ids: [String]?, deleteFile: Bool) async throws {
         var params = Self.selection(ids)
         params["deleteFile"] = .bool(deleteFile)
-        _ = try await call("tasks.remove", params)
+        _ = try await call(.removeTasks, params)
     }
 
     func setPriority(_ priority: Int, for ids: [String]) async throws {
-        _ = try await call("tasks.setPriority", ["ids": .array(ids.map(JSONValue.string)), "priority": JSONValue(priority)])
+        _ = try await call(.setPriority, ["ids": .array(ids.map(JSONValue.string)), "priority": JSONValue(priority)])
     }
 
     func setMaxConcurrentDownloads(_ count: Int) async throws {
-        _ = try await call("session.setMaxConcurrentDownloads", ["count": JSONValue(count)])
+        _ = try await call(.setMaxConcurrentDownloads, ["count": JSONValue(count)])
     }
 
     func tasks() async throws -> [TaskSnapshot] {
@@ -132,7 +132,7 @@ actor BackgroundSession: SessionBackend {
     }
 
     func task(_ id: String) async throws -> TaskSnapshot? {
-        guard let tasks = DaemonProtocol.decodeTasks(try await call("tasks.list", ["ids": [.string(id)]])["tasks"]) else {
+        guard let tasks = DaemonProtocol.decodeTasks(try await call(.listTasks, ["ids": [.string(id)]])["tasks"]) else {
             throw Self.garbled
         }
         return tasks.first
@@ -175,7 +175,7 @@ actor BackgroundSession: SessionBackend {
 
     func acknowledgeEvents() async throws {
         guard let last = pending.last?.sequence else { return }
-        _ = try await call("journal.ack", ["through": JSONValue(last)])
+        _ = try await call(.acknowledgeJournal, ["through": JSONValue(last)])
         pending.removeAll { $0.sequence <= last }
     }
 

@@ -1,0 +1,22 @@
+/// The daemon's methods: the one vocabulary the server dispatches on and its clients (the CLI, background
+/// sessions) call by, so that neither spells a method name. The raw values are the wire names (docs/protocol.md).
+public enum DaemonMethod: String, CaseIterable, Sendable {
+    case hello = "daemon.hello"
+    case status = "daemon.status"
+    case openSession = "session.open"
+    case setMaxConcurrentDownloads = "session.setMaxConcurrentDownloads"
+    case addTasks = "tasks.add"
+    case listTasks = "tasks.list"
+    case pauseTasks = "tasks.pause"
+    case resumeTasks = "tasks.resume"
+    case cancelTasks = "tasks.cancel"
+    case removeTasks = "tasks.remove"
+    case setPriority = "tasks.setPriority"
+    case subscribe = "events.subscribe"
+    case unsubscribe = "events.unsubscribe"
+    case listJournal = "journal.list"
+    case acknowledgeJournal = "journal.ack"
+
+    /// Whether the method acts on one session (and so needs its `"session"` parameter).
+    public var needsSession: Bool { self != .hello && self != .status }
+}
