@@ -37,10 +37,23 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The daemon's side: the socket server, the service behind its methods, per-client limits. Only `haul`
+        // links it: a library user who downloads in-process, or through a background session, does not.
+        .target(
+            name: "HaulDaemon",
+            dependencies: [
+                "HaulKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "haul",
             dependencies: [
                 "HaulKit",
+                "HaulDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HaulDaemon
 import HaulKit
 import Logging
 import NIOConcurrencyHelpers

@@ -2,10 +2,10 @@ import Foundation
 
 /// A session whose downloads run in this process: the backend of an in-process ``DownloadSession``,
 /// and what `haul daemon` runs for background sessions (then with a journal of finished and failed events).
-actor LocalSession: SessionBackend {
+package actor LocalSession: SessionBackend {
     nonisolated let identifier: String
     let configuration: SessionConfiguration
-    let store: TaskStore
+    package nonisolated let store: TaskStore
     let engine: TransferEngine
     private let lock: FileLock
     private var maxConcurrent: Int
@@ -37,7 +37,7 @@ actor LocalSession: SessionBackend {
 
     /// With `journaling` (the daemon's sessions), finished and failed events go to the store's journal, and a task
     /// that was running when ``maxUnendedStarts`` processes in a row died is failed instead of resumed again.
-    init(identifier: String, configuration: SessionConfiguration, journaling: Bool = false) async throws {
+    package init(identifier: String, configuration: SessionConfiguration, journaling: Bool = false) async throws {
         try Self.validate(identifier: identifier)
         let folder = Self.folder(identifier, home: configuration.home)
         try POSIX.makePrivateDirectories(folder, root: configuration.home.path)
@@ -75,7 +75,7 @@ actor LocalSession: SessionBackend {
     // MARK: Adding and controlling tasks
 
     /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
-    func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
+    package func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
         let results = try store.add(requests.map(newTask(for:)))
         for (task, created) in results where created { emit(.added(snapshot(of: task))) }
         if results.contains(where: \.created) { Task { await self.schedule() } }
@@ -97,11 +97,11 @@ actor LocalSession: SessionBackend {
     }
 
     /// Applies `command` to the tasks `ids` (every task when `nil`).
-    func apply(_ command: TaskCommand, to ids: [String]?) async throws {
+    package func apply(_ command: TaskCommand, to ids: [String]?) async throws {
         try await self.command(command, ids ?? store.tasks().map(\.id))
     }
 
-    func remove(_ ids: [String]?, deleteFile: Bool) async throws {
+    package func remove(_ ids: [String]?, deleteFile: Bool) async throws {
         for id in try ids ?? store.tasks().map(\.id) {
             guard let task = try store.task(id: id) else { continue }
             if running[id] != nil { await stop(id, as: .cancel) }
@@ -116,12 +116,12 @@ actor LocalSession: SessionBackend {
         await schedule()
     }
 
-    func setPriority(_ priority: Int, for ids: [String]) async throws {
+    package func setPriority(_ priority: Int, for ids: [String]) async throws {
         _ = try store.updateAll(ids: ids) { $0.priority = priority }
         await schedule()
     }
 
-    func setMaxConcurrentDownloads(_ count: Int) async {
+    package func setMaxConcurrentDownloads(_ count: Int) async {
         maxConcurrent = max(0, count)
         await schedule()
     }
@@ -131,12 +131,12 @@ actor LocalSession: SessionBackend {
     }
 
     /// Up to `limit` tasks added after the one with sequence `sequence`, each with its sequence (a page).
-    func tasks(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, task: TaskSnapshot)] {
+    package func tasks(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, task: TaskSnapshot)] {
         try store.tasks(after: sequence, limit: limit).map { ($0.sequence, snapshot(of: $0)) }
     }
 
     /// The tasks of `ids` that exist, in the order added, each with its sequence.
-    func tasks(ids: [String]) throws -> [(sequence: Int64, task: TaskSnapshot)] {
+    package func tasks(ids: [String]) throws -> [(sequence: Int64, task: TaskSnapshot)] {
         try store.tasks(ids: ids).map { ($0.sequence, snapshot(of: $0)) }
     }
 
@@ -153,7 +153,7 @@ actor LocalSession: SessionBackend {
     }
 
     /// Every event with its journal sequence (finished and failed events of a journaling session).
-    func journaledEvents() -> AsyncStream<(event: SessionEvent, sequence: Int64?)> {
+    package func journaledEvents() -> AsyncStream<(event: SessionEvent, sequence: Int64?)> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: (event: SessionEvent, sequence: Int64?).self, bufferingPolicy: .unbounded)
         subscribe(filter: nil, continuation) { event, sequence in continuation.yield((event, sequence)) }
@@ -185,7 +185,7 @@ actor LocalSession: SessionBackend {
         }
     }
 
-    func isIdle() -> Bool {
+    package func isIdle() -> Bool {
         running.isEmpty && ((try? store.tasks(in: .waiting, limit: 1).isEmpty) ?? true)
     }
 
@@ -254,7 +254,7 @@ actor LocalSession: SessionBackend {
         await task.value
     }
 
-    func close() async {
+    package func close() async {
         guard !closed else { return }
         closed = true
         // All at once: each saves its progress in parallel (a daemon stopping on SIGTERM has a deadline).
@@ -274,7 +274,7 @@ actor LocalSession: SessionBackend {
 
 extension LocalSession {
     /// Throws unless `identifier` is letters, digits, `.`, `_` and `-` (not starting with `.`).
-    static func validate(identifier: String) throws(HaulError) {
+    package static func validate(identifier: String) throws(HaulError) {
         guard !identifier.isEmpty, identifier.count <= 100,
               identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }),
               !identifier.hasPrefix(".") else {
@@ -283,14 +283,14 @@ extension LocalSession {
     }
 
     /// The folder of the session's store and lock.
-    static func folder(_ identifier: String, home: HaulHome) -> String { home.path + "/sessions/" + identifier }
+    package static func folder(_ identifier: String, home: HaulHome) -> String { home.path + "/sessions/" + identifier }
 
     /// A task that this many processes in a row started and died running is failed rather than resumed again.
     static let maxUnendedStarts = 2
 
     /// Whether the stored session `identifier` has a task waiting or running, read without opening the session
     /// (false when it has no store).
-    static func hasWaitingOrRunningTasks(_ identifier: String, home: HaulHome) -> Bool {
+    package static func hasWaitingOrRunningTasks(_ identifier: String, home: HaulHome) -> Bool {
         let path = folder(identifier, home: home) + "/tasks.sqlite"
         guard FileManager.default.fileExists(atPath: path), let store = try? TaskStore(path: path) else { return false }
         return (try? store.hasWaitingOrRunningTasks()) ?? false

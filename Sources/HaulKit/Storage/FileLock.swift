@@ -8,11 +8,11 @@ import Darwin
 
 /// An exclusive `flock` on a file: one session, or one download, per process at a time. Released by
 /// ``release()``, or when the process exits or crashes.
-final class FileLock: Sendable {
+package final class FileLock: Sendable {
     private let fd: Int32
 
     /// Takes the lock at `path` (creating the file), or throws `busy` when another process holds it.
-    init(path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
+    package init(path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw POSIX.error("opening", path) }
         _ = fchmod(fd, 0o600)
@@ -30,7 +30,7 @@ final class FileLock: Sendable {
         self.fd = fd
     }
 
-    func release() { _ = close(fd) }
+    package func release() { _ = close(fd) }
 
     /// A short note kept in the lock file itself (the name a `--dir` download chose): one write on the open
     /// descriptor, no file of its own. Empty text clears it.

@@ -8,8 +8,8 @@ import Darwin
 #endif
 
 /// Thin wrappers over the POSIX calls the shell needs, turning errno into one-line `HaulError`s that name the path.
-enum POSIX {
-    static func error(_ action: String, _ path: String, errno code: Int32 = errno) -> HaulError {
+package enum POSIX {
+    package static func error(_ action: String, _ path: String, errno code: Int32 = errno) -> HaulError {
         let reason = String(cString: strerror(code))
         switch code {
         case ENOSPC, EDQUOT:
@@ -68,7 +68,7 @@ enum POSIX {
     /// Creates `path` (inside Haul's own state, at or below `root`) so that only its owner can enter it:
     /// `root`, `path` and every folder between them end up 0700 whatever the umask, including folders an
     /// older version created more openly. Folders above `root` are made as ``makeDirectories(_:)`` makes them.
-    static func makePrivateDirectories(_ path: String, root: String) throws(HaulError) {
+    package static func makePrivateDirectories(_ path: String, root: String) throws(HaulError) {
         let target = normalize(path), top = normalize(root)
         guard target == top || target.hasPrefix(top == "/" ? "/" : top + "/") else {
             throw HaulError(.fileSystem, "\(path) is outside \(root)")

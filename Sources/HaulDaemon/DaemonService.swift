@@ -1,3 +1,4 @@
+import HaulKit
 import Foundation
 import Logging
 

@@ -1,3 +1,4 @@
+import HaulKit
 import NIOConcurrencyHelpers
 import NIOCore
 

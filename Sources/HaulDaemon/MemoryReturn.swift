@@ -1,3 +1,4 @@
+import HaulKit
 import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import HaulKit
 import NIOCore
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import HaulKit
 import Foundation
 
 // The daemon's sessions: which exist, opening them (at most `limits.maxOpenSessions` at once), closing idle
