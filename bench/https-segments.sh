@@ -102,6 +102,7 @@ BIG_NAME="testfile-${SIZE_MB}M.bin"
 LIGHTTPD_PID=""
 https_cleanup() {
     local rc=$?
+    set +e   # else `(exit "$rc")` below would end the script before bench_cleanup
     if [[ -n $LIGHTTPD_PID ]] && kill -0 "$LIGHTTPD_PID" 2>/dev/null; then
         kill -KILL "$LIGHTTPD_PID" 2>/dev/null || true
         wait "$LIGHTTPD_PID" 2>/dev/null || true
@@ -336,7 +337,8 @@ done
 
 # ---------------------------------------------------------------- report
 haul_ver=$(HAUL_HOME=$HAUL_HOME_DIR timeout 5 "$HAUL" --version 2>/dev/null </dev/null | head -n 1 || true)
-haul_commit=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || true)
+haul_commit=""   # the tree's commit says what was built only for the default binary
+[[ $HAUL == "$REPO_ROOT/.build/release/haul" ]] && haul_commit=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || true)
 REPORT="$OUT_DIR/https-segments-$(date -u +%Y%m%dT%H%M%SZ).md"
 
 BENCH_RESULTS="$RESULTS" BENCH_SECTIONS="${SECTIONS[*]}" BENCH_RUNS="$RUNS" BENCH_SEGMENTS="$SEGMENTS" \
