@@ -217,7 +217,7 @@ struct TLSTests {
     }
 
     /// Segments over HTTPS each have a connection of their own (HTTP/1.1), so a server's per-connection limits
-    /// apply to each; a single connection may speak HTTP/2.
+    /// apply to each, although the server offers HTTP/2.
     @Test func eightSegmentsOverHTTPSComeOnSeveralConnections() async throws {
         try await HTTPSNginx.with { nginx in
             let body = TestData.bytes(32 << 20, seed: 1202)
@@ -230,11 +230,14 @@ struct TLSTests {
                 let partials = await nginx.loggedRequests(.valid, uri: "/big.bin", atLeast: 2).filter { $0.status == 206 }
                 let connections = Set(partials.map(\.connection))
                 #expect(connections.count >= 2, "range requests on ≥ 2 connections: \(partials)")
+                #expect(partials.allSatisfy { $0.protocolVersion == "HTTP/1.1" }, "segments as streams of one HTTP/2 connection: \(partials)")
             }
         }
     }
 
-    @Test func oneSegmentOverHTTPSUsesHTTP2() async throws {
+    /// One connection speaks HTTP/1.1 too, although the server offers HTTP/2: with AsyncHTTPClient it was 2.8×
+    /// faster for one large file, with a quarter of the CPU (bench/https-segments.sh).
+    @Test func oneSegmentOverHTTPSUsesHTTP11() async throws {
         try await HTTPSNginx.with { nginx in
             try await Sandbox.with { box in
                 let result = try await haul(
@@ -242,7 +245,7 @@ struct TLSTests {
                 #expect(result.exitCode == 0, "\(result.stderr)")
                 #expect(contentMismatch(box.path("a.bin"), expected: nginx.file) == nil)
                 let requests = await nginx.loggedRequests(.valid, uri: "/file.bin")
-                #expect(!requests.isEmpty && requests.allSatisfy { $0.protocolVersion == "HTTP/2.0" }, "log: \(requests)")
+                #expect(!requests.isEmpty && requests.allSatisfy { $0.protocolVersion == "HTTP/1.1" }, "log: \(requests)")
             }
         }
     }

@@ -99,7 +99,7 @@ extension DownloadJob {
         let heldBefore = plan.doneBytes
         let coordinator = SegmentCoordinator(plan: plan, rateLimit: options.rateLimit, shared: options.sharedRateLimiter)
         let download = SegmentedDownload(
-            sender: sender.separateConnections(), url: requestURL, file: file, validators: point.validators, total: total,
+            sender: sender, url: requestURL, file: file, validators: point.validators, total: total,
             coordinator: coordinator, retry: options.retry, events: events, logger: logger)
         let monitor = SegmentMonitor(
             store: store, record: base, file: file, events: events,

@@ -17,8 +17,6 @@ struct RequestSender: Sendable {
     let proxies: ProxyChoice?
     /// The download's TLS trust (`nil`: the engine's).
     let tls: TLSTrust?
-    /// Each request in flight on a TCP connection of its own (HTTP/1.1): for the segments of one file.
-    private(set) var connectionPerRequest = false
 
     /// The sender of the download `options` describe.
     init(engine: TransferEngine, options: DownloadOptions) {
@@ -37,13 +35,6 @@ struct RequestSender: Sendable {
         self.tls = options.tls
     }
 
-    /// This sender with a TCP connection of its own for each request in flight, whatever protocol the server
-    /// offers: what the segments of a file need to gain over one connection.
-    func separateConnections() -> RequestSender {
-        var sender = self
-        sender.connectionPerRequest = true
-        return sender
-    }
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
     /// `readAhead`: chunks the event loop may read ahead of the consumer.
@@ -62,7 +53,7 @@ struct RequestSender: Sendable {
             for field in plan.headers { fields.append(field.name, field.value) }
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
-            let (client, proxy) = try engine.client(for: url, proxies: proxies, connectionPerRequest: connectionPerRequest)
+            let (client, proxy) = try engine.client(for: url, proxies: proxies)
             let tlsConfiguration = url.scheme?.lowercased() == "https" ? try engine.tlsConfiguration(for: tls) : nil
             do {
                 let request = try HTTPClient.Request(

@@ -28,20 +28,15 @@ public final class TransferEngine: Sendable {
         public init() {}
     }
 
-    /// The direct client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient), and
-    /// for the segments of segmented downloads one that speaks HTTP/1.1 only (see ``ClientKey``).
+    /// The direct client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient).
+    ///
+    /// Every client speaks HTTP/1.1, where each request in flight has a TCP connection of its own. Over HTTP/2 the
+    /// segments of a file would become streams of one connection, which a server that limits each connection
+    /// (most CDNs) throttles as one: `--segments 8` gained nothing over HTTPS. And for one large file,
+    /// AsyncHTTPClient's HTTP/1.1 measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh).
     let client: HTTPClient
-    private let otherClients = NIOLockedValueBox<[ClientKey: HTTPClient]>([:])
+    private let proxiedClients = NIOLockedValueBox<[ProxyEndpoint: HTTPClient]>([:])
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
-
-    /// What sets an `HTTPClient` apart: the proxy, and whether each request needs a TCP connection of its own.
-    /// Over HTTP/2 the client would carry every segment of a file as a stream of one connection, which a server
-    /// that limits each connection (most CDNs) throttles as one; segments therefore use HTTP/1.1, where each
-    /// request in flight has its own connection. A single-connection download may use HTTP/2.
-    struct ClientKey: Hashable {
-        var proxy: ProxyEndpoint?
-        var connectionPerRequest: Bool
-    }
     let store: TransferRecordStore
     let configuration: Configuration
 
@@ -53,20 +48,19 @@ public final class TransferEngine: Sendable {
 
     /// The client for `url`: through the proxy chosen for it (by `proxies`, else the engine's), else direct.
     /// A malformed proxy setting is an error, never a reason to connect directly.
-    func client(for url: URL, proxies: ProxyChoice?, connectionPerRequest: Bool) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
+    func client(for url: URL, proxies: ProxyChoice?) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
         let proxy: ProxyEndpoint?
         do {
             proxy = try (proxies ?? configuration.proxies).proxy(for: url)
         } catch {
             throw HaulError(.usage, error.message)
         }
-        let key = ClientKey(proxy: proxy, connectionPerRequest: connectionPerRequest)
-        if key == ClientKey(proxy: nil, connectionPerRequest: false) { return (client, nil) }
+        guard let proxy else { return (client, nil) }
         let configuration = self.configuration
-        let chosen = otherClients.withLockedValue { clients in
-            if let existing = clients[key] { return existing }
-            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, key: key))
-            clients[key] = made
+        let chosen = proxiedClients.withLockedValue { clients in
+            if let existing = clients[proxy] { return existing }
+            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, proxy: proxy))
+            clients[proxy] = made
             return made
         }
         return (chosen, proxy)
@@ -83,7 +77,7 @@ public final class TransferEngine: Sendable {
         return made
     }
 
-    private static func clientConfiguration(_ configuration: Configuration, key: ClientKey = ClientKey(proxy: nil, connectionPerRequest: false)) -> HTTPClient.Configuration {
+    private static func clientConfiguration(_ configuration: Configuration, proxy: ProxyEndpoint? = nil) -> HTTPClient.Configuration {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.decompression = .disabled
@@ -94,8 +88,8 @@ public final class TransferEngine: Sendable {
             connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))
         )
-        if key.connectionPerRequest { clientConfiguration.httpVersion = .http1Only }
-        if let proxy = key.proxy {
+        clientConfiguration.httpVersion = .http1Only
+        if let proxy {
             switch proxy.kind {
             case .http:
                 let authorization = proxy.user.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
@@ -110,7 +104,7 @@ public final class TransferEngine: Sendable {
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         try await client.shutdown()
-        for other in otherClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
+        for other in proxiedClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
     }
 
     /// Downloads (or resumes) one file. Throws ``HaulError``; on every failure the state needed to resume is kept.
