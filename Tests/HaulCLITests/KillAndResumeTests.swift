@@ -27,11 +27,10 @@ import Glibc
     /// Returns the durable offset held.
     func startAndKill(_ box: Sandbox, _ args: [String], partial: String) async throws -> Int {
         let run = try box.start(args)
-        try await eventually("the partial file holds ≥ 1 MiB and a checkpoint is recorded") {
-            guard run.isRunning else { throw HarnessError("haul ended before it was killed: \(run.stderrSoFar())") }
-            return (fileSize(partial) ?? 0) >= 1 << 20 && (box.recordedOffset() ?? 0) > 0
+        // Polled on a thread of its own: a starved cooperative pool would see the moment too late.
+        try await signalWhen(run, SIGKILL, "the partial file holds ≥ 1 MiB and a checkpoint is recorded") {
+            (fileSize(partial) ?? 0) >= 1 << 20 && (box.recordedOffset() ?? 0) > 0
         }
-        run.signal(SIGKILL)
         let killed = try await run.wait(timeout: .seconds(10))
         #expect(killed.signalled && killed.exitCode == SIGKILL, "haul was not killed by SIGKILL: \(killed)")
         return try #require(box.recordedOffset())
@@ -83,11 +82,7 @@ import Glibc
                 let destination = box.path("file.bin"), partial = destination + ".haul-part"
                 let args = ["get", server.url("/file.bin"), "-o", destination, "--quiet"]
                 let first = try box.start(args)
-                try await eventually("the partial file holds ≥ 1 MiB") {
-                    guard first.isRunning else { throw HarnessError("haul ended early: \(first.stderrSoFar())") }
-                    return (fileSize(partial) ?? 0) >= 1 << 20
-                }
-                first.signal(SIGINT)
+                try await signalWhen(first, SIGINT, "the partial file holds ≥ 1 MiB") { (fileSize(partial) ?? 0) >= 1 << 20 }
                 let paused = try await first.wait(timeout: .seconds(10))
                 #expect(paused.exitCode == 130 && !paused.signalled, "SIGINT must exit 130: \(paused)")
                 #expect(paused.stderr.contains("paused at"), "stderr: \(paused.stderr)")

@@ -9,11 +9,10 @@ import Glibc
 /// Starts `args`, waits for ≥ 1 MiB in `partial` and a recorded checkpoint, SIGKILLs the process; returns the offset held.
 private func killMidDownload(_ box: Sandbox, _ args: [String], partial: String) async throws -> Int {
     let run = try box.start(args)
-    try await eventually("the partial file holds ≥ 1 MiB and a checkpoint is recorded") {
-        guard run.isRunning else { throw HarnessError("haul ended before it was killed: \(run.stderrSoFar())") }
-        return (fileSize(partial) ?? 0) >= 1 << 20 && (box.recordedOffset() ?? 0) > 0
+    // Polled on a thread of its own: a starved cooperative pool would see the moment too late.
+    try await signalWhen(run, SIGKILL, "the partial file holds ≥ 1 MiB and a checkpoint is recorded") {
+        (fileSize(partial) ?? 0) >= 1 << 20 && (box.recordedOffset() ?? 0) > 0
     }
-    run.signal(SIGKILL)
     let killed = try await run.wait(timeout: .seconds(10))
     #expect(killed.signalled, "haul was not killed: \(killed)")
     return try #require(box.recordedOffset())

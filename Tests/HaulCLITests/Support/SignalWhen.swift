@@ -13,16 +13,25 @@ func signalWhen(
     _ run: HaulRun, _ signal: Int32, _ what: String, timeout: Duration = .seconds(20),
     _ condition: @escaping @Sendable () -> Bool
 ) async throws {
+    try await signalWhen(pid: run.pid, signal, what, timeout: timeout, isRunning: { run.isRunning }, stderr: { run.stderrSoFar() }, condition)
+}
+
+/// `signalWhen` for a process this test did not start itself (a daemon that `haul add` started).
+func signalWhen(
+    pid: Int32, _ signal: Int32, _ what: String, timeout: Duration = .seconds(20),
+    isRunning: @escaping @Sendable () -> Bool, stderr: @escaping @Sendable () -> String = { "" },
+    _ condition: @escaping @Sendable () -> Bool
+) async throws {
     let outcome: String? = await withCheckedContinuation { continuation in
         let thread = Thread {
             let deadline = ContinuousClock.now + timeout
             while true {
-                guard run.isRunning else {
-                    continuation.resume(returning: "haul ended before \(what): \(run.stderrSoFar())")
+                guard isRunning() else {
+                    continuation.resume(returning: "the process ended before \(what): \(stderr())")
                     return
                 }
                 if condition() {
-                    run.signal(signal)
+                    kill(pid, signal)
                     continuation.resume(returning: nil)
                     return
                 }
