@@ -154,6 +154,7 @@ actor DaemonService {
         guard reply == "tasks" || reply == "ids" else { throw RPCError.invalidParams("\"reply\" must be \"tasks\" or \"ids\"") }
         var requests: [DownloadRequest] = []
         for object in objects { requests.append(try DaemonProtocol.decodeRequest(object)) }
+        try await check(requests, in: name)
         // Checked before the session is created, so that a refused addition leaves nothing behind.
         let added = try await session(name, creating: true).add(requests)
         var result: [String: JSONValue] = ["ids": .array(added.map { .string($0.id) })]
@@ -163,6 +164,28 @@ actor DaemonService {
             if size <= budget { result["tasks"] = .array(tasks) }
         }
         return .object(result)
+    }
+
+    /// Refuses at once what would only fail later, out of sight: an `id` that names another URL's task, and a
+    /// destination the download would refuse (unless the same task is being added again).
+    private func check(_ requests: [DownloadRequest], in name: String) async throws {
+        let existing = sessions[name] != nil || hasSavedConfiguration(name) ? try await session(name) : nil
+        for request in requests {
+            if let id = request.id, let task = try existing?.store.task(id: id), task.url != request.url.absoluteString {
+                throw HaulError(.usage, "the task id \(id) is taken by another URL (\(Redaction.url(task.url))); choose another --id")
+            }
+            guard let destination = request.destination else { continue }
+            var options = DownloadOptions(url: request.url, destination: destination)
+            request.options.apply(to: &options)
+            do {
+                try TransferEngine.checkDestination(options, home: home)
+            } catch {
+                // Adding the same task again returns it: its own file is no conflict.
+                if case .file(let path) = destination, try existing?.store.tasks()
+                    .contains(where: { $0.url == request.url.absoluteString && $0.destinationPath == path }) == true { continue }
+                throw error
+            }
+        }
     }
 
     /// `tasks.list`: a page of tasks in the order added, after `cursor`, at most `limit` of them and at most

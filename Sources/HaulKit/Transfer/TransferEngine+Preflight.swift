@@ -1,0 +1,23 @@
+extension TransferEngine {
+    /// What a download would refuse before its first request, checked without a network: a destination that is
+    /// a folder, a `--dir` that is a file, an existing file that is not this URL's own download (without
+    /// `overwrite` or `continuePartial`). For a queue (`haul add`, the daemon's `tasks.add`) to refuse at once
+    /// what would otherwise fail later, out of sight. Messages match the download's own.
+    public static func checkDestination(_ options: DownloadOptions, home: HaulHome) throws(HaulError) {
+        switch options.destination {
+        case .standardOutput:
+            return
+        case .directory(let folder):
+            if POSIX.exists(folder), !POSIX.isDirectory(folder) {
+                throw HaulError(.usage, "\(folder) is a file, not a folder to save into")
+            }
+        case .file(let path):
+            if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory; use --dir \(path) to save into it") }
+            guard POSIX.exists(path), !options.overwrite, !options.continuePartial else { return }
+            // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
+            let record = try? TransferRecordStore(home: home).load(TransferRecord.key(destinationPath: path))
+            if record?.url == options.url.absoluteString { return }
+            throw HaulError(.usage, "\(path) already exists; use --overwrite to replace it, or --continue to resume it")
+        }
+    }
+}
