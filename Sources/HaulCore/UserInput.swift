@@ -57,6 +57,11 @@ public enum UserInput {
     /// A download URL: absolute, `http` or `https`, with a host.
     public static func url(_ text: String) throws(InputError) -> URL {
         let trimmed = text.trimmingASCIIWhitespace()
+        // `example.com/file` (as a browser takes it): say which URL was probably meant, never guess silently.
+        if !trimmed.isEmpty, !trimmed.contains("://"), let first = trimmed.split(separator: "/").first,
+           first.contains(".") || first.hasPrefix("localhost"), !first.contains(" ") {
+            throw InputError("\"\(Redaction.url(trimmed))\" has no scheme; did you mean https://\(Redaction.url(trimmed))?")
+        }
         guard !trimmed.isEmpty, let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
             throw InputError("\"\(text)\" is not a valid URL")
         }

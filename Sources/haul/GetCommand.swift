@@ -70,7 +70,14 @@ struct GetCommand: AsyncParsableCommand {
             logger.logLevel = .debug
             configuration.logger = logger
         }
-        let engine = TransferEngine(home: HaulHome(environment: ProcessInfo.processInfo.environment), configuration: configuration)
+        let home = HaulHome(environment: ProcessInfo.processInfo.environment)
+        do {
+            try home.prepare()
+        } catch {
+            reporter.failed(error, exitCode: ExitStatus.code(for: error.kind))
+            throw ExitCode(ExitStatus.code(for: error.kind))
+        }
+        let engine = TransferEngine(home: home, configuration: configuration)
 
         let download = Task { try await engine.download(options, events: { reporter.handle($0) }) }
         let signals = SignalForwarder { download.cancel() }
@@ -117,6 +124,12 @@ struct GetCommand: AsyncParsableCommand {
         }
         var options = try file.makeOptions(url: url)
         try connection.apply(to: &options)
+        // A destination the download would refuse is refused now, before any connection (exit 2).
+        do {
+            try TransferEngine.checkDestination(options, home: HaulHome(environment: ProcessInfo.processInfo.environment))
+        } catch {
+            throw InputError(error.message)
+        }
         return options
     }
 }

@@ -84,6 +84,14 @@ import Testing
         #expect(try UserInput.url("https://example.com/a?b=c").host == "example.com")
         #expect(throws: InputError.self) { try UserInput.url("ftp://example.com/a") }
         #expect(throws: InputError.self) { try UserInput.url("http://") }
+        // No scheme: the likely URL is named, never guessed silently.
+        #expect(throws: InputError("\"example.com/file\" has no scheme; did you mean https://example.com/file?")) {
+            try UserInput.url("example.com/file")
+        }
+        #expect(throws: InputError("\"localhost:8080/f\" has no scheme; did you mean https://localhost:8080/f?")) {
+            try UserInput.url("localhost:8080/f")
+        }
+        #expect(throws: InputError("\"nonsense\" is not a valid URL")) { try UserInput.url("nonsense") }
         #expect(throws: InputError.self) { try UserInput.url("not a url") }
         #expect(throws: InputError.self) { try UserInput.url("") }
         #expect(throws: InputError.self) { try UserInput.url("/local/path") }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Where Haul keeps its own state: `$HAUL_HOME`, else `$XDG_DATA_HOME/haul`, else `~/.local/share/haul`.
 public struct HaulHome: Equatable, Sendable {
     public var path: String
@@ -17,4 +23,17 @@ public struct HaulHome: Equatable, Sendable {
 
     /// The folder holding one resume record per download.
     public var transfersPath: String { path + "/transfers" }
+
+    /// Creates the folder (owner-only) if needed. The error names `HAUL_HOME`: a folder that cannot be made or
+    /// written is a setting to change, not a download's failure.
+    public func prepare() throws(HaulError) {
+        do {
+            try POSIX.makePrivateDirectories(path, root: path)
+        } catch {
+            throw HaulError(.fileSystem, "cannot use \(path) for Haul's state (\(error.message)); set HAUL_HOME to a folder you can write")
+        }
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw HaulError(.fileSystem, "cannot write to \(path), Haul's state folder; set HAUL_HOME to a folder you can write")
+        }
+    }
 }

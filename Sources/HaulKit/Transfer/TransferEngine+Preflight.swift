@@ -12,6 +12,8 @@ extension TransferEngine {
                 throw HaulError(.usage, "\(folder) is a file, not a folder to save into")
             }
         case .file(let path):
+            // A device, FIFO or socket is written straight through, never refused or replaced.
+            if StreamDownload.isStreamTarget(options.destination) { return }
             if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory; use --dir \(path) to save into it") }
             guard POSIX.exists(path), !options.overwrite, !options.continuePartial else { return }
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
