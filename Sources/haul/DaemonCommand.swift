@@ -9,7 +9,8 @@ struct DaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daemon",
         abstract: "Run the haul daemon in the foreground: it does the downloads of `haul add` and of background sessions.",
-        discussion: "Logs go to stderr. SIGTERM or Ctrl-C saves every download's progress and exits; the next daemon resumes them."
+        discussion: "Logs go to stderr. SIGTERM or Ctrl-C saves every download's progress and exits; the next daemon resumes them.",
+        subcommands: [DaemonStopCommand.self]
     )
 
     @Option(help: "The control socket (default: $HAUL_SOCKET, else $XDG_RUNTIME_DIR/haul/daemon.sock, else $HAUL_HOME/run/daemon.sock).")

@@ -84,4 +84,16 @@ import Testing
             }
         }
     }
+
+    @Test func daemonStopStopsTheRunningDaemonAndIsQuietWhenNoneRuns() async throws {
+        try await Sandbox.with { box in
+            let daemon = try await startDaemon(box)
+            let stopped = try await box.run(["daemon", "stop"])
+            #expect(stopped.exitCode == 0 && stopped.stderr.contains("stopped the haul daemon"), "\(stopped)")
+            let ended = try await daemon.wait(timeout: .seconds(30))
+            #expect(ended.exitCode == 0 && !ended.signalled, "the daemon stops cleanly: \(ended)")
+            let again = try await box.run(["daemon", "stop"])
+            #expect(again.exitCode == 0 && again.stderr.contains("no haul daemon is running"), "\(again)")
+        }
+    }
 }
