@@ -96,4 +96,34 @@ import Testing
             #expect(again.exitCode == 0 && again.stderr.contains("no haul daemon is running"), "\(again)")
         }
     }
+
+    @Test func sessionSetChangesConcurrencyAndTheCompletionCommand() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(50_000, seed: 172)
+            server.serve("/s.bin", Resource(body: body, etag: "\"s\""))
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                let held = try await box.run(["session", "set", "--max-concurrent", "0", "--no-autostart"])
+                #expect(held.exitCode == 0, "\(held.stderr)")
+                let marker = box.path("done.txt")
+                let hooked = try await box.run(["session", "set", "--on-complete", "printf '%s %s' \"$HAUL_TASK_STATE\" \"$HAUL_TASK_PATH\" > '\(marker)'", "--no-autostart"])
+                #expect(hooked.exitCode == 0, "\(hooked.stderr)")
+                let added = try await box.run(["add", server.url("/s.bin"), "-o", "s.bin", "--no-autostart"])
+                let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                let listed = try await box.run(["ls", "--json", "--no-autostart"])
+                #expect(try listed.jsonEvents().first?["state"] as? String == "waiting", "held by --max-concurrent 0: \(listed.stdout)")
+                #expect(server.requests("/s.bin").isEmpty)
+                let released = try await box.run(["session", "set", "--max-concurrent", "2", "--no-autostart"])
+                #expect(released.exitCode == 0, "\(released.stderr)")
+                let waited = try await box.run(["wait", id, "--no-autostart"])
+                #expect(waited.exitCode == 0, "\(waited.stderr)")
+                #expect(contentMismatch(box.path("s.bin"), expected: body) == nil)
+                try await eventually("the completion command ran") { fileExists(marker) && (fileSize(marker) ?? 0) > 0 }
+                let ran = try String(contentsOfFile: marker, encoding: .utf8)
+                #expect(ran == "finished \(box.path("s.bin"))", "\(ran)")
+                let nothing = try await box.run(["session", "set", "--no-autostart"])
+                #expect(nothing.exitCode == 2, "\(nothing)")
+            }
+        }
+    }
 }

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import HaulKit
+
+/// `haul session`: the settings of a daemon session.
+struct SessionCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "session",
+        abstract: "Change a daemon session's settings.",
+        subcommands: [SessionSetCommand.self])
+}
+
+/// `haul session set`: changes what the session does from now on (saved; running downloads carry on).
+struct SessionSetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Change how many downloads run at once, the session's speed limit, or its completion command.",
+        discussion: """
+            Examples:
+              haul session set --max-concurrent 5
+              haul session set --limit-rate 2M         # all the session's downloads together
+              haul session set --limit-rate none
+              haul session set --on-complete 'notify-send "$HAUL_TASK_PATH"'
+            The command runs in the daemon after each task finishes or fails, with HAUL_TASK_ID, HAUL_TASK_URL,
+            HAUL_TASK_STATE, HAUL_TASK_PATH, HAUL_TASK_BYTES and HAUL_TASK_ERROR set; --on-complete '' removes it.
+            """)
+
+    @Option(name: .customLong("max-concurrent"), help: "Downloads running at once (0 holds every waiting task).")
+    var maxConcurrent: Int?
+
+    @Option(name: .customLong("limit-rate"), help: "Speed of all the session's downloads together, e.g. 500K, 2M, or none.")
+    var limitRate: String?
+
+    @Option(name: .customLong("on-complete"), help: "A shell command run after each task finishes or fails ('' for none).")
+    var onComplete: String?
+
+    @OptionGroup var daemon: DaemonClientOptions
+
+    func run() async throws {
+        var changes: [String: JSONValue] = [:]
+        do {
+            if let maxConcurrent {
+                guard (0...1_000).contains(maxConcurrent) else { throw InputError("--max-concurrent must be between 0 and 1000") }
+                changes["maxConcurrentDownloads"] = JSONValue(maxConcurrent)
+            }
+            if let limitRate {
+                let none = ["none", "0", "off", "unlimited"].contains(limitRate.lowercased())
+                changes["rateLimit"] = none ? .null : JSONValue(try UserInput.byteCount(limitRate))
+            }
+            if let onComplete { changes["completionCommand"] = onComplete.isEmpty ? .null : .string(onComplete) }
+            guard !changes.isEmpty else { throw InputError("nothing to change: give --max-concurrent, --limit-rate or --on-complete") }
+        } catch let error as InputError {
+            Reporter.printError("haul: error: \(error.message)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        do {
+            let connection = try await daemon.connect()
+            _ = try await connection.call(.openSession, ["configuration": .object(changes)])
+            await connection.close()
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+    }
+}
