@@ -21,7 +21,10 @@ struct DaemonClientOptions: ParsableArguments {
         let endpoint = DaemonEndpoint(socketPath: socket, autostart: !noAutostart, executable: executable)
         let home = HaulHome(environment: environment)
         do {
-            let client = try await DaemonLauncher.connect(endpoint, home: home, client: "haul-cli")
+            // Said once, when this command started the daemon: where to look when something goes wrong.
+            let client = try await DaemonLauncher.connect(endpoint, home: home, client: "haul-cli") { pid, log in
+                Reporter.printError("haul: started the haul daemon (pid \(pid)); it logs to \(log)")
+            }
             return DaemonConnection(client: client, session: session, endpoint: endpoint, home: home)
         } catch let error as HaulError {
             throw CLIFailure(error)

@@ -57,6 +57,8 @@ import Glibc
                 #expect(added.exitCode == 0, "add failed: \(added.stderr)")
                 let id = try #require(added.stdoutLines.first)
                 #expect(added.stdoutLines.count == 1 && id.count >= 8, "add prints one id per line: \(added.stdout)")
+                #expect(added.stderr.contains("started the haul daemon") && added.stderr.contains("/daemon.log"),
+                        "an autostarted daemon says once where it logs: \(added.stderr)")
                 // add has exited; the download goes on in the daemon it started (at 1 MiB/s it is usually still
                 // running, but a loaded machine may be slow to look: assert states, not timing).
                 let appearedBeforeListing = fileExists(destination)

@@ -14,7 +14,7 @@ public enum DaemonLauncher {
 
     public static func connect(
         _ endpoint: DaemonEndpoint, home: HaulHome, environment: [String: String] = ProcessInfo.processInfo.environment,
-        client: String = "haulkit"
+        client: String = "haulkit", started: (@Sendable (_ pid: Int32, _ log: String) -> Void)? = nil
     ) async throws -> DaemonClient {
         let location = DaemonLocation(explicit: endpoint.socketPath, environment: environment, home: home)
         if let client = try? await DaemonClient.connect(socketPath: location.socketPath, client: client) { return client }
@@ -34,7 +34,9 @@ public enum DaemonLauncher {
         var lastError: any Error = HaulError(.network, "the haul daemon did not start")
         while ContinuousClock.now < deadline {
             do {
-                return try await DaemonClient.connect(socketPath: location.socketPath, client: client)
+                let connected = try await DaemonClient.connect(socketPath: location.socketPath, client: client)
+                if kill(pid, 0) == 0 { started?(pid, log) }
+                return connected
             } catch {
                 lastError = error
             }
