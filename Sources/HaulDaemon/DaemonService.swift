@@ -271,7 +271,25 @@ actor DaemonService {
         return ["type": .string(entry.kind), "task": task, "seq": JSONValue(entry.sequence)]
     }
 
+    /// One line in the daemon's log per task that is added, starts, finishes or fails (with the reason): what a
+    /// person reads to learn what happened while no client watched. URLs without their credentials.
+    private func logTask(_ name: String, _ event: SessionEvent) {
+        switch event {
+        case .added(let task):
+            logger.info("[\(name)] added \(task.id) \(Redaction.url(task.url))")
+        case .stateChanged(let id, _, let to) where to == .running || to == .paused || to == .cancelled:
+            logger.info("[\(name)] \(to == .running ? "started" : to.rawValue) \(id)")
+        case .finished(let task):
+            logger.info("[\(name)] finished \(task.id): \(task.filePath ?? "") (\(task.bytes) bytes)")
+        case .failed(let task):
+            logger.warning("[\(name)] failed \(task.id): \(task.error?.message ?? "unknown reason")")
+        default:
+            break
+        }
+    }
+
     func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?) {
+        logTask(name, event)
         guard let connections = subscribers[name], !connections.isEmpty else { return }
         let line = JSONRPC.notification(
             method: "event", params: ["session": .string(name), "event": DaemonProtocol.encode(event, sequence: sequence)])

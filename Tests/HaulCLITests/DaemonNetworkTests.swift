@@ -38,7 +38,7 @@ import Testing
     @Test func aFailedTaskShowsItsReasonInLs() async throws {
         try await withTestServer { server in
             try await Sandbox.with { box in
-                _ = try await startDaemon(box)
+                let daemon = try await startDaemon(box)
                 let added = try await box.run(["add", server.url("/gone.bin"), "-o", "g.bin", "--no-autostart"])
                 #expect(added.exitCode == 0, "add: \(added.stderr)")
                 var last = ""
@@ -48,6 +48,11 @@ import Testing
                     return listed.stdout.contains("failed")
                 }
                 #expect(last.contains("404"), "ls names the reason: \(last)")
+                // The daemon's log tells the task's story too, with the reason.
+                let id = try #require(added.stdoutLines.first)
+                try await eventually("the log has the failure") { daemon.stderrSoFar().contains("failed \(id)") }
+                let log = daemon.stderrSoFar()
+                #expect(log.contains("added \(id)") && log.contains("started \(id)") && log.contains("404"), "\(log)")
             }
         }
     }

@@ -26,6 +26,8 @@ public enum DaemonLauncher {
         }
         let log = home.path + "/daemon.log"
         try POSIX.makePrivateDirectories(home.path, root: home.path)
+        // Bounded: a log past 4 MiB is kept as daemon.log.1 (replacing the one before) and a new one begins.
+        if let size = POSIX.fileSize(log), size > 4 << 20 { _ = rename(log, log + ".1") }
         // The daemon serves the caller's HAUL_HOME, wherever the caller's configuration put it.
         var daemonEnvironment = environment
         daemonEnvironment["HAUL_HOME"] = home.path
