@@ -19,32 +19,25 @@ extension LocalSession {
     /// Starts waiting tasks while slots are free; announces when the queue has drained.
     func schedule() async {
         guard !isClosed else { return }
-        // Only waiting tasks are read, only when a slot is free, and only the head of the queue (all of it
-        // only when hosts at their cap block that head): adding or finishing many tasks stays linear.
-        var waiting: [StoredTask]?
-        let free = currentMaxConcurrent - runningCount
-        if free > 0 {
-            let head = free * 8 + 32
-            var chosen: Set<String> = []
-            for limit in [head, nil] {
-                guard let queued = try? store.tasks(in: .waiting, limit: limit) else { break }
-                waiting = queued
-                let entries = runningEntries() + queued.map {
-                    SchedulerEntry(id: $0.id, state: $0.state, priority: $0.priority, sequence: $0.sequence, host: URL(string: $0.url)?.host ?? "")
-                }
-                chosen = Set(Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost))
-                if chosen.count >= free || queued.count < head { break }
+        // The queue is in memory: choosing costs as much as the hosts with a free slot, not the whole queue, and
+        // only the tasks chosen are read from the store.
+        var chosen = nextToStart()
+        while !chosen.isEmpty {
+            for entry in chosen {
+                forget(entry.id)
+                // The store has the last word: a task that is no longer waiting there is not started.
+                guard let task = try? store.task(id: entry.id) else { continue }
+                if task.state == .waiting { start(task) } else { noteStored(task) }
             }
-            for task in waiting ?? [] where chosen.contains(task.id) { start(task) }
+            chosen = nextToStart()
         }
         // The queue has drained when a task ended since the last drain and nothing runs or waits.
-        guard !hasRunningTasks, drainPending else { return }
-        let stillWaiting = (try? waiting ?? store.tasks(in: .waiting))?.contains { !isRunning($0.id) } ?? false
-        if !stillWaiting, takeDrainSignal() { emit(.allFinished) }
+        guard !hasRunningTasks, drainPending, !hasWaitingTasks else { return }
+        if takeDrainSignal() { emit(.allFinished) }
     }
 
     private func start(_ task: StoredTask) {
-        noteHost(task.id, URL(string: task.url)?.host ?? "")
+        noteHost(task.id, Self.host(of: task.url))
         guard let options = options(for: task) else {
             try? setState(task.id, .running)
             finish(task.id, .failure(HaulError(.usage, "the task's URL or checksum is not valid")))
@@ -137,6 +130,7 @@ extension LocalSession {
             stored = try? store.update(id: id) { change(&$0); $0.state = state }.map { ($0, nil) }
         }
         guard let stored else { return }
+        noteStored(stored.task)
         markEnded()
         if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
         let snapshot = self.snapshot(of: stored.task)
@@ -146,7 +140,7 @@ extension LocalSession {
 
     func setState(_ id: String, _ state: TaskState) throws {
         guard let old = try store.task(id: id)?.state, old != state else { return }
-        _ = try store.update(id: id) { $0.state = state }
+        if let stored = try store.update(id: id, { $0.state = state }) { noteStored(stored) }
         emit(.stateChanged(id: id, from: old, to: state))
     }
 

@@ -16,6 +16,9 @@ actor LocalSession: SessionBackend {
     /// The latest progress of each running task (the store is updated at most once a second).
     private var progress: [String: DownloadProgress] = [:]
     private var hosts: [String: String] = [:]
+    /// The tasks stored as waiting, in the scheduler's order: the session is the store's only writer, and every
+    /// change of a task's state or priority goes through ``noteStored(_:)`` (or ``forget(_:)`` when it is removed).
+    private var queue = WaitingQueue()
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
     /// Each subscriber gets every event (or one task's) with its journal sequence, if journaled.
     private var subscribers: [UUID: Subscriber] = [:]
@@ -66,6 +69,7 @@ actor LocalSession: SessionBackend {
             $0.state = TaskTransitions.restored($0.state, resumeRunning: resume)
         }
         failTasksThatStoppedTheProcess(crashing)
+        for task in try store.tasks(in: .waiting) { noteStored(task) }
         await schedule()
     }
 
@@ -74,7 +78,10 @@ actor LocalSession: SessionBackend {
     /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
     func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
         let results = try store.add(requests.map(newTask(for:)))
-        for (task, created) in results where created { emit(.added(snapshot(of: task))) }
+        for (task, created) in results where created {
+            noteStored(task)
+            emit(.added(snapshot(of: task)))
+        }
         if results.contains(where: \.created) { Task { await self.schedule() } }
         return results.map { snapshot(of: $0.task) }
     }
@@ -109,12 +116,13 @@ actor LocalSession: SessionBackend {
                 engine.discardPartialData(options)
             }
             try store.remove(ids: [id])
+            forget(id)
         }
         await schedule()
     }
 
     func setPriority(_ priority: Int, for ids: [String]) async throws {
-        _ = try store.updateAll(ids: ids) { $0.priority = priority }
+        for task in try store.updateAll(ids: ids, { $0.priority = priority }) { noteStored(task) }
         await schedule()
     }
 
@@ -183,7 +191,7 @@ actor LocalSession: SessionBackend {
     }
 
     func isIdle() -> Bool {
-        running.isEmpty && ((try? store.tasks(in: .waiting, limit: 1).isEmpty) ?? true)
+        running.isEmpty && queue.isEmpty
     }
 
     // MARK: Bookkeeping for the running tasks
@@ -194,10 +202,36 @@ actor LocalSession: SessionBackend {
     var runningCount: Int { running.count }
     func noteHost(_ id: String, _ host: String) { hosts[id] = host }
 
-    /// The running tasks as the scheduler sees them (their host is what counts).
-    func runningEntries() -> [SchedulerEntry] {
-        running.keys.map { SchedulerEntry(id: $0, state: .running, priority: 0, sequence: 0, host: hosts[$0] ?? "") }
+    /// How many tasks run against each host.
+    func runningPerHost() -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for id in running.keys { counts[hosts[id] ?? "", default: 0] += 1 }
+        return counts
     }
+
+    /// Keeps the waiting queue in step with a task as it was just stored.
+    func noteStored(_ task: StoredTask) {
+        if task.state == .waiting {
+            queue.insert(WaitingQueue.Entry(id: task.id, priority: task.priority, sequence: task.sequence, host: Self.host(of: task.url)))
+        } else {
+            queue.remove(task.id)
+        }
+    }
+
+    /// The task `id` is no longer stored.
+    func forget(_ id: String) { queue.remove(id) }
+
+    /// The waiting tasks to start now, in order (still queued).
+    func nextToStart() -> [WaitingQueue.Entry] {
+        queue.next(
+            slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(),
+            maxPerHost: configuration.maxDownloadsPerHost)
+    }
+
+    var hasWaitingTasks: Bool { !queue.isEmpty }
+
+    /// The host a task counts against for the per-host cap.
+    static func host(of url: String) -> String { URL(string: url)?.host ?? "" }
     func isRunning(_ id: String) -> Bool { running[id] != nil }
     func track(_ id: String, _ task: Task<Void, Never>) { running[id] = task }
 
