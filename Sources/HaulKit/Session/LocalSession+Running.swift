@@ -67,14 +67,19 @@ extension LocalSession {
     private func engineEvent(_ id: String, _ event: DownloadEvent) {
         switch event {
         case .started(_, let path, _, let total):
-            _ = try? store.update(id: id) { $0.filePath = path; $0.total = total }
+            noteStartedFile(id, StartedFile(path: path, total: total))
             // A download shorter than a second is not written again until it ends.
             noteSaved(id)
         case .progress(let progress):
             noteProgress(id, progress)
             emit(.progress(id: id, progress))
             if shouldSaveProgress(id) {
-                _ = try? store.update(id: id) { $0.bytes = progress.bytes; $0.total = progress.total ?? $0.total }
+                let file = startedFile(id)
+                _ = try? store.update(id: id) {
+                    $0.bytes = progress.bytes
+                    $0.total = progress.total ?? file?.total ?? $0.total
+                    $0.filePath = file?.path ?? $0.filePath
+                }
             }
         case .retrying, .restarted, .singleConnection, .finished:
             break
@@ -83,10 +88,11 @@ extension LocalSession {
 
     /// A task's download ended: record the stable state it ended in and tell everyone.
     func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) {
+        let file = startedFile(id)
         let intent = untrack(id)
         guard !isClosed else { return }
-        // It stopped in an orderly way, whatever the outcome: no crash happened while it ran.
-        try? store.clearStarts(ids: [id])
+        // Whatever the outcome, it stopped in an orderly way (no crash happened while it ran): each path below
+        // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
         case .success(let result):
             conclude(id, .finished) {
@@ -99,6 +105,8 @@ extension LocalSession {
         case .failure(let error):
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
             if failure.kind == .interrupted {
+                try? store.clearStarts(ids: [id])
+                if let file { _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total } }
                 if intent == .cancel, let task = try? store.task(id: id), let options = options(for: task) {
                     engine.discardPartialData(options)
                     try? setState(id, .cancelled)
@@ -108,6 +116,8 @@ extension LocalSession {
                 }
             } else {
                 conclude(id, .failed) {
+                    $0.filePath = file?.path ?? $0.filePath
+                    $0.total = file?.total ?? $0.total
                     $0.errorKind = failure.kind.rawValue
                     $0.errorMessage = failure.message
                 }
@@ -116,20 +126,14 @@ extension LocalSession {
         Task { await self.schedule() }
     }
 
-    /// Records that a task finished or failed (with the journal entry, in one transaction, when journaling),
-    /// then tells everyone and runs the completion hooks.
+    /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
+    /// transaction, then tells everyone and runs the completion hooks.
     private func conclude(_ id: String, _ state: TaskState, _ change: (inout StoredTask) -> Void) {
-        guard let old = try? store.task(id: id)?.state else { return }
         let kind = state == .finished ? "finished" : "failed"
-        let stored: (task: StoredTask, sequence: Int64?)?
-        if journaling {
-            stored = try? store.update(id: id, journaling: kind, payload: { task in
-                DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized
-            }) { change(&$0); $0.state = state }.map { ($0.task, $0.sequence) }
-        } else {
-            stored = try? store.update(id: id) { change(&$0); $0.state = state }.map { ($0, nil) }
-        }
-        guard let stored else { return }
+        let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
+        guard let stored = try? store.conclude(id: id, journaling: journaling ? kind : nil, payload: payload, { change(&$0); $0.state = state })
+        else { return }
+        let old = stored.old
         noteStored(stored.task)
         markEnded()
         if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
@@ -180,7 +184,13 @@ extension LocalSession {
     }
 
     func snapshot(of task: StoredTask) -> TaskSnapshot {
-        Self.snapshot(of: task, progress: task.state == .running ? latestProgress(task.id) : nil)
+        guard task.state == .running else { return Self.snapshot(of: task, progress: nil) }
+        var shown = task
+        if let file = startedFile(task.id) {
+            shown.filePath = file.path
+            shown.total = file.total ?? shown.total
+        }
+        return Self.snapshot(of: shown, progress: latestProgress(task.id))
     }
 
     /// The task as stored, with the latest progress of a running one; a file destination is its path from the start.

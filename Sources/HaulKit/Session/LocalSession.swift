@@ -20,6 +20,13 @@ actor LocalSession: SessionBackend {
     /// change of a task's state or priority goes through ``noteStored(_:)`` (or ``forget(_:)`` when it is removed).
     private var queue = WaitingQueue()
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
+    /// Where each running task's download writes and its length, once known: stored with its next progress or
+    /// when it ends (a download of a few milliseconds costs no write of its own for this), shown in snapshots meanwhile.
+    private var startedFiles: [String: StartedFile] = [:]
+    struct StartedFile {
+        var path: String
+        var total: Int64?
+    }
     /// Each subscriber gets every event (or one task's) with its journal sequence, if journaled.
     private var subscribers: [UUID: Subscriber] = [:]
     private struct Subscriber {
@@ -241,6 +248,7 @@ actor LocalSession: SessionBackend {
         progress[id] = nil
         hosts[id] = nil
         lastSaved[id] = nil
+        startedFiles[id] = nil
         return stopping.removeValue(forKey: id)
     }
 
@@ -253,6 +261,8 @@ actor LocalSession: SessionBackend {
     }
 
     func noteProgress(_ id: String, _ latest: DownloadProgress) { progress[id] = latest }
+    func noteStartedFile(_ id: String, _ file: StartedFile) { startedFiles[id] = file }
+    func startedFile(_ id: String) -> StartedFile? { startedFiles[id] }
     func latestProgress(_ id: String) -> DownloadProgress? { progress[id] }
 
     /// The task was just written to the store: its next progress is saved a second from now.
@@ -281,10 +291,15 @@ actor LocalSession: SessionBackend {
         // Their stored state stays `running`, so the next open restores them as configured.
         let stoppingIDs = Array(running.keys)
         let stopping = Array(running.values)
+        let files = startedFiles
         for task in stopping { task.cancel() }
         for task in stopping { await task.value }
         // They stopped in order: a crash did not happen while they ran.
         try? store.clearStarts(ids: stoppingIDs)
+        // Where each one writes was only in memory until now.
+        for (id, file) in files {
+            _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+        }
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
         try? await engine.shutdown()
