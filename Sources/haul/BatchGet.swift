@@ -39,7 +39,7 @@ struct BatchGet {
         let events = await session.events()
         let printer = Task { for await event in events { reporter.handle(event) } }
 
-        let ids = try await session.add(requests).map(\.id)
+        let ids = Set(try await session.add(requests).map(\.id))
         // Re-running the command retries what failed or was cancelled last time.
         let again = try await session.tasks().filter { ids.contains($0.id) && ($0.state == .failed || $0.state == .cancelled || $0.state == .paused) }
         try await session.resume(again.map(\.id))

@@ -19,32 +19,25 @@ extension LocalSession {
     /// Starts waiting tasks while slots are free; announces when the queue has drained.
     func schedule() async {
         guard !isClosed else { return }
-        // Only waiting tasks are read, only when a slot is free, and only the head of the queue (all of it
-        // only when hosts at their cap block that head): adding or finishing many tasks stays linear.
-        var waiting: [StoredTask]?
-        let free = currentMaxConcurrent - runningCount
-        if free > 0 {
-            let head = free * 8 + 32
-            var chosen: Set<String> = []
-            for limit in [head, nil] {
-                guard let queued = try? store.tasks(in: .waiting, limit: limit) else { break }
-                waiting = queued
-                let entries = runningEntries() + queued.map {
-                    SchedulerEntry(id: $0.id, state: $0.state, priority: $0.priority, sequence: $0.sequence, host: URL(string: $0.url)?.host ?? "")
-                }
-                chosen = Set(Scheduler.tasksToStart(entries, maxConcurrent: currentMaxConcurrent, maxPerHost: configuration.maxDownloadsPerHost))
-                if chosen.count >= free || queued.count < head { break }
+        // The queue is in memory: choosing costs as much as the hosts with a free slot, not the whole queue, and
+        // only the tasks chosen are read from the store.
+        var chosen = nextToStart()
+        while !chosen.isEmpty {
+            for entry in chosen {
+                forget(entry.id)
+                // The store has the last word: a task that is no longer waiting there is not started.
+                guard let task = try? store.task(id: entry.id) else { continue }
+                if task.state == .waiting { start(task) } else { noteStored(task) }
             }
-            for task in waiting ?? [] where chosen.contains(task.id) { start(task) }
+            chosen = nextToStart()
         }
         // The queue has drained when a task ended since the last drain and nothing runs or waits.
-        guard !hasRunningTasks, drainPending else { return }
-        let stillWaiting = (try? waiting ?? store.tasks(in: .waiting))?.contains { !isRunning($0.id) } ?? false
-        if !stillWaiting, takeDrainSignal() { emit(.allFinished) }
+        guard !hasRunningTasks, drainPending, !hasWaitingTasks else { return }
+        if takeDrainSignal() { emit(.allFinished) }
     }
 
     private func start(_ task: StoredTask) {
-        noteHost(task.id, URL(string: task.url)?.host ?? "")
+        noteHost(task.id, Self.host(of: task.url))
         guard let options = options(for: task) else {
             try? setState(task.id, .running)
             finish(task.id, .failure(HaulError(.usage, "the task's URL or checksum is not valid")))
@@ -74,14 +67,19 @@ extension LocalSession {
     private func engineEvent(_ id: String, _ event: DownloadEvent) {
         switch event {
         case .started(_, let path, _, let total):
-            _ = try? store.update(id: id) { $0.filePath = path; $0.total = total }
+            noteStartedFile(id, StartedFile(path: path, total: total))
             // A download shorter than a second is not written again until it ends.
             noteSaved(id)
         case .progress(let progress):
             noteProgress(id, progress)
             emit(.progress(id: id, progress))
             if shouldSaveProgress(id) {
-                _ = try? store.update(id: id) { $0.bytes = progress.bytes; $0.total = progress.total ?? $0.total }
+                let file = startedFile(id)
+                _ = try? store.update(id: id) {
+                    $0.bytes = progress.bytes
+                    $0.total = progress.total ?? file?.total ?? $0.total
+                    $0.filePath = file?.path ?? $0.filePath
+                }
             }
         case .retrying(let retry, let maxRetries, let delay, let reason):
             noteRetry(id, retry: retry, of: maxRetries, after: delay, reason: reason)
@@ -92,10 +90,11 @@ extension LocalSession {
 
     /// A task's download ended: record the stable state it ended in and tell everyone.
     func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) {
+        let file = startedFile(id)
         let intent = untrack(id)
         guard !isClosed else { return }
-        // It stopped in an orderly way, whatever the outcome: no crash happened while it ran.
-        try? store.clearStarts(ids: [id])
+        // Whatever the outcome, it stopped in an orderly way (no crash happened while it ran): each path below
+        // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
         case .success(let result):
             conclude(id, .finished) {
@@ -108,6 +107,8 @@ extension LocalSession {
         case .failure(let error):
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
             if failure.kind == .interrupted {
+                try? store.clearStarts(ids: [id])
+                if let file { _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total } }
                 if intent == .cancel, let task = try? store.task(id: id), let options = options(for: task) {
                     engine.discardPartialData(options)
                     try? setState(id, .cancelled)
@@ -117,6 +118,8 @@ extension LocalSession {
                 }
             } else {
                 conclude(id, .failed) {
+                    $0.filePath = file?.path ?? $0.filePath
+                    $0.total = file?.total ?? $0.total
                     $0.errorKind = failure.kind.rawValue
                     $0.errorMessage = failure.message
                 }
@@ -125,20 +128,15 @@ extension LocalSession {
         Task { await self.schedule() }
     }
 
-    /// Records that a task finished or failed (with the journal entry, in one transaction, when journaling),
-    /// then tells everyone and runs the completion hooks.
+    /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
+    /// transaction, then tells everyone and runs the completion hooks.
     private func conclude(_ id: String, _ state: TaskState, _ change: (inout StoredTask) -> Void) {
-        guard let old = try? store.task(id: id)?.state else { return }
         let kind = state == .finished ? "finished" : "failed"
-        let stored: (task: StoredTask, sequence: Int64?)?
-        if journaling {
-            stored = try? store.update(id: id, journaling: kind, payload: { task in
-                DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized
-            }) { change(&$0); $0.state = state }.map { ($0.task, $0.sequence) }
-        } else {
-            stored = try? store.update(id: id) { change(&$0); $0.state = state }.map { ($0, nil) }
-        }
-        guard let stored else { return }
+        let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
+        guard let stored = try? store.conclude(id: id, journaling: journaling ? kind : nil, payload: payload, { change(&$0); $0.state = state })
+        else { return }
+        let old = stored.old
+        noteStored(stored.task)
         markEnded()
         if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
         let snapshot = self.snapshot(of: stored.task)
@@ -148,7 +146,7 @@ extension LocalSession {
 
     func setState(_ id: String, _ state: TaskState) throws {
         guard let old = try store.task(id: id)?.state, old != state else { return }
-        _ = try store.update(id: id) { $0.state = state }
+        if let stored = try store.update(id: id, { $0.state = state }) { noteStored(stored) }
         emit(.stateChanged(id: id, from: old, to: state))
     }
 
@@ -188,8 +186,14 @@ extension LocalSession {
     }
 
     func snapshot(of task: StoredTask) -> TaskSnapshot {
-        var snapshot = Self.snapshot(of: task, progress: task.state == .running ? latestProgress(task.id) : nil)
-        if task.state == .running { snapshot.note = retryNote(task.id) }
+        guard task.state == .running else { return Self.snapshot(of: task, progress: nil) }
+        var shown = task
+        if let file = startedFile(task.id) {
+            shown.filePath = file.path
+            shown.total = file.total ?? shown.total
+        }
+        var snapshot = Self.snapshot(of: shown, progress: latestProgress(task.id))
+        snapshot.note = retryNote(task.id)
         return snapshot
     }
 

@@ -18,7 +18,17 @@ package actor LocalSession: SessionBackend {
     /// Why a running task is not moving: its last retry, until bytes arrive past where it stood then.
     private var retryNotes: [String: (text: String, bytes: Int64)] = [:]
     private var hosts: [String: String] = [:]
+    /// The tasks stored as waiting, in the scheduler's order: the session is the store's only writer, and every
+    /// change of a task's state or priority goes through ``noteStored(_:)`` (or ``forget(_:)`` when it is removed).
+    private var queue = WaitingQueue()
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
+    /// Where each running task's download writes and its length, once known: stored with its next progress or
+    /// when it ends (a download of a few milliseconds costs no write of its own for this), shown in snapshots meanwhile.
+    private var startedFiles: [String: StartedFile] = [:]
+    struct StartedFile {
+        var path: String
+        var total: Int64?
+    }
     /// Each subscriber gets every event (or one task's) with its journal sequence, if journaled.
     private var subscribers: [UUID: Subscriber] = [:]
     private struct Subscriber {
@@ -69,6 +79,7 @@ package actor LocalSession: SessionBackend {
             $0.state = TaskTransitions.restored($0.state, resumeRunning: resume)
         }
         failTasksThatStoppedTheProcess(crashing)
+        for task in try store.tasks(in: .waiting) { noteStored(task) }
         await schedule()
     }
 
@@ -77,7 +88,10 @@ package actor LocalSession: SessionBackend {
     /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
     package func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
         let results = try store.add(requests.map(newTask(for:)))
-        for (task, created) in results where created { emit(.added(snapshot(of: task))) }
+        for (task, created) in results where created {
+            noteStored(task)
+            emit(.added(snapshot(of: task)))
+        }
         if results.contains(where: \.created) { Task { await self.schedule() } }
         return results.map { snapshot(of: $0.task) }
     }
@@ -112,12 +126,13 @@ package actor LocalSession: SessionBackend {
                 engine.discardPartialData(options)
             }
             try store.remove(ids: [id])
+            forget(id)
         }
         await schedule()
     }
 
     package func setPriority(_ priority: Int, for ids: [String]) async throws {
-        _ = try store.updateAll(ids: ids) { $0.priority = priority }
+        for task in try store.updateAll(ids: ids, { $0.priority = priority }) { noteStored(task) }
         await schedule()
     }
 
@@ -186,7 +201,7 @@ package actor LocalSession: SessionBackend {
     }
 
     package func isIdle() -> Bool {
-        running.isEmpty && ((try? store.tasks(in: .waiting, limit: 1).isEmpty) ?? true)
+        running.isEmpty && queue.isEmpty
     }
 
     // MARK: Bookkeeping for the running tasks
@@ -197,10 +212,36 @@ package actor LocalSession: SessionBackend {
     var runningCount: Int { running.count }
     func noteHost(_ id: String, _ host: String) { hosts[id] = host }
 
-    /// The running tasks as the scheduler sees them (their host is what counts).
-    func runningEntries() -> [SchedulerEntry] {
-        running.keys.map { SchedulerEntry(id: $0, state: .running, priority: 0, sequence: 0, host: hosts[$0] ?? "") }
+    /// How many tasks run against each host.
+    func runningPerHost() -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for id in running.keys { counts[hosts[id] ?? "", default: 0] += 1 }
+        return counts
     }
+
+    /// Keeps the waiting queue in step with a task as it was just stored.
+    func noteStored(_ task: StoredTask) {
+        if task.state == .waiting {
+            queue.insert(WaitingQueue.Entry(id: task.id, priority: task.priority, sequence: task.sequence, host: Self.host(of: task.url)))
+        } else {
+            queue.remove(task.id)
+        }
+    }
+
+    /// The task `id` is no longer stored.
+    func forget(_ id: String) { queue.remove(id) }
+
+    /// The waiting tasks to start now, in order (still queued).
+    func nextToStart() -> [WaitingQueue.Entry] {
+        queue.next(
+            slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(),
+            maxPerHost: configuration.maxDownloadsPerHost)
+    }
+
+    var hasWaitingTasks: Bool { !queue.isEmpty }
+
+    /// The host a task counts against for the per-host cap.
+    static func host(of url: String) -> String { URL(string: url)?.host ?? "" }
     func isRunning(_ id: String) -> Bool { running[id] != nil }
     func track(_ id: String, _ task: Task<Void, Never>) { running[id] = task }
 
@@ -211,6 +252,7 @@ package actor LocalSession: SessionBackend {
         retryNotes[id] = nil
         hosts[id] = nil
         lastSaved[id] = nil
+        startedFiles[id] = nil
         return stopping.removeValue(forKey: id)
     }
 
@@ -233,6 +275,8 @@ package actor LocalSession: SessionBackend {
     }
 
     func retryNote(_ id: String) -> String? { retryNotes[id]?.text }
+    func noteStartedFile(_ id: String, _ file: StartedFile) { startedFiles[id] = file }
+    func startedFile(_ id: String) -> StartedFile? { startedFiles[id] }
     func latestProgress(_ id: String) -> DownloadProgress? { progress[id] }
 
     /// The task was just written to the store: its next progress is saved a second from now.
@@ -261,10 +305,15 @@ package actor LocalSession: SessionBackend {
         // Their stored state stays `running`, so the next open restores them as configured.
         let stoppingIDs = Array(running.keys)
         let stopping = Array(running.values)
+        let files = startedFiles
         for task in stopping { task.cancel() }
         for task in stopping { await task.value }
         // They stopped in order: a crash did not happen while they ran.
         try? store.clearStarts(ids: stoppingIDs)
+        // Where each one writes was only in memory until now.
+        for (id, file) in files {
+            _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+        }
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
         try? await engine.shutdown()

@@ -25,13 +25,17 @@ extension TaskStore {
         let now = Self.now()
         return try write { db in
             guard let task = try Self.update(id: id, db, now: now, change) else { return nil }
-            try db.execute(
-                sql: "INSERT INTO journal (taskID, kind, payload, createdAt) VALUES (?, ?, ?, ?)",
-                arguments: [id, kind, payload(task), now])
-            let sequence = db.lastInsertedRowID
-            try db.execute(sql: "DELETE FROM journal WHERE sequence <= ?", arguments: [sequence - Self.journalLimit])
-            return (task, sequence)
+            return (task, try Self.appendJournal(id: id, kind: kind, payload: payload(task), db, now: now))
         }
+    }
+
+    /// Appends an entry (dropping the oldest beyond ``journalLimit``); returns its sequence.
+    static func appendJournal(id: String, kind: String, payload: String, _ db: Database, now: Double) throws -> Int64 {
+        try db.cachedStatement(sql: "INSERT INTO journal (taskID, kind, payload, createdAt) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [id, kind, payload, now])
+        let sequence = db.lastInsertedRowID
+        try db.cachedStatement(sql: "DELETE FROM journal WHERE sequence <= ?").execute(arguments: [sequence - Self.journalLimit])
+        return sequence
     }
 
     /// Unacknowledged entries with a sequence above `after`, oldest first.

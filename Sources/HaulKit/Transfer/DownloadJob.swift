@@ -335,7 +335,7 @@ final class DownloadJob {
     private func finish() async throws -> DownloadResult {
         guard var record else { throw HaulError(.server, "the server never sent the file") }
         try await checkpointer.waitForPending()
-        try file?.sync()
+        if let file { try await BlockingIO.run { try file.sync() } }
         if let expected = options.checksum {
             try hashHeldBytes()
             let actual = hasher?.hexDigest() ?? ""
@@ -351,7 +351,8 @@ final class DownloadJob {
         if source != record.destinationPath {
             try POSIX.rename(source, record.destinationPath)
         }
-        POSIX.syncDirectory(POSIX.directoryOf(record.destinationPath))
+        let directory = POSIX.directoryOf(record.destinationPath)
+        await DirectorySyncer.shared.sync(directory)
         if point.totalLength == nil { point.totalLength = point.offset }
         record.update(from: point)
         record.state = .finished

@@ -1,0 +1,110 @@
+/// The waiting tasks of a session, kept in memory in the scheduler's order (higher priority first, then first
+/// in first out), one queue per host, so that choosing what to start next costs as much as the hosts that have
+/// a free slot, not the whole queue.
+///
+/// ``next(slots:runningPerHost:maxPerHost:)`` chooses exactly what ``Scheduler/tasksToStart(_:maxConcurrent:maxPerHost:)``
+/// would choose from the same waiting tasks: walking them in order and skipping those whose host is full is the
+/// same as taking the first free-slot's worth of each host with room, merged in order.
+public struct WaitingQueue: Sendable {
+    public struct Entry: Equatable, Sendable {
+        public var id: String
+        public var priority: Int
+        public var sequence: Int64
+        public var host: String
+
+        public init(id: String, priority: Int, sequence: Int64, host: String) {
+            self.id = id
+            self.priority = priority
+            self.sequence = sequence
+            self.host = host
+        }
+
+        /// Whether `self` runs before `other`.
+        func precedes(_ other: Entry) -> Bool {
+            priority != other.priority ? priority > other.priority : sequence < other.sequence
+        }
+    }
+
+    /// One host's waiting tasks in order from `start` on (the ones before it were taken; compacted now and then).
+    private struct HostQueue {
+        var entries: [Entry] = []
+        var start = 0
+        var count: Int { entries.count - start }
+
+        /// Where `entry` goes (or is), by binary search over the live part.
+        func position(of entry: Entry) -> Int {
+            var low = start, high = entries.count
+            while low < high {
+                let mid = (low + high) / 2
+                if entries[mid].precedes(entry) { low = mid + 1 } else { high = mid }
+            }
+            return low
+        }
+
+        mutating func insert(_ entry: Entry) {
+            if let last = entries.last, start < entries.count, !last.precedes(entry) {
+                entries.insert(entry, at: position(of: entry))
+            } else {
+                entries.append(entry)    // the usual case: a task added after the others
+            }
+        }
+
+        mutating func remove(_ entry: Entry) {
+            let index = position(of: entry)
+            guard index < entries.count, entries[index].id == entry.id else { return }
+            if index == start {
+                start += 1
+                if start > 64, start * 2 > entries.count {
+                    entries.removeFirst(start)
+                    start = 0
+                }
+            } else {
+                entries.remove(at: index)
+            }
+        }
+    }
+
+    private var byID: [String: Entry] = [:]
+    private var hosts: [String: HostQueue] = [:]
+
+    public init() {}
+
+    public var count: Int { byID.count }
+    public var isEmpty: Bool { byID.isEmpty }
+    public func contains(_ id: String) -> Bool { byID[id] != nil }
+
+    /// Adds `entry`, replacing a waiting task with the same id (a changed priority moves it).
+    public mutating func insert(_ entry: Entry) {
+        remove(entry.id)
+        byID[entry.id] = entry
+        hosts[entry.host, default: HostQueue()].insert(entry)
+    }
+
+    /// Removes the task `id` if it is waiting; returns it.
+    @discardableResult
+    public mutating func remove(_ id: String) -> Entry? {
+        guard let entry = byID.removeValue(forKey: id) else { return nil }
+        hosts[entry.host]?.remove(entry)
+        if hosts[entry.host]?.count == 0 { hosts[entry.host] = nil }
+        return entry
+    }
+
+    public mutating func removeAll() {
+        byID = [:]
+        hosts = [:]
+    }
+
+    /// The waiting tasks to start, in order, for `slots` free slots when `runningPerHost` run on each host and a
+    /// host runs at most `maxPerHost` (at least 1). The tasks stay queued until ``remove(_:)``.
+    public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: Int) -> [Entry] {
+        guard slots > 0 else { return [] }
+        var candidates: [Entry] = []
+        for (host, queue) in hosts {
+            let room = min(max(1, maxPerHost) - runningPerHost[host, default: 0], slots)
+            guard room > 0 else { continue }
+            candidates += queue.entries[queue.start..<(queue.start + min(room, queue.count))]
+        }
+        candidates.sort { $0.precedes($1) }
+        return Array(candidates.prefix(slots))
+    }
+}

@@ -1,0 +1,71 @@
+import NIOConcurrencyHelpers
+import NIOPosix
+
+/// Calls that wait on the disk (fsync), run off Swift's cooperative pool. That pool has one thread per core: a few
+/// downloads waiting there for their fsyncs would stall every other task of the process, and the disk would get at
+/// most that many syncs at once. With many in flight, the kernel and the device complete them together.
+enum BlockingIO {
+    static let pool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 32)
+        pool.start()
+        return pool
+    }()
+
+    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await pool.runIfActive(body)
+    }
+}
+
+/// Fsyncs of a directory, shared: a caller that asks while one is running waits for the next, which begins after
+/// the running one ends and so covers everything every waiting caller did in the directory before asking (a rename
+/// into place). Each caller still returns only after an fsync that began after it asked; many downloads finishing
+/// into one folder then cost a few directory fsyncs instead of one each.
+final class DirectorySyncer: Sendable {
+    private struct Pending {
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// The directories with a sync running, and who waits for the next one of each.
+    private let state = NIOLockedValueBox<[String: Pending]>([:])
+    private let sync: @Sendable (String) -> Void
+
+    init(sync: @escaping @Sendable (String) -> Void = { POSIX.syncDirectory($0) }) {
+        self.sync = sync
+    }
+
+    static let shared = DirectorySyncer()
+
+    /// Returns once an fsync of `directory` that began after this call has completed.
+    func sync(_ directory: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let first = state.withLockedValue { directories in
+                let running = directories[directory] != nil
+                directories[directory, default: Pending()].waiting.append(continuation)
+                return !running
+            }
+            if first { BlockingIO.pool.submit { _ in self.drain(directory) } }
+        }
+    }
+
+    /// Syncs `directory` for everyone waiting, again while more arrived meanwhile, then marks it idle.
+    private func drain(_ directory: String) {
+        while true {
+            let batch = state.withLockedValue { directories in
+                let waiting = directories[directory]?.waiting ?? []
+                directories[directory]?.waiting = []
+                return waiting
+            }
+            if batch.isEmpty {
+                let idle = state.withLockedValue { directories in
+                    guard directories[directory]?.waiting.isEmpty ?? true else { return false }
+                    directories[directory] = nil
+                    return true
+                }
+                if idle { return }
+                continue
+            }
+            sync(directory)
+            for continuation in batch { continuation.resume() }
+        }
+    }
+}
