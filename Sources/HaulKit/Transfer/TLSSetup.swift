@@ -6,6 +6,7 @@ extension TLSTrust {
     /// missing or unreadable one is reported by name (a usage error), not as a failed connection.
     func makeConfiguration() throws(HaulError) -> TLSConfiguration {
         var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.shutdownTimeout = TransferEngine.tlsShutdownTimeout
         if insecure { configuration.certificateVerification = .none }
         if let caFile {
             do {

@@ -89,6 +89,9 @@ public final class TransferEngine: Sendable {
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))
         )
         clientConfiguration.httpVersion = .http1Only
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.shutdownTimeout = tlsShutdownTimeout
+        clientConfiguration.tlsConfiguration = tls
         if let proxy {
             switch proxy.kind {
             case .http:
@@ -100,6 +103,12 @@ public final class TransferEngine: Sendable {
         }
         return clientConfiguration
     }
+
+    /// How long closing a TLS connection waits for the server's close_notify (NIOSSL's default is 5 s). A
+    /// connection is closed with a response still streaming when a segment's range ends inside the open-ended
+    /// answer to the range probe; the server, blocked on a full window, never answers, and `haul get` would
+    /// wait 5 s at exit for nothing: the bytes needed are all in.
+    static let tlsShutdownTimeout: TimeAmount = .milliseconds(250)
 
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
