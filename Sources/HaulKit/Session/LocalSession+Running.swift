@@ -213,7 +213,7 @@ extension LocalSession {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_SESSION"] = identifier
         environment["HAUL_TASK_ID"] = task.id
-        environment["HAUL_TASK_URL"] = task.url
+        environment["HAUL_TASK_URL"] = Redaction.url(task.url)  // its user:password@ as ***: the hook may log it
         environment["HAUL_TASK_STATE"] = task.state.rawValue
         environment["HAUL_TASK_PATH"] = task.filePath ?? ""
         environment["HAUL_TASK_BYTES"] = String(task.bytes)
