@@ -22,16 +22,6 @@ import Glibc
 
     func socket(_ box: Sandbox) -> String { box.home + "/run/daemon.sock" }
 
-    /// Starts `haul daemon` in the sandbox and waits until it answers.
-    func startDaemon(_ box: Sandbox) async throws -> HaulRun {
-        let daemon = try box.start(["daemon"])
-        try await eventually("the daemon listens") {
-            guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
-            return daemon.stderrSoFar().contains("listening on")
-        }
-        return daemon
-    }
-
     /// The tasks as `haul ls --json` prints them.
     func list(_ box: Sandbox) async throws -> [[String: Any]] {
         let result = try await box.run(["ls", "--json", "--no-autostart"])

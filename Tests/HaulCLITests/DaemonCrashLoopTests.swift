@@ -20,15 +20,6 @@ extension DaemonNeighbourTests {
             server.serve(path, resource)
         }
 
-        func startDaemon(_ box: Sandbox) async throws -> HaulRun {
-            let daemon = try box.start(["daemon"])
-            try await eventually("the daemon listens") {
-                guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
-                return daemon.stderrSoFar().contains("listening on")
-            }
-            return daemon
-        }
-
         /// The task as `haul ls --json` shows it.
         func task(_ box: Sandbox, _ id: String) async throws -> [String: Any]? {
             let result = try await box.run(["ls", "--json", "--no-autostart"])

@@ -5,15 +5,6 @@ import Testing
 /// The daemon and the network: a server that cannot be reached is retried with backoff (never a quick
 /// failure, as in `haul get`), and `haul ls` says why the task is not moving; a failed task shows its reason.
 @Suite struct DaemonNetworkTests {
-    func startDaemon(_ box: Sandbox) async throws -> HaulRun {
-        let daemon = try box.start(["daemon"])
-        try await eventually("the daemon listens") {
-            guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
-            return daemon.stderrSoFar().contains("listening on")
-        }
-        return daemon
-    }
-
     @Test func aRefusedPortIsRetriedAndLsSaysWhy() async throws {
         try await Sandbox.with { box in
             _ = try await startDaemon(box)

@@ -125,11 +125,7 @@ struct ProxyTests {
             try await Sandbox.with { box in
                 // The daemon is started without any proxy variable; the task must still use the proxy that was in
                 // the environment of the `haul add` that queued it.
-                let daemon = try box.start(["daemon"])
-                try await eventually("the daemon listens") {
-                    guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
-                    return daemon.stderrSoFar().contains("listening on")
-                }
+                _ = try await startDaemon(box)
                 let added = try await box.start(
                     ["-c", "http_proxy=http://127.0.0.1:\(proxy.port) exec \"$0\" \"$@\"", try HaulBinary.path(),
                      "add", server.url("/d.bin"), "-o", "d.bin", "--no-autostart"],

@@ -74,16 +74,12 @@ public actor DaemonClient {
 
     /// Calls `method` and returns its result; a JSON-RPC error is thrown as ``RPCError``.
     public func call(_ method: DaemonMethod, _ params: JSONValue = [:]) async throws -> JSONValue {
-        try await call(wireName: method.rawValue, params)
-    }
-
-    private func call(wireName method: String, _ params: JSONValue) async throws -> JSONValue {
         if let closedError { throw closedError }
         if outbound == nil { await withCheckedContinuation { writerWaiters.append($0) } }
         guard let outbound else { throw closedError ?? HaulError(.network, "the connection to the haul daemon closed") }
         nextID += 1
         let id = nextID
-        let line = JSONRPC.request(id: JSONValue(id), method: method, params: params)
+        let line = JSONRPC.request(id: JSONValue(id), method: method.rawValue, params: params)
         return try await withCheckedThrowingContinuation { continuation in
             pending[id] = continuation
             Task {

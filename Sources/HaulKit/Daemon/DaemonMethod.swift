@@ -16,7 +16,4 @@ public enum DaemonMethod: String, CaseIterable, Sendable {
     case unsubscribe = "events.unsubscribe"
     case listJournal = "journal.list"
     case acknowledgeJournal = "journal.ack"
-
-    /// Whether the method acts on one session (and so needs its `"session"` parameter).
-    public var needsSession: Bool { self != .hello && self != .status }
 }

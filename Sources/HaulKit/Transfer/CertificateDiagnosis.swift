@@ -1,5 +1,4 @@
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -12,7 +11,8 @@ enum CertificateDiagnosis {
     static func peerCertificate(host: String, port: Int) async -> PeerCertificate? {
         guard let context = try? NIOSSLContext(configuration: .makeClientConfiguration()) else { return nil }
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let result = OnceFulfilled<PeerCertificate?>(eventLoop.makePromise())
+        // Fulfilled by whichever comes first: the certificate, the channel closing, the timeout (NIO ignores the rest).
+        let result = eventLoop.makePromise(of: PeerCertificate?.self)
         let isAddress = (try? SocketAddress(ipAddress: host, port: port)) != nil
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(5))
@@ -21,34 +21,19 @@ enum CertificateDiagnosis {
                     let handler = try NIOSSLClientHandler(
                         context: context, serverHostname: isAddress ? nil : host,
                         customVerificationCallback: { certificates, verdict in
-                            result.fulfil(certificates.first.map(PeerCertificate.init(_:)))
+                            result.succeed(certificates.first.map(PeerCertificate.init(_:)))
                             verdict.succeed(.failed)
                         })
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
-        let timeout = eventLoop.scheduleTask(in: .seconds(5)) { result.fulfil(nil) }
+        let timeout = eventLoop.scheduleTask(in: .seconds(5)) { result.succeed(nil) }
         defer { timeout.cancel() }
         guard let channel = try? await bootstrap.connect(host: host, port: port).get() else { return nil }
-        channel.closeFuture.whenComplete { _ in result.fulfil(nil) }
-        let certificate = try? await result.future.get()
+        channel.closeFuture.whenComplete { _ in result.succeed(nil) }
+        let certificate = try? await result.futureResult.get()
         channel.close(promise: nil)
         return certificate ?? nil
-    }
-}
-
-/// A promise that takes the first of several possible outcomes (the certificate, the channel closing, a timeout).
-private final class OnceFulfilled<Value: Sendable>: Sendable {
-    private let promise: EventLoopPromise<Value>
-    private let done = NIOLockedValueBox(false)
-    init(_ promise: EventLoopPromise<Value>) { self.promise = promise }
-    var future: EventLoopFuture<Value> { promise.futureResult }
-    func fulfil(_ value: Value) {
-        let first = done.withLockedValue { done in
-            defer { done = true }
-            return !done
-        }
-        if first { promise.succeed(value) }
     }
 }
 

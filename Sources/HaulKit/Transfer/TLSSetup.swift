@@ -8,10 +8,11 @@ extension TLSTrust {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.shutdownTimeout = TransferEngine.tlsShutdownTimeout
         if insecure { configuration.certificateVerification = .none }
+        var caFileCertificates: [NIOSSLCertificate] = []
         if let caFile {
             do {
-                let certificates = try NIOSSLCertificate.fromPEMFile(caFile)
-                guard !certificates.isEmpty else { throw NIOSSLError.failedToLoadCertificate }
+                caFileCertificates = try NIOSSLCertificate.fromPEMFile(caFile)
+                guard !caFileCertificates.isEmpty else { throw NIOSSLError.failedToLoadCertificate }
                 // Loaded by path: BoringSSL takes a bundle with repeated certificates that way (Debian's has some),
                 // where adding them one by one fails on the repeat.
                 configuration.trustRoots = .file(caFile)
@@ -26,10 +27,9 @@ extension TLSTrust {
             }
             // A folder can only be the main trust root (extra roots are read as files); the CA file's certificates
             // then join it one by one, each once.
-            if case .file(let file)? = configuration.trustRoots {
+            if !caFileCertificates.isEmpty {
                 var seen = Set<NIOSSLCertificate>()
-                let certificates = ((try? NIOSSLCertificate.fromPEMFile(file)) ?? []).filter { seen.insert($0).inserted }
-                configuration.additionalTrustRoots = [.certificates(certificates)]
+                configuration.additionalTrustRoots = [.certificates(caFileCertificates.filter { seen.insert($0).inserted })]
             }
             configuration.trustRoots = .file(caDirectory)
         }

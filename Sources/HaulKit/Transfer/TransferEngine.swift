@@ -113,7 +113,7 @@ public final class TransferEngine: Sendable {
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         try await client.shutdown()
-        for other in proxiedClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
+        for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { try? await proxied.shutdown() }
     }
 
     /// Downloads (or resumes) one file. Throws ``HaulError``; on every failure the state needed to resume is kept.

@@ -40,6 +40,16 @@ func eventuallyAsync(
     }
 }
 
+/// Starts `haul daemon` in the sandbox (its default socket) and waits until it says it listens.
+func startDaemon(_ box: Sandbox) async throws -> HaulRun {
+    let daemon = try box.start(["daemon"])
+    try await eventually("the daemon listens") {
+        guard daemon.isRunning else { throw HarnessError("haul daemon exited: \(daemon.stderrSoFar())") }
+        return daemon.stderrSoFar().contains("listening on")
+    }
+    return daemon
+}
+
 /// Size of the file at `path`, or nil when it does not exist.
 func fileSize(_ path: String) -> Int? {
     var info = stat()
