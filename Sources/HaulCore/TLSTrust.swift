@@ -124,13 +124,20 @@ public enum CertificateProblem: Equatable, Sendable {
         case .notYetValid(let date):
             return "TLS certificate of \(server) is not valid yet (from \(HTTPDate.day(date))); check this machine's clock"
         case .wrongHostName(let names):
-            let shown = names.isEmpty ? "no name" : names.prefix(4).joined(separator: ", ")
+            // The names come from the server: printable ASCII only and short, never terminal escapes.
+            let shown = names.isEmpty ? "no name" : names.prefix(4).map(Self.printable).joined(separator: ", ")
             return "TLS certificate of \(server) is for \(shown), not this host name (wrong host name)"
         case .unknownIssuer:
             return "TLS certificate of \(server) is signed by an unknown issuer; trust its CA with --cacert FILE (or SSL_CERT_FILE)"
         case .handshake(let reason):
             return "TLS handshake with \(server) failed: \(reason)"
         }
+    }
+
+    /// `text` as it may be shown on a terminal: at most 64 characters, anything but printable ASCII as `?`.
+    static func printable(_ text: String) -> String {
+        let shown = String(text.unicodeScalars.prefix(64).map { (0x20..<0x7f).contains($0.value) ? Character($0) : "?" })
+        return text.unicodeScalars.count > 64 ? shown + "…" : shown
     }
 
     /// A TLS library's error text in words: its reason code (`CERTIFICATE_VERIFY_FAILED`) lower-cased, without

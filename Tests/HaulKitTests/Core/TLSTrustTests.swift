@@ -56,6 +56,10 @@ import Testing
             == "TLS certificate of 127.0.0.1:8443 has expired (on 2021-01-01); refusing to connect")
         #expect(CertificateProblem.wrongHostName(certificateNames: ["wrong.example"]).message(server: server).contains("wrong.example, not this host name (wrong host name)"))
         #expect(CertificateProblem.unknownIssuer.message(server: server).contains("unknown issuer"))
+        // A hostile certificate's names reach the terminal only as short printable ASCII.
+        let hostile = CertificateProblem.wrongHostName(certificateNames: ["evil\u{1b}[2J.example", String(repeating: "a", count: 100)]).message(server: server)
+        #expect(hostile.contains("evil?[2J.example, " + String(repeating: "a", count: 64) + "…"), "\(hostile)")
+        #expect(!hostile.unicodeScalars.contains { $0.value < 0x20 })
         #expect(CertificateProblem.handshake("tlsv1 alert protocol version").message(server: server)
             == "TLS handshake with 127.0.0.1:8443 failed: tlsv1 alert protocol version")
     }
