@@ -6,35 +6,24 @@ import NIOPosix
 /// offset never runs ahead of durable bytes. One checkpoint is in flight at a time; the transfer keeps streaming.
 final class Checkpointer {
     private let store: TransferRecordStore
-    private let everyBytes: Int64
-    private let everyInterval: Duration
-    private let clock = ContinuousClock()
-    private var lastOffset: Int64 = 0
-    private var lastTime: ContinuousClock.Instant
     private var pending: EventLoopFuture<Void>?
     private let busy = NIOLockedValueBox(false)
 
-    init(store: TransferRecordStore, everyBytes: Int64, everyInterval: Duration) {
+    init(store: TransferRecordStore) {
         self.store = store
-        self.everyBytes = everyBytes
-        self.everyInterval = everyInterval
-        self.lastTime = clock.now
     }
 
-    /// Starts a checkpoint of `record` when one is due and none is running; surfaces a failed earlier one.
-    func checkpointIfDue(_ record: TransferRecord, file: PartialFile) async throws {
+    /// Starts a checkpoint of `record` (the lifecycle said one is due) unless one is still running, whose bytes
+    /// the next due one covers; surfaces a failed earlier one.
+    func checkpointUnlessBusy(_ record: TransferRecord, file: PartialFile) async throws {
         if busy.withLockedValue({ $0 }) { return }
         if let pending {
             self.pending = nil
             try await pending.get()
         }
-        let now = clock.now
-        guard record.offset - lastOffset >= everyBytes || now - lastTime >= everyInterval else { return }
-        lastOffset = record.offset
-        lastTime = now
         busy.withLockedValue { $0 = true }
         let store = self.store, busy = self.busy
-        let future = NIOThreadPool.singleton.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
+        let future = BlockingIO.pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
             try file.sync()
             try store.save(record)
         }
@@ -44,12 +33,16 @@ final class Checkpointer {
 
     /// Waits for a running checkpoint, then makes `record` durable now (with `file` synced first, if given).
     /// With `durable: false` (a record claiming no bytes) nothing is fsync'd.
+    /// The fsyncs run on the blocking-I/O threads: blocking a concurrency thread (two on a 2-core machine) for a
+    /// slow disk's fsync would stall every other download and the session with it.
     func checkpointNow(_ record: TransferRecord, file: PartialFile?, durable: Bool = true) async throws {
         try await waitForPending()
-        if durable { try file?.sync() }
-        try store.save(record, durable: durable)
-        lastOffset = record.offset
-        lastTime = clock.now
+        let store = self.store
+        guard durable else { return try store.save(record, durable: false) }
+        try await BlockingIO.run {
+            try file?.sync()
+            try store.save(record, durable: true)
+        }
     }
 
     func waitForPending() async throws {
@@ -59,3 +52,4 @@ final class Checkpointer {
         }
     }
 }
+

@@ -23,8 +23,8 @@ extension DownloadJob {
             reportedSingleConnection = true
             events(.singleConnection(reason: "the rest after the bytes held is too small to split, or the server's answer does not allow it"))
         }
-        let probe = mayProbeRanges && options.segments != 1 && point.offset == 0 && adoptedPath == nil
-        if !mayProbeRanges, point.offset == 0, options.segments != 1, !reportedSingleConnection {
+        let probe = lifecycle.mayProbeRanges && options.segments != 1 && point.offset == 0 && adoptedPath == nil
+        if !lifecycle.mayProbeRanges, point.offset == 0, options.segments != 1, !reportedSingleConnection {
             reportedSingleConnection = true
             events(.singleConnection(reason: "the server's answers to range requests were inconsistent"))
         }
@@ -40,13 +40,7 @@ extension DownloadJob {
         case .retry(let status, let retryAfter):
             throw TransientFailure.status(status, response.status.reasonPhrase, from: url, retryAfter: retryAfter)
         case .fail(let status):
-            if !retriedOriginalURL, url != options.url, [401, 403, 404, 410].contains(status) {
-                // The final URL of an earlier run may have expired (signed URLs): resolve the original again.
-                retriedOriginalURL = true
-                requestURL = options.url
-                return .retryOriginalURL
-            }
-            throw HaulError(.httpStatus, "\(url) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs")
+            return .refused(status: status, phrase: response.status.reasonPhrase, url: url)
         case .protocolViolation(let why):
             throw TransientFailure(reason: "\(url): \(why)", kind: .server)
         case .alreadyComplete:
@@ -70,7 +64,7 @@ extension DownloadJob {
                 throw foreignMismatch(foreignURL, "the server does not support byte ranges, so they cannot be checked")
             }
             if probe { reportSingleConnection(info: info, rangeSupported: false) }
-            if point.offset > 0, point.validators.conflicts(with: info.validators), mayProbeRanges, info.acceptsRanges,
+            if point.offset > 0, point.validators.conflicts(with: info.validators), lifecycle.mayProbeRanges, info.acceptsRanges,
                options.segments != 1, case .segmented = SegmentationPolicy.decide(
                    requested: options.segments, info: info, rangeSupported: true,
                    minSegmentSize: options.minSegmentSize, maxConnectionsPerHost: options.maxConnectionsPerHost) {
@@ -156,17 +150,19 @@ extension DownloadJob {
 
     /// Rate limiting, progress and checkpoints after `count` bytes were written.
     private func afterWrite(_ count: Int) async throws {
-        fetched += Int64(count)
         if let pause = rateLimiter?.consume(count), pause > .zero { try await Task.sleep(for: pause) }
-        // Progress and checkpoints are looked at every 256 KiB, not on every small chunk.
-        bytesSinceBookkeeping += count
-        guard bytesSinceBookkeeping >= 256 * 1024 else { return }
-        bytesSinceBookkeeping = 0
-        emitProgress(force: false)
-        guard var record, let file else { return }
-        record.update(from: point)
-        self.record = record
-        try await checkpointer.checkpointIfDue(record, file: file)
+        switch lifecycle.handle(.bodyPart(count: Int64(count), held: point.offset, elapsed: clock.now - startTime)) {
+        case .reportProgress:
+            emitProgress()
+        case .checkpoint:
+            emitProgress()
+            guard var record, let file else { return }
+            record.update(from: point)
+            self.record = record
+            try await checkpointer.checkpointUnlessBusy(record, file: file)
+        default:
+            break
+        }
     }
 
     /// Picks the destination (for `--dir`, from the response) and opens the partial file.
@@ -236,18 +232,18 @@ extension DownloadJob {
             let held = ResumePoint(offset: end, validators: point.validators, totalLength: point.totalLength)
             let decision = ResumePolicy.decide(plan: check, point: held, response: head)
             logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> checking held bytes: \(decision)")
-            switch decision {
-            case .append(let info, _, let overlap):
+            switch RangeAnswer.classify(decision, validators: point.validators) {
+            case .range(let info, let overlap):
                 guard try await body(response.body, from: url, equals: file, at: check.start, count: overlap) else { return false }
                 point.validators = info.validators
-            case .writeWhole, .restart:
+            case .changed, .rangesIgnored, .inconsistent:
                 return false
             case .retry(let status, let retryAfter):
                 throw TransientFailure.status(status, response.status.reasonPhrase, from: url, retryAfter: retryAfter)
-            case .fail(let status):
+            case .refused(let status):
                 throw HaulError(.httpStatus, "\(Redaction.url(url)) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs")
-            case .redirect, .alreadyComplete, .protocolViolation:
-                throw TransientFailure(reason: "\(Redaction.url(url)): unexpected answer while checking the bytes held (\(decision))", kind: .server)
+            case .unusable(let why):
+                throw TransientFailure(reason: "\(Redaction.url(url)): unexpected answer while checking the bytes held (\(why))", kind: .server)
             }
         }
         return true
@@ -304,10 +300,8 @@ extension DownloadJob {
         events(.started(url: Redaction.url(options.url), path: record.destinationPath, resumedFrom: point.offset, total: point.totalLength))
     }
 
-    func emitProgress(force: Bool) {
+    func emitProgress() {
         let now = clock.now
-        if !force, let last = lastProgress, now - last < options.progressInterval { return }
-        lastProgress = now
         meter.record(bytes: point.offset, at: now - startTime)
         events(.progress(DownloadProgress(
             bytes: point.offset, total: point.totalLength,

@@ -22,7 +22,7 @@ extension DownloadJob {
     /// splitting, the held bytes' last 64 KiB are checked with a closed range, and the rest continues over
     /// several connections. `nil`: continue over one connection (whose own overlap check then decides).
     func continueHeldPrefixWithSegments() async throws -> AttemptOutcome? {
-        guard segmentPlan == nil, point.offset > 0, options.segments != 1, mayProbeRanges, !triedHeldPrefixSegments,
+        guard segmentPlan == nil, point.offset > 0, options.segments != 1, lifecycle.mayProbeRanges, !triedHeldPrefixSegments,
               let file else { return nil }
         triedHeldPrefixSegments = true
         if adoptedPath != nil {
@@ -129,7 +129,7 @@ extension DownloadJob {
         segmentPlan = SegmentPlan(restoring: plan.segments, total: plan.total, minSegmentSize: plan.minSegmentSize)
         record?.segments = plan.segments
         point.offset = plan.doneBytes
-        fetched += plan.doneBytes - heldBefore
+        _ = lifecycle.handle(.segmentsWrote(count: plan.doneBytes - heldBefore))
     }
 }
 
@@ -174,7 +174,7 @@ final class SegmentMonitor: @unchecked Sendable {
         updated.state = .running
         let record = updated
         let store = self.store, file = self.file
-        try? await NIOThreadPool.singleton.runIfActive {
+        try? await BlockingIO.pool.runIfActive {
             try file.sync()
             try store.save(record)
         }

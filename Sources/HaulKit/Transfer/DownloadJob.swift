@@ -18,6 +18,11 @@ struct TransientFailure: Error {
         self.retryAfter = retryAfter
     }
 
+    /// The failure as the lifecycle sees it.
+    var lifecycleFailure: DownloadLifecycle.Failure {
+        DownloadLifecycle.Failure(reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting)
+    }
+
     /// A 408, 429 or 5xx answer, honouring its `Retry-After`.
     static func status(_ status: Int, _ phrase: String, from url: URL, retryAfter: String?) -> TransientFailure {
         let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
@@ -31,7 +36,8 @@ final class DownloadJob {
         case complete
         case incomplete
         case restart(RestartReason)
-        case retryOriginalURL
+        /// The server refused the request with `status` at `url`.
+        case refused(status: Int, phrase: String, url: URL)
     }
 
     let engine: TransferEngine
@@ -60,21 +66,16 @@ final class DownloadJob {
     var hasher: Checksummer?
     /// Set while the download is segmented: which ranges are written.
     var segmentPlan: SegmentPlan?
-    /// Whether a fresh start may ask for `bytes=0-` to learn if ranges work (and split the file); off once the
-    /// server's own answers to range requests were inconsistent, so such a server gets one plain request.
-    var mayProbeRanges = true
+    /// Retries, restarts and bookkeeping across the attempts of this run.
+    var lifecycle: DownloadLifecycle
     var reportedSingleConnection = false
     /// Continuing a held stretch over several connections is tried once per run.
     var triedHeldPrefixSegments = false
     /// The bytes held were received in this run from an answer whose complete length was `*`.
     var heldFromUnknownTotal = false
     var requestURL: URL
-    var retriedOriginalURL = false
-    var fetched: Int64 = 0
-    var bytesSinceBookkeeping = 0
     var announcedStart = false
     var meter = ProgressMeter()
-    var lastProgress: ContinuousClock.Instant?
     /// The session's shared limit, else this download's own (as a segmented download's coordinator does).
     let rateLimiter: RateLimiter?
     /// The destination's lock (and for `--dir`, the lock of the URL's name choice), held for the whole run.
@@ -87,7 +88,11 @@ final class DownloadJob {
         self.options = options
         self.events = events
         self.store = engine.store
-        self.checkpointer = Checkpointer(store: engine.store, everyBytes: options.checkpointBytes, everyInterval: options.checkpointInterval)
+        self.checkpointer = Checkpointer(store: engine.store)
+        self.lifecycle = DownloadLifecycle(DownloadLifecycle.Configuration(
+            retry: options.retry, failFastBeforeData: options.failFastBeforeData,
+            progressInterval: options.progressInterval, checkpointBytes: options.checkpointBytes,
+            checkpointInterval: options.checkpointInterval), seed: UInt64.random(in: 0...UInt64.max))
         self.requestURL = options.url
         self.startTime = clock.now
         self.logger = engine.configuration.logger
@@ -272,61 +277,65 @@ final class DownloadJob {
 
     // MARK: The attempt loop
 
+    /// Attempts until the lifecycle says the file is complete or gives up: the one retry loop of a download,
+    /// whether its attempts use one connection or several.
     private func transferLoop() async throws -> DownloadResult {
-        var failures = 0
-        var restarts = 0
-        // The retry budget is spent by attempts that end without bytes past the best offset held so far: a
-        // server that drops at the same place, or starts from byte 0 every time, uses it up.
-        var bestOffset = point.offset
+        lifecycle = DownloadLifecycle(lifecycle.configuration, held: point.offset, seed: UInt64.random(in: 0...UInt64.max))
         while true {
             try Task.checkCancellation()
-            let fetchedBefore = fetched
+            _ = lifecycle.handle(.requestSent(held: point.offset))
+            var refusal: (status: Int, phrase: String, url: URL)?
+            let action: DownloadLifecycle.Action
             do {
                 switch try await attempt() {
                 case .complete:
-                    return try await finish()
+                    action = lifecycle.handle(.bodyEnd(complete: true, held: point.offset))
                 case .incomplete:
-                    guard fetched > fetchedBefore else { throw TransientFailure(reason: "the server ended the response early") }
-                    if point.offset > bestOffset {
-                        bestOffset = point.offset
-                        failures = 0
-                    } else {
-                        failures += 1
-                        guard failures <= options.retry.maxRetries else {
-                            throw HaulError(.server, "the server keeps ending the response at the same place (gave up after \(options.retry.maxRetries) retries); run the same command again to resume")
-                        }
-                    }
+                    action = lifecycle.handle(.bodyEnd(complete: false, held: point.offset))
                 case .restart(let reason):
-                    // A changed file starts over like a fresh download (probe, segments); only a server whose
-                    // own range answers were inconsistent gets a single plain request.
-                    if case .invalidPartialResponse = reason { mayProbeRanges = false }
-                    restarts += 1
-                    guard restarts <= 3 else { throw HaulError(.server, "giving up after \(restarts) restarts: \(reason)") }
-                    events(.restarted(reason: reason.description))
-                case .retryOriginalURL:
-                    continue
+                    action = lifecycle.handle(.restartNeeded(reason))
+                case .refused(let status, let phrase, let url):
+                    refusal = (status, phrase, url)
+                    action = lifecycle.handle(.refused(status: status, atRedirectTarget: url != options.url))
                 }
             } catch let failure as TransientFailure {
                 if Task.isCancelled { throw CancellationError() }
-                if point.offset > bestOffset {
-                    bestOffset = point.offset
-                    failures = 0
-                }
-                failures += 1
-                // A typo shows at once: before any byte, a refused connection or unknown host gets two quick
-                // retries (for a server that is just starting) instead of the whole backoff.
-                let quick = failure.beforeConnecting && options.failFastBeforeData && fetched == 0 && point.offset == 0
-                let allowed = quick ? min(options.retry.maxRetries, 2) : options.retry.maxRetries
-                guard failures <= allowed else {
-                    let tries = allowed == 1 ? "1 retry" : "\(allowed) retries"
-                    let next = point.offset > 0 ? "run the same command again to resume" : "check the URL and network, then run the same command again"
-                    throw HaulError(failure.kind, "\(failure.reason) (gave up after \(tries)); \(next)")
-                }
-                var delay = options.retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
-                if quick { delay = min(delay, .milliseconds(250)) }
-                events(.retrying(retry: failures, maxRetries: allowed, delay: delay, reason: failure.reason))
-                try await Task.sleep(for: delay)
+                action = lifecycle.handle(.failed(failure.lifecycleFailure, held: point.offset))
             }
+            switch action {
+            case .finish:
+                return try await finish()
+            case .none, .reportProgress, .checkpoint, .requestAgain:
+                continue
+            case .requestOriginalURL:
+                // The final URL of an earlier run may have expired (signed URLs): resolve the original again.
+                requestURL = options.url
+            case .restart(let reason):
+                events(.restarted(reason: reason.description))
+            case .retry(let delay, let retry, let allowed, let reason):
+                events(.retrying(retry: retry, maxRetries: allowed, delay: delay, reason: reason))
+                try await Task.sleep(for: delay)
+            case .giveUp(let why):
+                throw Self.error(for: why, refusal: refusal)
+            }
+        }
+    }
+
+    /// The words for a download the lifecycle gave up on.
+    static func error(for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, connection: Int? = nil) -> HaulError {
+        switch giveUp {
+        case .retriesExhausted(let failure, let retries, let heldBytes):
+            let tries = retries == 1 ? "1 retry" : "\(retries) retries"
+            let who = connection.map { "connection \($0) gave up" } ?? "gave up"
+            let next = heldBytes || connection != nil ? "run the same command again to resume" : "check the URL and network, then run the same command again"
+            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries)); \(next)")
+        case .endsAtSamePlace(let retries):
+            return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries); run the same command again to resume")
+        case .tooManyRestarts(let count, let reason):
+            return HaulError(.server, "giving up after \(count) restarts: \(reason)")
+        case .refused(let status):
+            let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
+            return HaulError(.httpStatus, "\(url); check the URL and any headers it needs")
         }
     }
 
@@ -360,8 +369,8 @@ final class DownloadJob {
         record.segments = nil
         self.record = record
         try store.save(record, durable: false)
-        emitProgress(force: true)
-        let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: fetched, checksum: options.checksum, alreadyComplete: false)
+        emitProgress()
+        let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: lifecycle.fetched, checksum: options.checksum, alreadyComplete: false)
         events(.finished(result))
         return result
     }

@@ -60,10 +60,13 @@ struct SegmentedDownload: Sendable {
         await ticker.value
     }
 
-    /// One connection: claims segments until there is nothing left to take, retrying its own failures.
+    /// One connection: claims segments until there is nothing left to take, retrying its own failures with its
+    /// own lifecycle (the same retry rules as a download over one connection).
     private func worker(_ index: Int, opening: (Segment, ResponseBody)?) async throws {
         var pending = opening
-        var failures = 0
+        var lifecycle = DownloadLifecycle(.segmentConnection(retry: retry), seed: UInt64.random(in: 0...UInt64.max))
+        // Bytes this connection wrote, over all its segments: what its retry budget measures progress by.
+        var written: Int64 = 0
         while true {
             try Task.checkCancellation()
             let segment: Segment
@@ -76,30 +79,38 @@ struct SegmentedDownload: Sendable {
                 guard let claimed = await coordinator.claim() else { return }
                 segment = claimed
             }
+            _ = lifecycle.handle(.requestSent(held: written))
+            let action: DownloadLifecycle.Action
             do {
-                let written = try await fetch(segment, body: body)
+                let before = written
+                try await fetch(segment, body: body, written: &written)
                 await coordinator.release(segment.id)
-                if written > 0 { failures = 0 }
+                // A segment whose end was stolen before a byte arrived simply ends: nothing to judge.
+                guard written > before else { continue }
+                action = lifecycle.handle(.bodyEnd(complete: false, held: written))
             } catch let failure as TransientFailure {
                 await coordinator.release(segment.id)
                 if Task.isCancelled { throw CancellationError() }
-                failures += 1
-                guard failures <= retry.maxRetries else {
-                    throw HaulError(failure.kind, "\(failure.reason) (connection \(index + 1) gave up after \(retry.maxRetries) retries); run the same command again to resume")
-                }
-                let delay = retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
-                events(.retrying(retry: failures, maxRetries: retry.maxRetries, delay: delay,
-                                 reason: "\(failure.reason) (segment at byte \(segment.next), connection \(index + 1))"))
-                try await Task.sleep(for: delay)
+                action = lifecycle.handle(.failed(failure.lifecycleFailure, held: written))
             } catch {
                 await coordinator.release(segment.id)
                 throw error
             }
+            switch action {
+            case .retry(let delay, let retry, let allowed, let reason):
+                events(.retrying(retry: retry, maxRetries: allowed, delay: delay,
+                                 reason: "\(reason) (segment at byte \(segment.next), connection \(index + 1))"))
+                try await Task.sleep(for: delay)
+            case .giveUp(let why):
+                throw DownloadJob.error(for: why, connection: index + 1)
+            case .none, .reportProgress, .checkpoint, .finish, .requestAgain, .requestOriginalURL, .restart:
+                continue
+            }
         }
     }
 
-    /// Fetches what is left of `segment` (using `body` if already open); returns the bytes written.
-    private func fetch(_ segment: Segment, body opened: ResponseBody?) async throws -> Int64 {
+    /// Fetches what is left of `segment` (using `body` if already open), adding the bytes it writes to `written`.
+    private func fetch(_ segment: Segment, body opened: ResponseBody?, written connectionBytes: inout Int64) async throws {
         var next = segment.next
         let body: ResponseBody
         if let opened {
@@ -111,30 +122,26 @@ struct SegmentedDownload: Sendable {
             let point = ResumePoint(offset: next, validators: validators, totalLength: total)
             let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
             logger.debug("\(head.status) from \(Redaction.url(answered)): \(RequestSender.summary(head.headers)) -> \(decision)")
-            switch decision {
-            case .append:
+            switch RangeAnswer.classify(decision, validators: validators) {
+            case .range:
                 body = response.body
-            case .writeWhole(let info, _):
-                // A 200 to `If-Range` with other validators is how a server says the file changed; a 200 with the
-                // same ones means it stopped honouring ranges.
-                if validators.conflicts(with: info.validators) {
-                    throw ResourceChanged(reason: .resourceChanged("the server sent a new version instead of the range"))
-                }
+            case .changed(let reason):
+                throw ResourceChanged(reason: reason)
+            case .rangesIgnored:
                 throw ResourceChanged(reason: .invalidPartialResponse("the server answered a range request with the whole file"))
-            case .restart(let reason):
-                if case .resourceChanged = reason { throw ResourceChanged(reason: reason) }
-                if case .overlapMismatch = reason { throw ResourceChanged(reason: reason) }
+            case .inconsistent(let reason):
                 throw TransientFailure(reason: reason.description, kind: .server)
             case .retry(let status, let retryAfter):
                 throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)
-            case .fail(let status):
+            case .refused(let status):
                 throw HaulError(.httpStatus, "\(answered) answered \(status) \(response.status.reasonPhrase) to a range request")
-            case .redirect, .alreadyComplete, .protocolViolation:
-                throw TransientFailure(reason: "\(answered): unexpected answer (\(decision))", kind: .server)
+            case .unusable(let why):
+                throw TransientFailure(reason: "\(answered): unexpected answer (\(why))", kind: .server)
             }
         }
         var allowance = await coordinator.remaining(segment.id)
         var written: Int64 = 0
+        defer { connectionBytes += written }
         do {
             for try await buffer in body {
                 let count = min(Int64(buffer.readableBytes), allowance)
@@ -158,6 +165,5 @@ struct SegmentedDownload: Sendable {
         if allowance > 0 && written == 0 {
             throw TransientFailure(reason: "the server ended a segment's response early")
         }
-        return written
     }
 }
