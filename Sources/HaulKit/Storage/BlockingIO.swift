@@ -11,8 +11,10 @@ enum BlockingIO {
         return pool
     }()
 
+    /// Runs `body` on a blocking-I/O thread. Not cancelled with the calling task: what it saves is what a pause
+    /// or Ctrl-C needs saved (NIO's async `runIfActive` would drop work queued by a cancelled task).
     static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(body)
+        try await pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any(), body).get()
     }
 }
 

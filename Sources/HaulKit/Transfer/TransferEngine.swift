@@ -36,6 +36,7 @@ public final class TransferEngine: Sendable {
     /// AsyncHTTPClient's HTTP/1.1 measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh).
     let client: HTTPClient
     private let proxiedClients = NIOLockedValueBox<[ProxyEndpoint: HTTPClient]>([:])
+    private let isShutDown = NIOLockedValueBox(false)
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
     let store: TransferRecordStore
     let configuration: Configuration
@@ -114,6 +115,16 @@ public final class TransferEngine: Sendable {
     public func shutdown() async throws {
         try await client.shutdown()
         for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { try? await proxied.shutdown() }
+        isShutDown.withLockedValue { $0 = true }
+    }
+
+    /// An engine dropped without ``shutdown()`` (a session nobody closed) still releases its connections, instead
+    /// of leaking them (and tripping AsyncHTTPClient's debug assertion).
+    deinit {
+        guard !isShutDown.withLockedValue({ $0 }) else { return }
+        for client in [client] + proxiedClients.withLockedValue({ Array($0.values) }) {
+            client.shutdown { _ in }
+        }
     }
 
     /// Downloads (or resumes) one file. Throws ``HaulError``; on every failure the state needed to resume is kept.
