@@ -79,6 +79,8 @@ final class Reporter: @unchecked Sendable {
             note("starting over: \(reason)")
         case .singleConnection(let reason):
             note("using one connection: \(reason)")
+        case .waitingForConnection(let host):
+            note("waiting for a connection to \(host) (the other downloads use them all)")
         case .finished(let result):
             if result.alreadyComplete {
                 note("\(result.path) is already complete (\(ByteFormat.string(result.bytes)))")
@@ -138,6 +140,8 @@ final class Reporter: @unchecked Sendable {
             emit(["event": "restarted", "reason": reason])
         case .singleConnection(let reason):
             emit(["event": "single_connection", "reason": reason])
+        case .waitingForConnection(let host):
+            emit(["event": "waiting_for_connection", "host": host])
         case .finished(let r):
             emit(["event": "finished", "path": r.path, "bytes": r.bytes, "fetched_bytes": r.fetchedBytes,
                   "already_complete": r.alreadyComplete, "checksum": r.checksum?.description as Any])

@@ -83,6 +83,8 @@ extension LocalSession {
             }
         case .retrying(let retry, let maxRetries, let delay, let reason):
             noteRetry(id, retry: retry, of: maxRetries, after: delay, reason: reason)
+        case .waitingForConnection(let host):
+            noteWaitingForConnection(id, host: host)
         case .restarted, .singleConnection, .finished:
             break
         }

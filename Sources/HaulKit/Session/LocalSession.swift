@@ -274,6 +274,11 @@ package actor LocalSession: SessionBackend {
         retryNotes[id] = ("retry \(retry)/\(maxRetries) in \(seconds) s: \(reason)", progress[id]?.bytes ?? 0)
     }
 
+    /// Every connection to `host` is taken by the session's other downloads: `id` waits for one (until it moves).
+    func noteWaitingForConnection(_ id: String, host: String) {
+        retryNotes[id] = ("waiting for a connection to \(host)", progress[id]?.bytes ?? 0)
+    }
+
     func retryNote(_ id: String) -> String? { retryNotes[id]?.text }
     func noteStartedFile(_ id: String, _ file: StartedFile) { startedFiles[id] = file }
     func startedFile(_ id: String) -> StartedFile? { startedFiles[id] }

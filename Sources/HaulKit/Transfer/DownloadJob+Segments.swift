@@ -100,7 +100,8 @@ extension DownloadJob {
         let coordinator = SegmentCoordinator(plan: plan, rateLimit: options.rateLimit, shared: options.sharedRateLimiter)
         let download = SegmentedDownload(
             sender: sender, url: requestURL, file: file, validators: point.validators, total: total,
-            coordinator: coordinator, retry: options.retry, events: events, logger: logger)
+            coordinator: coordinator, retry: options.retry, events: events, logger: logger,
+            connections: engine.connections, connectionID: connectionID, host: host)
         let monitor = SegmentMonitor(
             store: store, record: base, file: file, events: events,
             checkpointInterval: options.checkpointInterval, startTime: startTime)

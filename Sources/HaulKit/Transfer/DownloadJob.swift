@@ -68,6 +68,9 @@ final class DownloadJob {
     var segmentPlan: SegmentPlan?
     /// Retries, restarts and bookkeeping across the attempts of this run.
     var lifecycle: DownloadLifecycle
+    /// Who this download is in the engine's sharing of `host`'s connections.
+    let connectionID: Int
+    let host: String
     var reportedSingleConnection = false
     /// Continuing a held stretch over several connections is tried once per run.
     var triedHeldPrefixSegments = false
@@ -89,6 +92,8 @@ final class DownloadJob {
         self.events = events
         self.store = engine.store
         self.checkpointer = Checkpointer(store: engine.store)
+        self.connectionID = engine.connections.makeID()
+        self.host = options.url.host?.lowercased() ?? ""
         self.lifecycle = DownloadLifecycle(DownloadLifecycle.Configuration(
             retry: options.retry, failFastBeforeData: options.failFastBeforeData,
             progressInterval: options.progressInterval, checkpointBytes: options.checkpointBytes,
@@ -102,12 +107,15 @@ final class DownloadJob {
     }
 
     func run() async throws -> DownloadResult {
+        let connections = engine.connections, connectionID = self.connectionID, host = self.host
         defer {
             file?.close()
             locks.forEach { $0.release() }
+            connections.releaseAll(connectionID, host: host)
         }
         do {
             if let done = try prepare() { return done }
+            try await connections.first(connectionID, host: host) { events(.waitingForConnection(host: host)) }
             return try await transferLoop()
         } catch {
             throw await settle(error)

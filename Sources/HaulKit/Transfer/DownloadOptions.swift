@@ -98,5 +98,7 @@ public enum DownloadEvent: Sendable {
     case restarted(reason: String)
     /// The file is fetched over one connection although more were asked for or would have been used.
     case singleConnection(reason: String)
+    /// Every connection to `host` is in use by other downloads: this one waits for one (it is not stalled).
+    case waitingForConnection(host: String)
     case finished(DownloadResult)
 }

@@ -10,6 +10,12 @@ actor SegmentCoordinator {
 
     func claim() -> Segment? { plan.claim() }
 
+    /// Whether a connection that joined now would find work (a segment to start, or one worth splitting).
+    var hasWorkToClaim: Bool {
+        var copy = plan
+        return copy.claim() != nil
+    }
+
     func release(_ id: Int) { plan.release(id) }
 
     func remaining(_ id: Int) -> Int64 { plan.remaining(id) }

@@ -23,6 +23,11 @@ struct SegmentedDownload: Sendable {
     let retry: RetryPolicy
     let events: @Sendable (DownloadEvent) -> Void
     let logger: Logger
+    /// The host's connections, shared with the engine's other downloads: the first connection is the download's
+    /// own; every other one is taken while the share allows and given back when another download needs it.
+    let connections: HostConnections
+    let connectionID: Int
+    let host: String
 
     /// Runs `connections` workers until every byte is written. `first` is an open response body for an
     /// already-claimed segment (the answer to the range probe). `monitor` is called every `interval`
@@ -34,6 +39,7 @@ struct SegmentedDownload: Sendable {
         monitor: @escaping @Sendable (SegmentPlan) async -> Void
     ) async throws {
         let coordinator = self.coordinator
+        self.connections.setWants(connectionID, host: host, connections)
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
@@ -67,8 +73,16 @@ struct SegmentedDownload: Sendable {
         var lifecycle = DownloadLifecycle(.segmentConnection(retry: retry), seed: UInt64.random(in: 0...UInt64.max))
         // Bytes this connection wrote, over all its segments: what its retry budget measures progress by.
         var written: Int64 = 0
+        // Connection 1 is the download's own; the others are extra ones of the host's, held while this is true.
+        let extra = index > 0
+        var holdsConnection = !extra
+        defer { if extra, holdsConnection { connections.releaseExtra(connectionID, host: host) } }
         while true {
             try Task.checkCancellation()
+            if !holdsConnection {
+                guard try await waitForConnection() else { return }
+                holdsConnection = true
+            }
             let segment: Segment
             var body: ResponseBody?
             if let (claimed, opened) = pending {
@@ -83,8 +97,14 @@ struct SegmentedDownload: Sendable {
             let action: DownloadLifecycle.Action
             do {
                 let before = written
-                try await fetch(segment, body: body, written: &written)
+                let gaveBack = try await fetch(segment, body: body, written: &written, mayGiveBack: extra)
                 await coordinator.release(segment.id)
+                if gaveBack {
+                    // Another download needs a connection to this host: this one is its now; the rest of the
+                    // segment goes back to the plan for the connections that remain.
+                    connections.releaseExtra(connectionID, host: host)
+                    holdsConnection = false
+                }
                 // A segment whose end was stolen before a byte arrived simply ends: nothing to judge.
                 guard written > before else { continue }
                 action = lifecycle.handle(.bodyEnd(complete: false, held: written))
@@ -109,8 +129,19 @@ struct SegmentedDownload: Sendable {
         }
     }
 
+    /// Waits until the host's sharing allows this download another connection (`true`), or until there is nothing
+    /// left to claim (`false`).
+    private func waitForConnection() async throws -> Bool {
+        while true {
+            guard await coordinator.hasWorkToClaim else { return false }
+            if connections.extra(connectionID, host: host) { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
     /// Fetches what is left of `segment` (using `body` if already open), adding the bytes it writes to `written`.
-    private func fetch(_ segment: Segment, body opened: ResponseBody?, written connectionBytes: inout Int64) async throws {
+    /// Returns `true` when it stopped early to give its connection back (`mayGiveBack`: an extra connection).
+    private func fetch(_ segment: Segment, body opened: ResponseBody?, written connectionBytes: inout Int64, mayGiveBack: Bool) async throws -> Bool {
         var next = segment.next
         let body: ResponseBody
         if let opened {
@@ -156,6 +187,7 @@ struct SegmentedDownload: Sendable {
                     if pause > .zero { try await Task.sleep(for: pause) }
                 }
                 if allowance <= 0 { break }
+                if mayGiveBack, connections.shouldGiveBack(connectionID, host: host) { return true }
             }
         } catch let error as HaulError {
             throw error
@@ -165,5 +197,6 @@ struct SegmentedDownload: Sendable {
         if allowance > 0 && written == 0 {
             throw TransientFailure(reason: "the server ended a segment's response early")
         }
+        return false
     }
 }

@@ -40,11 +40,14 @@ public final class TransferEngine: Sendable {
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
     let store: TransferRecordStore
     let configuration: Configuration
+    /// Each host's connections, shared fairly between this engine's downloads.
+    let connections: HostConnections
 
     public init(home: HaulHome, configuration: Configuration = Configuration()) {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
         store = TransferRecordStore(home: home)
         self.configuration = configuration
+        connections = HostConnections(limit: configuration.maxConnectionsPerHost)
     }
 
     /// The client for `url`: through the proxy chosen for it (by `proxies`, else the engine's), else direct.
@@ -84,7 +87,9 @@ public final class TransferEngine: Sendable {
         clientConfiguration.decompression = .disabled
         // Haul's own RetryPolicy retries failed connections with backoff and reports each retry.
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
-        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(1, configuration.maxConnectionsPerHost)
+        // The per-host limit is kept by HostConnections, where a download waiting for a connection is seen; the pool
+        // has room beyond it for connections still closing, so that no request queues in it unseen.
+        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 2 * max(1, configuration.maxConnectionsPerHost)
         clientConfiguration.timeout = .init(
             connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))
