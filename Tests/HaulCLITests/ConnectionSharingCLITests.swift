@@ -1,0 +1,54 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+/// `haul get -j 2` with a large segmented download and a small one from the same throttled nginx: the small one
+/// gets a connection of its own at once and finishes in about the time it needs alone, instead of waiting for a
+/// segment of the large one to end.
+@Suite(.enabled(if: ExternalTools.nginxTestsEnabled, "nginx is not installed (in CI this fails: install nginx-light)"))
+struct ConnectionSharingCLITests {
+    @Test func aSmallDownloadIsNotStarvedByALargeSegmentedOneFromTheSameHost() async throws {
+        // Each connection gets 256 KB/s: 8 segments of 1 MiB take 4 s each, the small file a tenth of that.
+        try await withNginx(throttledRate: "256k") { nginx in
+            let big = TestData.bytes(8 << 20, seed: 71)
+            let small = TestData.bytes(100_000, seed: 72)
+            try nginx.put("throttled/big.bin", big)
+            try nginx.put("throttled/small.bin", small)
+            try await Sandbox.with { box in
+                let out = box.path("out")
+                let bigURL = nginx.url("/throttled/big.bin"), smallURL = nginx.url("/throttled/small.bin")
+                let result = try await box.run(
+                    ["get", bigURL, smallURL, "-j", "2", "--segments", "8", "--dir", out, "--json"], timeout: .seconds(60))
+                #expect(result.exitCode == 0, "\(result)")
+                #expect(contentMismatch(out + "/big.bin", expected: big) == nil)
+                #expect(contentMismatch(out + "/small.bin", expected: small) == nil)
+
+                let events = try result.jsonEvents()
+                var idOf: [String: String] = [:]
+                for event in events where event["event"] as? String == "added" {
+                    if let id = event["id"] as? String, let url = event["url"] as? String { idOf[url] = id }
+                }
+                let bigID = try #require(idOf[bigURL]), smallID = try #require(idOf[smallURL])
+                // Where the large download was when the small one finished: far from done (before the fix, the
+                // small one waited for a segment to end, which at one pace for all is when the large one is done).
+                var bigBytes = 0
+                var bigAtSmallEnd: Int?
+                for event in events {
+                    let id = event["id"] as? String
+                    if id == bigID, event["event"] as? String == "progress", let bytes = (event["bytes"] as? NSNumber)?.intValue {
+                        bigBytes = bytes
+                    }
+                    if id == smallID, event["event"] as? String == "finished" { bigAtSmallEnd = bigBytes }
+                }
+                let atEnd = try #require(bigAtSmallEnd, "the small download's finished event: \(result.stdout)")
+                #expect(atEnd < big.count / 2, "the large download had \(atEnd) of \(big.count) bytes when the small one finished")
+                // nginx writes a log line when a response ends: every segment of the large file was a 206.
+                try? await eventually("nginx logs the segments", timeout: .seconds(5)) {
+                    nginx.accessLog().filter { $0.hasPrefix("GET /throttled/big.bin 206 ") }.count >= 8
+                }
+                let partials = nginx.accessLog().filter { $0.hasPrefix("GET /throttled/big.bin 206 ") }
+                #expect(partials.count >= 8, "the large download used several connections: \(nginx.accessLog())")
+            }
+        }
+    }
+}
