@@ -54,11 +54,11 @@ public actor DaemonClient {
                 try await channel.executeThenClose { inbound, outbound in
                     writerContinuation.yield(outbound)
                     writerContinuation.finish()
-                    for try await line in inbound { await self.receive(line) }
+                    for try await line in inbound { self.receive(line) }
                 }
             } catch {}
             writerContinuation.finish()
-            await self.ended()
+            self.ended()
         }
         // The writer is available as soon as executeThenClose runs; calls wait for it.
         Task { for await writer in writerStream { self.attach(writer) } }
