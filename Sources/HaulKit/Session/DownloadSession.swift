@@ -83,6 +83,65 @@ public actor DownloadSession {
     /// Waits until no task is waiting or running.
     public func waitUntilIdle() async { await backend.waitUntilIdle() }
 
+    /// Waits for task `id` to end and returns its file, complete and verified; throws the task's error when it
+    /// failed, and an ``HaulError/Kind/interrupted`` error when it was cancelled or removed, or the session closed. A paused
+    /// task is waited for (it may be resumed). An end that happened before the call is not missed: the task's
+    /// events are followed first, then its stored state is read.
+    ///
+    /// ```swift
+    /// let task = try await session.add(DownloadRequest(url: url))
+    /// let file = try await session.result(for: task.id)
+    /// ```
+    public func result(for id: String) async throws -> URL {
+        let events = await backend.events(filter: id)
+        guard let current = try await backend.task(id) else {
+            throw HaulError(.usage, "no task \(id) in this session")
+        }
+        if let ended = try Self.outcome(of: current) { return ended }
+        let backend = self.backend
+        return try await withThrowingTaskGroup(of: URL?.self) { group in
+            group.addTask {
+                for await event in events {
+                    switch event {
+                    case .finished(let task), .failed(let task):
+                        if let ended = try Self.outcome(of: task) { return ended }
+                    case .stateChanged(_, _, let state) where state == .finished || state == .failed || state == .cancelled:
+                        // The snapshot with the path or the error comes from the store.
+                        if let task = try await backend.task(id), let ended = try Self.outcome(of: task) { return ended }
+                    default:
+                        break
+                    }
+                }
+                return nil
+            }
+            // A removed task sends no event: look for it now and then.
+            group.addTask {
+                while try await backend.task(id) != nil { try await Task.sleep(for: .seconds(1)) }
+                throw HaulError(.interrupted, "task \(id) was removed")
+            }
+            defer { group.cancelAll() }
+            if let first = try await group.next(), let url = first { return url }
+            // The stream ended: the session closed.
+            if let task = try await backend.task(id), let ended = try Self.outcome(of: task) { return ended }
+            throw HaulError(.interrupted, "task \(id) did not end: the session closed")
+        }
+    }
+
+    /// The file of a finished task, the error of a failed or cancelled one, `nil` while it may still run.
+    private static func outcome(of task: TaskSnapshot) throws -> URL? {
+        switch task.state {
+        case .finished:
+            guard let path = task.filePath else { throw HaulError(.fileSystem, "task \(task.id) finished without a file path") }
+            return URL(fileURLWithPath: path)
+        case .failed:
+            throw task.error ?? HaulError(.network, "task \(task.id) failed")
+        case .cancelled:
+            throw HaulError(.interrupted, "task \(task.id) was cancelled")
+        case .waiting, .running, .paused:
+            return nil
+        }
+    }
+
     /// Background sessions: the finished and failed events delivered to this process and not yet acknowledged,
     /// oldest first (those that happened while no client was connected included). Empty for in-process sessions.
     public func pendingEvents() async -> [SessionEvent] { await backend.pendingEvents() }
