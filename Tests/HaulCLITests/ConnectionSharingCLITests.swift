@@ -51,4 +51,42 @@ struct ConnectionSharingCLITests {
             }
         }
     }
+
+    /// The same in the daemon: a small task added while a large segmented one holds every connection to the host
+    /// ends while the large one is far from done.
+    @Test func aDaemonSessionSharesTheHostsConnectionsToo() async throws {
+        try await withNginx(throttledRate: "256k") { nginx in
+            let big = TestData.bytes(8 << 20, seed: 73)
+            let small = TestData.bytes(100_000, seed: 74)
+            try nginx.put("throttled/big.bin", big)
+            try nginx.put("throttled/small.bin", small)
+            try await Sandbox.with { box in
+                let first = try await box.run(["add", nginx.url("/throttled/big.bin"), "-o", "big.bin", "--segments", "8"])
+                #expect(first.exitCode == 0, "\(first)")
+                let bigID = try #require(first.stdoutLines.first)
+                // The large download has split the file (its segment requests are out) before the small one comes.
+                try await eventuallyAsync("the large task to run with bytes", timeout: .seconds(30)) {
+                    let tasks = try await box.run(["ls", "--json", "--no-autostart"]).jsonEvents()
+                    let task = tasks.first { $0["id"] as? String == bigID }
+                    return ((task?["bytes"] as? NSNumber)?.intValue ?? 0) > 0
+                }
+                let second = try await box.run(["add", nginx.url("/throttled/small.bin"), "-o", "small.bin"])
+                #expect(second.exitCode == 0, "\(second)")
+                let smallID = try #require(second.stdoutLines.first)
+                var bigAtSmallEnd: Int?
+                try await eventuallyAsync("the small task to finish", timeout: .seconds(60)) {
+                    let tasks = try await box.run(["ls", "--json", "--no-autostart"]).jsonEvents()
+                    guard tasks.first(where: { $0["id"] as? String == smallID })?["state"] as? String == "finished" else { return false }
+                    bigAtSmallEnd = (tasks.first { $0["id"] as? String == bigID }?["bytes"] as? NSNumber)?.intValue
+                    return true
+                }
+                #expect(contentMismatch(box.path("small.bin"), expected: small) == nil)
+                let atEnd = try #require(bigAtSmallEnd)
+                #expect(atEnd < big.count / 2, "the large task had \(atEnd) of \(big.count) bytes when the small one finished")
+                let waited = try await box.run(["wait", bigID, "--no-autostart"], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "\(waited)")
+                #expect(contentMismatch(box.path("big.bin"), expected: big) == nil)
+            }
+        }
+    }
 }
