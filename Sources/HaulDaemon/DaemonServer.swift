@@ -32,7 +32,7 @@ public final class DaemonServer: Sendable {
         let budget = InputBudget(limit: limits.unfinishedInputBudget)
         let lineTimeout = TimeAmount.nanoseconds(
             limits.partialLineTimeout.components.seconds * 1_000_000_000 + limits.partialLineTimeout.components.attoseconds / 1_000_000_000)
-        let lock = try FileLock(path: location.lockPath, busy: HaulError(.busy, "a haul daemon is already running on \(location.socketPath)"))
+        let lock = try FileLock(path: location.lockPath, busy: HaulError(.busy, "a haul daemon is already running on \(location.socketPath)", reason: .busy))
         self.lock = lock
         // Written before the socket exists, so whoever can connect can also find the pid.
         let pid = "\(getpid())\n"

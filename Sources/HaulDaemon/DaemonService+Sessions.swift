@@ -91,7 +91,7 @@ extension DaemonService {
             opening[name] = task
             return try await task.value
         }
-        throw HaulError(.busy, "session \(name) keeps opening and closing; try again")
+        throw HaulError(.busy, "session \(name) keeps opening and closing; try again", reason: .busy)
     }
 
     /// Sessions open or being opened.

@@ -4,12 +4,16 @@ public struct HaulError: Error, Equatable, Sendable, CustomStringConvertible {
     public typealias Kind = ErrorKind
 
     public var kind: Kind
+    /// What happened, in words, without the next step in any front end's terms.
     public var message: String
+    /// Why, with what a program needs to act on it (the path, the status, the checksums).
+    public var reason: FailureReason
 
     /// `message` is shown as it is, except that any URL's `user:password@` becomes `***`.
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, reason: FailureReason = .other) {
         self.kind = kind
         self.message = Redaction.text(message)
+        self.reason = reason
     }
 
     public var description: String { message }

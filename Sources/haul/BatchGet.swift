@@ -17,7 +17,7 @@ struct BatchGet {
                 requests.append(request)
             }
         } catch let error as InputError {
-            Reporter.printError("haul: error: \(error.message)")
+            Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
         }
         command.connection.warnIfInsecure()
@@ -31,7 +31,7 @@ struct BatchGet {
         do {
             session = try await DownloadSession(identifier: identifier, configuration: configuration)
         } catch let error as HaulError {
-            Reporter.printError("haul: error: \(error.message)")
+            Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
         let mode: BatchReporter.Mode = command.json ? .json : command.quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)

@@ -45,7 +45,7 @@ struct CLIFailure: Error {
         case let rpc as RPCError: failure = rpc.haulError
         default: failure = HaulError(.network, String(describing: error))
         }
-        Reporter.printError("haul: error: \(failure.message)")
+        Reporter.printError("haul: error: \(failure.line)")
         return ExitCode(ExitStatus.code(for: failure.kind))
     }
 }

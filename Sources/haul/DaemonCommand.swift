@@ -69,7 +69,7 @@ struct DaemonCommand: AsyncParsableCommand {
             server = try await DaemonServer(location: location, home: home, logger: logger, limits: limits)
         } catch let error as HaulError {
             signals.stop()
-            Reporter.printError("haul daemon: error: \(error.message)")
+            Reporter.printError("haul daemon: error: \(error.line)")
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
         stopping.withLockedValue { state in

@@ -44,7 +44,7 @@ struct GetCommand: AsyncParsableCommand {
         do {
             allURLs = try collectURLs()
         } catch let error as InputError {
-            Reporter.printError("haul: error: \(error.message)")
+            Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
         }
         if allURLs.count != 1 || list.inputFile != nil {
@@ -55,7 +55,7 @@ struct GetCommand: AsyncParsableCommand {
         do {
             options = try makeOptions(url: allURLs[0])
         } catch let error as InputError {
-            Reporter.printError("haul: error: \(error.message)")
+            Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
         }
         connection.warnIfInsecure()
@@ -92,7 +92,7 @@ struct GetCommand: AsyncParsableCommand {
         signals.stop()
         if case .failure(let error as HaulError) = outcome, error.kind == .interrupted, let maxTime,
            (try? await deadline?.value) != nil {
-            outcome = .failure(HaulError(.network, "stopped after --max-time \(maxTime.formatted()) s; \(error.message)"))
+            outcome = .failure(HaulError(.network, "stopped after --max-time \(maxTime.formatted()) s; \(error.line)"))
         }
         try? await engine.shutdown()
         switch outcome {
@@ -128,7 +128,7 @@ struct GetCommand: AsyncParsableCommand {
         do {
             try TransferEngine.checkDestination(options, home: HaulHome(environment: ProcessInfo.processInfo.environment))
         } catch {
-            throw InputError(error.message)
+            throw InputError(error.line)
         }
         return options
     }

@@ -30,7 +30,7 @@ struct AddCommand: AsyncParsableCommand {
         do {
             requests = try makeRequests()
         } catch let error as InputError {
-            Reporter.printError("haul: error: \(error.message)")
+            Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
         }
         self.connection.warnIfInsecure()

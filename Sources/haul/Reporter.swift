@@ -34,10 +34,10 @@ final class Reporter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if mode == .json {
-            emit(["event": "failed", "kind": error.kind.rawValue, "error": error.message, "exit_code": Int(exitCode)])
+            emit(["event": "failed", "kind": error.kind.rawValue, "error": error.line, "exit_code": Int(exitCode)])
         }
         clearLine()
-        Reporter.printError("haul: \(error.kind == .interrupted ? "" : "error: ")\(error.message)")
+        Reporter.printError("haul: \(error.kind == .interrupted ? "" : "error: ")\(error.line)")
     }
 
     /// Writes all of `text`, giving up quietly if the reader went away (a closed pipe must not stop a download).

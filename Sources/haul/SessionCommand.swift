@@ -50,7 +50,7 @@ struct SessionSetCommand: AsyncParsableCommand {
             if let onComplete { changes["completionCommand"] = onComplete.isEmpty ? .null : .string(onComplete) }
             guard !changes.isEmpty else { throw InputError("nothing to change: give --max-concurrent, --limit-rate or --on-complete") }
         } catch let error as InputError {
-            Reporter.printError("haul: error: \(error.message)")
+            Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
         }
         do {

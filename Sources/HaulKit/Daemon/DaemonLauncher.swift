@@ -19,7 +19,7 @@ public enum DaemonLauncher {
         let location = DaemonLocation(explicit: endpoint.socketPath, environment: environment, home: home)
         if let client = try? await DaemonClient.connect(socketPath: location.socketPath, client: client) { return client }
         guard endpoint.autostart else {
-            throw HaulError(.network, "no haul daemon is running at \(location.socketPath); start one with `haul daemon`, or drop --no-autostart")
+            throw HaulError(.network, "no haul daemon is running at \(location.socketPath)", reason: .daemonNotRunning(socketPath: location.socketPath))
         }
         guard let executable = executable(endpoint, environment: environment) else {
             throw HaulError(.usage, "cannot start haul daemon: no haul executable found; set HAUL_EXECUTABLE or put haul on PATH")

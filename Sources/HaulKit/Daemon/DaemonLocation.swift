@@ -35,14 +35,14 @@ public struct DaemonLocation: Equatable, Sendable {
     public func prepareDirectory() throws(HaulError) {
         // sockaddr_un holds 108 bytes on Linux (104 on Darwin), the terminating NUL included.
         guard socketPath.utf8.count < 104 else {
-            throw HaulError(.usage, "the socket path \(socketPath) is too long for a Unix socket; choose a shorter --socket")
+            throw HaulError(.usage, "the socket path \(socketPath) is too long for a Unix socket", reason: .unusableSocketPath(socketPath))
         }
         try POSIX.makeDirectories(POSIX.directoryOf(directory))
         if mkdir(directory, 0o700) != 0, errno != EEXIST { throw POSIX.error("creating", directory) }
         var info = stat()
         guard stat(directory, &info) == 0 else { throw POSIX.error("reading", directory) }
         guard info.st_uid == geteuid() else {
-            throw HaulError(.usage, "the socket directory \(directory) belongs to another user; choose another --socket")
+            throw HaulError(.usage, "the socket directory \(directory) belongs to another user", reason: .unusableSocketPath(socketPath))
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// JSON-RPC 2.0 messages, decoded from and encoded to single lines. Pure: no I/O.
 public enum JSONRPC {
     /// The largest line either side accepts (newline excluded).
@@ -113,8 +115,13 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
         RPCError(code: -32601, message: "method not found: \(method)")
     }
     public static func invalidParams(_ why: String) -> RPCError { RPCError(code: -32602, message: "invalid params: " + why) }
+    /// A Haul error: its kind, and its reason as `data.failure` (``FailureReason`` in JSON) when it has one.
     public static func haul(_ error: HaulError) -> RPCError {
-        RPCError(code: -32001, message: error.message, data: ["kind": .string(error.kind.rawValue)])
+        var data: [String: JSONValue] = ["kind": .string(error.kind.rawValue)]
+        if error.reason != .other, let encoded = try? JSONEncoder().encode(error.reason), let failure = JSONValue.parse(encoded) {
+            data["failure"] = failure
+        }
+        return RPCError(code: -32001, message: error.message, data: .object(data))
     }
     public static func unsupportedProtocol(_ asked: Int) -> RPCError {
         RPCError(code: -32002, message: "protocol \(asked) is not supported; this daemon speaks protocol \(DaemonProtocol.version)")
@@ -134,7 +141,8 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The error as a person should read it: Haul errors keep their kind, others become `.server`.
     public var haulError: HaulError {
         if code == -32001, let kind = data?["kind"]?.stringValue.flatMap(HaulError.Kind.init(rawValue:)) {
-            return HaulError(kind, message)
+            let reason = data?["failure"].flatMap { try? JSONDecoder().decode(FailureReason.self, from: Data($0.serialized.utf8)) }
+            return HaulError(kind, message, reason: reason ?? .other)
         }
         return HaulError(.server, "the haul daemon refused the request: \(message)")
     }

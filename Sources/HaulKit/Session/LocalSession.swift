@@ -57,7 +57,7 @@ package actor LocalSession: SessionBackend {
         self.failsCrashingTasks = journaling
         self.lock = try FileLock(
             path: folder + "/session.lock",
-            busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first"))
+            busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first", reason: .busy))
         self.store = try TaskStore(path: folder + "/tasks.sqlite")
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout

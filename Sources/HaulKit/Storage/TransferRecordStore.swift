@@ -75,7 +75,7 @@ public struct TransferRecordStore: Sendable {
         try POSIX.makePrivateDirectories(directory, root: home)
         return try FileLock(
             path: "\(directory)/\(key).lock",
-            busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first"))
+            busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first", reason: .busy))
     }
 
     /// The destination a `--dir` download chose earlier: the note in its lock (``TransferRecord/directoryKey(url:directory:)``).

@@ -33,7 +33,7 @@ extension TaskStore {
         case .SQLITE_CANTOPEN:
             return HaulError(.fileSystem, "the session store at \(path) cannot be opened (\(reason)); check that its folder exists and is writable")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
-            return HaulError(.busy, "the session store at \(path) is locked by another haul process; try again when it finishes")
+            return HaulError(.busy, "the session store at \(path) is locked by another haul process; try again when it finishes", reason: .busy)
         case .SQLITE_IOERR:
             return HaulError(.fileSystem, "the session store at \(path) could not be read or written (\(reason)); check the disk")
         case .SQLITE_CONSTRAINT:

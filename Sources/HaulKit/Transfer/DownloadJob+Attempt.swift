@@ -58,7 +58,7 @@ extension DownloadJob {
             return .restart(reason)
         case .writeWhole(let info, _):
             if let adoptedPath {
-                throw HaulError(.server, "\(adoptedPath) cannot be checked against the server: it does not support byte ranges (it sent the whole file); it was left unchanged. Use --overwrite to download it again")
+                throw HaulError(.server, "\(adoptedPath) cannot be checked against the server: it does not support byte ranges (it sent the whole file); it was left unchanged", reason: .cannotVerifyWithoutRanges(path: adoptedPath))
             }
             if let foreignURL {
                 throw foreignMismatch(foreignURL, "the server does not support byte ranges, so they cannot be checked")
@@ -241,7 +241,8 @@ extension DownloadJob {
             case .retry(let status, let retryAfter):
                 throw TransientFailure.status(status, response.status.reasonPhrase, from: url, retryAfter: retryAfter)
             case .refused(let status):
-                throw HaulError(.httpStatus, "\(Redaction.url(url)) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs")
+                throw HaulError(.httpStatus, "\(Redaction.url(url)) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs",
+                                reason: .httpStatus(status, url: Redaction.url(url)))
             case .unusable(let why):
                 throw TransientFailure(reason: "\(Redaction.url(url)): unexpected answer while checking the bytes held (\(why))", kind: .server)
             }
@@ -311,11 +312,12 @@ extension DownloadJob {
     /// The bytes held at the destination were written for `other` and this URL does not serve them.
     private func foreignMismatch(_ other: String, _ why: String) -> HaulError {
         let partial = record?.partialPath ?? "the partial file"
-        return HaulError(.usage, "\(partial) holds a partial download of another URL, \(Redaction.url(other)), which this URL does not continue (\(why)); it was left unchanged. Use --overwrite to discard it and download this URL, or choose another -o path")
+        return HaulError(.usage, "\(partial) holds a partial download of another URL, \(Redaction.url(other)), which this URL does not continue (\(why)); it was left unchanged",
+                         reason: .partialOfAnotherURL(partialPath: partial, url: Redaction.url(other)))
     }
 
     private func mismatch(_ path: String, _ why: String) -> HaulError {
-        HaulError(.server, "\(path) does not match the file on the server (\(why)); it was left unchanged. Use --overwrite to download it again")
+        HaulError(.server, "\(path) does not match the file on the server (\(why)); it was left unchanged", reason: .differsFromServer(path: path))
     }
 
 }

@@ -25,7 +25,7 @@ extension DownloadJob {
             case .remoteConnectionClosed: return TransientFailure(reason: "\(host) closed the connection")
             case .invalidProxyResponse: return TransientFailure(reason: "the proxy could not connect to \(host), or refused to")
             case .proxyAuthenticationRequired:
-                return HaulError(.network, "the proxy asks for a user and password (407); give them as --proxy http://user:password@host:port")
+                return HaulError(.network, "the proxy asks for a user and password (407)", reason: .proxyAuthenticationRequired)
             default: break
             }
         }

@@ -132,7 +132,7 @@ final class DownloadJob {
             throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
         case .file(let path):
             if POSIX.isDirectory(path) {
-                throw HaulError(.usage, "\(path) is a directory; use --dir \(path) to save into it")
+                throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path))
             }
             try POSIX.makeDirectories(POSIX.directoryOf(path))
             destination = path
@@ -261,7 +261,7 @@ final class DownloadJob {
                 offset: size, state: .running, adopted: true)
         } else if !options.overwrite, !(options.continuePartial && POSIX.fileSize(path) == 0) {
             // An empty file given to --continue holds nothing to check: the download simply starts fresh.
-            throw HaulError(.usage, "\(path) already exists; use --overwrite to replace it, or --continue to resume it")
+            throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
         }
         return nil
     }
@@ -275,7 +275,8 @@ final class DownloadJob {
             try file.forEachChunk(upTo: size) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
             let actual = hasher.hexDigest()
             guard actual == expected.hex else {
-                throw HaulError(.checksum, "\(saved.destinationPath) exists but its \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex); use --overwrite to download it again")
+                throw HaulError(.checksum, "\(saved.destinationPath) exists but its \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)",
+                                reason: .checksumMismatch(path: saved.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: true))
             }
         }
         let result = DownloadResult(path: saved.destinationPath, bytes: size, fetchedBytes: 0, checksum: options.checksum, alreadyComplete: true)
@@ -336,14 +337,15 @@ final class DownloadJob {
             let tries = retries == 1 ? "1 retry" : "\(retries) retries"
             let who = connection.map { "connection \($0) gave up" } ?? "gave up"
             let next = heldBytes || connection != nil ? "run the same command again to resume" : "check the URL and network, then run the same command again"
-            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries)); \(next)")
+            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries)); \(next)", reason: .retriesExhausted(retries: retries))
         case .endsAtSamePlace(let retries):
             return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries); run the same command again to resume")
         case .tooManyRestarts(let count, let reason):
             return HaulError(.server, "giving up after \(count) restarts: \(reason)")
         case .refused(let status):
             let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
-            return HaulError(.httpStatus, "\(url); check the URL and any headers it needs")
+            return HaulError(.httpStatus, "\(url); check the URL and any headers it needs",
+                             reason: .httpStatus(status, url: refusal.map { Redaction.url($0.url) } ?? ""))
         }
     }
 
@@ -361,7 +363,8 @@ final class DownloadJob {
                 file = nil
                 if adoptedPath == nil { POSIX.unlink(record.partialPath) }
                 store.remove(record.key)
-                throw HaulError(.checksum, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded")
+                throw HaulError(.checksum, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded",
+                                reason: .checksumMismatch(path: record.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
         let source = adoptedPath ?? record.partialPath
@@ -391,7 +394,7 @@ final class DownloadJob {
             let held = point.offset
             let percent = point.totalLength.map { $0 > 0 ? " (\(held * 100 / $0)%)" : "" } ?? ""
             let total = point.totalLength.map { " of \(ByteFormat.string($0))" } ?? ""
-            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent); run the same command again to resume")
+            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent); run the same command again to resume", reason: .interrupted)
         } else if let error = error as? HaulError {
             failure = error
         } else if let error = error as? TransientFailure {

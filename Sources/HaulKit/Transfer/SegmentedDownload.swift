@@ -165,7 +165,8 @@ struct SegmentedDownload: Sendable {
             case .retry(let status, let retryAfter):
                 throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)
             case .refused(let status):
-                throw HaulError(.httpStatus, "\(answered) answered \(status) \(response.status.reasonPhrase) to a range request")
+                throw HaulError(.httpStatus, "\(answered) answered \(status) \(response.status.reasonPhrase) to a range request",
+                                reason: .httpStatus(status, url: Redaction.url(answered)))
             case .unusable(let why):
                 throw TransientFailure(reason: "\(answered): unexpected answer (\(why))", kind: .server)
             }

@@ -27,7 +27,7 @@ enum TLSFailure {
                 problem = .handshake(reason)
             }
         } else if let failure = error as? NIOSSLError, [.failedToLoadCertificate, .failedToLoadPrivateKey, .noSuchFilesystemObject].contains(failure) {
-            return HaulError(.usage, "cannot load the TLS certificates or key given (\(failure)); check --cacert, --capath, --cert and --key")
+            return HaulError(.usage, "cannot load the TLS certificates or key given (\(failure))", reason: .unusableTLSFiles)
         } else {
             return nil
         }

@@ -14,12 +14,12 @@ extension TransferEngine {
         case .file(let path):
             // A device, FIFO or socket is written straight through, never refused or replaced.
             if StreamDownload.isStreamTarget(options.destination) { return }
-            if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory; use --dir \(path) to save into it") }
+            if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
             guard POSIX.exists(path), !options.overwrite, !options.continuePartial else { return }
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
             let record = try? TransferRecordStore(home: home).load(TransferRecord.key(destinationPath: path))
             if record?.url == options.url.absoluteString { return }
-            throw HaulError(.usage, "\(path) already exists; use --overwrite to replace it, or --continue to resume it")
+            throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
         }
     }
 }

@@ -65,7 +65,9 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
             server.serve("/f", Resource(body: body))
             sandbox.write([9, 9], to: "f")
             let error = await expectHaulError(.usage) { _ = try await engine.download(try testOptions(server.url("/f"), .file(sandbox.path("f")))) }
-            #expect(error?.message.contains("--overwrite") == true)
+            // A program can tell "exists" from "is a folder" by the reason; the library's words name no CLI flag.
+            #expect(error?.reason == .destinationExists(path: sandbox.path("f")))
+            #expect(error?.message.contains("--") == false, "\(error?.message ?? "")")
             #expect(sandbox.contents("f") == [9, 9])
             #expect(server.allRequests().isEmpty)
 
@@ -169,5 +171,60 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
             #expect(moved.header("Cookie") == nil)
             #expect(moved.header("User-Agent") == "test-agent")
         }
+    }
+}
+
+/// Typed reasons: what a library user switches on, the same in-process and through the daemon's wire format.
+@Suite struct FailureReasonTests {
+    @Test func aFolderAtTheDestinationIsItsOwnReason() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/f", Resource(body: [1, 2, 3]))
+            try FileManager.default.createDirectory(atPath: sandbox.path("folder"), withIntermediateDirectories: true)
+            let error = await expectHaulError(.usage) {
+                _ = try await engine.download(try testOptions(server.url("/f"), .file(sandbox.path("folder"))))
+            }
+            #expect(error?.reason == .destinationIsDirectory(path: sandbox.path("folder")))
+        }
+    }
+
+    @Test func aStatusCarriesItsCodeAndURL() async throws {
+        try await withHarness { server, engine, sandbox in
+            let error = await expectHaulError(.httpStatus) {
+                _ = try await engine.download(try testOptions(server.url("/missing"), .file(sandbox.path("m"))))
+            }
+            #expect(error?.reason == .httpStatus(404, url: server.url("/missing")))
+        }
+    }
+
+    @Test func aChecksumMismatchCarriesBothSums() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/c", Resource(body: [1, 2, 3]))
+            var options = try testOptions(server.url("/c"), .file(sandbox.path("c")))
+            options.checksum = try Checksum(parsing: "sha256:" + String(repeating: "0", count: 64))
+            let error = await expectHaulError(.checksum) { _ = try await engine.download(options) }
+            guard case .checksumMismatch(let path, let expected, let actual, let alreadyAtPath)? = error?.reason else {
+                Issue.record("expected a checksum reason, got \(String(describing: error?.reason))")
+                return
+            }
+            #expect(path == sandbox.path("c") && !alreadyAtPath)
+            #expect(expected == "sha256:" + String(repeating: "0", count: 64))
+            #expect(actual == "sha256:039058c6f2c0cb492c533b0a4d14ef77cc0f78abccced5287d84a1a2011cfb81")
+        }
+    }
+
+    @Test func theReasonCrossesTheDaemonsWire() throws {
+        let error = HaulError(.usage, "/tmp/x already exists", reason: .destinationExists(path: "/tmp/x"))
+        let line = JSONRPC.response(id: 1, error: .haul(error))
+        guard case .response(_, .failure(let rpc))? = JSONRPC.decodeIncoming(Array(line.utf8)) else {
+            Issue.record("not a response: \(line)")
+            return
+        }
+        #expect(rpc.haulError == error)
+        let plain = HaulError(.network, "something else")
+        guard case .response(_, .failure(let other))? = JSONRPC.decodeIncoming(Array(JSONRPC.response(id: 2, error: .haul(plain)).utf8)) else {
+            Issue.record("not a response")
+            return
+        }
+        #expect(other.haulError == plain)
     }
 }

@@ -1,0 +1,35 @@
+/// Why a download or a request failed, with what a program needs to act on it. The message of an error says the
+/// same in words for a person; a front end (the `haul` command line) adds the next step in its own terms (a flag).
+public enum FailureReason: Sendable, Equatable, Codable {
+    /// A file is already at the destination and no download of this URL holds bytes for it.
+    case destinationExists(path: String)
+    /// The destination is a folder.
+    case destinationIsDirectory(path: String)
+    /// The partial file at the destination belongs to another URL's download, which this URL does not continue.
+    case partialOfAnotherURL(partialPath: String, url: String)
+    /// A file given to continue (or a finished one checked again) does not match the server's.
+    case differsFromServer(path: String)
+    /// A file given to continue cannot be checked: the server does not answer byte ranges.
+    case cannotVerifyWithoutRanges(path: String)
+    /// The server answered with an error status.
+    case httpStatus(Int, url: String)
+    /// The bytes do not have the expected checksum (`alreadyAtPath`: a file found complete at the destination,
+    /// left there; otherwise the download was discarded).
+    case checksumMismatch(path: String, expected: String, actual: String, alreadyAtPath: Bool)
+    /// Another process works on the same download or store.
+    case busy
+    /// A proxy asks for credentials (407).
+    case proxyAuthenticationRequired
+    /// The TLS certificates or key given could not be loaded.
+    case unusableTLSFiles
+    /// No daemon is running at the socket and starting one was not allowed.
+    case daemonNotRunning(socketPath: String)
+    /// The daemon's socket path cannot be used (too long, or in a folder of another user).
+    case unusableSocketPath(String)
+    /// Transient failures outlasted the retries allowed.
+    case retriesExhausted(retries: Int)
+    /// Stopped by the user or the program; the state was saved.
+    case interrupted
+    /// Any other failure: the message says what.
+    case other
+}
