@@ -1,17 +1,17 @@
 /// What `haul daemon` grants its clients at most, so that no local process of the same user (nor any number
 /// of them) can starve it of descriptors or memory. See docs/protocol.md, "Limits".
-public struct DaemonLimits: Sendable, Equatable {
+package struct DaemonLimits: Sendable, Equatable {
     /// Sessions open at once. Opening another closes the least recently used idle one, or is refused.
-    public var maxOpenSessions = 64
+    package var maxOpenSessions = 64
     /// An open session with nothing waiting or running, no subscriber and no request for this long is closed
     /// (its descriptors are released; the next request naming it opens it again).
-    public var sessionIdleTimeout: Duration = .seconds(60)
+    package var sessionIdleTimeout: Duration = .seconds(60)
     /// Bytes of unfinished lines held for all connections together; a connection whose new partial data does
     /// not fit is closed with an error.
-    public var unfinishedInputBudget = 64 << 20
+    package var unfinishedInputBudget = 64 << 20
     /// A connection that keeps an unfinished line this long (counting only time the daemon is ready to read
     /// more of it) is closed with an error.
-    public var partialLineTimeout: Duration = .seconds(10)
+    package var partialLineTimeout: Duration = .seconds(10)
 
-    public init() {}
+    package init() {}
 }

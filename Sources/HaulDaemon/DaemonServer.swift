@@ -14,8 +14,8 @@ import Darwin
 
 /// `haul daemon`: serves the control protocol (docs/protocol.md) on a private Unix socket and runs the
 /// background sessions' transfers.
-public final class DaemonServer: Sendable {
-    public let location: DaemonLocation
+package final class DaemonServer: Sendable {
+    package let location: DaemonLocation
     private let service: DaemonService
     private let logger: Logger
     private let lock: FileLock
@@ -24,7 +24,7 @@ public final class DaemonServer: Sendable {
 
     /// Takes the socket (refusing when another daemon holds it), restores the sessions it ran before and
     /// starts listening, within `limits`. Call ``run()`` next.
-    public init(location: DaemonLocation, home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) async throws {
+    package init(location: DaemonLocation, home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) async throws {
         self.location = location
         self.logger = logger
         try location.prepareDirectory()
@@ -71,7 +71,7 @@ public final class DaemonServer: Sendable {
     }
 
     /// Serves clients until ``shutdown()``.
-    public func run() async throws {
+    package func run() async throws {
         try await withThrowingDiscardingTaskGroup { group in
             try await serverChannel.executeThenClose { inbound in
                 for try await connection in inbound {
@@ -90,7 +90,7 @@ public final class DaemonServer: Sendable {
     }
 
     /// Stops listening, checkpoints every running download and closes the sessions.
-    public func shutdown() async {
+    package func shutdown() async {
         try? await serverChannel.channel.close()
         await service.shutdown()
         for (_, channel) in connections.withLockedValue({ $0.open }) { channel.close(promise: nil) }

@@ -2,7 +2,7 @@ import NIOCore
 import NIOPosix
 
 /// One connection to `haul daemon`: JSON-RPC calls, and the notifications the daemon sends.
-public actor DaemonClient {
+package actor DaemonClient {
     public let socketPath: String
     /// The daemon's notifications (`method`, `params`), in order; ends when the connection closes.
     public nonisolated let notifications: AsyncStream<(method: String, params: JSONValue)>

@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// Connects to `haul daemon`, starting one (detached, logging to `HAUL_HOME/daemon.log`) when none answers.
-public enum DaemonLauncher {
+package enum DaemonLauncher {
     /// How long to wait for a daemon that was just started.
     static let startTimeout: Duration = .seconds(15)
 

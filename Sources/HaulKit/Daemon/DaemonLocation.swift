@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// Where a daemon's socket and its companions live, and the checks that keep them private.
-public struct DaemonLocation: Equatable, Sendable {
+package struct DaemonLocation: Equatable, Sendable {
     public var socketPath: String
     /// Held (flock) by the running daemon: one daemon per socket.
     public var lockPath: String { socketPath + ".lock" }

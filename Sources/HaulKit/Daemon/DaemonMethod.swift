@@ -1,6 +1,6 @@
 /// The daemon's methods: the one vocabulary the server dispatches on and its clients (the CLI, background
 /// sessions) call by, so that neither spells a method name. The raw values are the wire names (docs/protocol.md).
-public enum DaemonMethod: String, CaseIterable, Sendable {
+package enum DaemonMethod: String, CaseIterable, Sendable {
     case hello = "daemon.hello"
     case status = "daemon.status"
     case openSession = "session.open"

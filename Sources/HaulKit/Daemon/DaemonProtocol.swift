@@ -2,7 +2,7 @@ import Foundation
 
 /// The daemon's wire objects (see docs/protocol.md): tasks, events, configurations and additions as JSON.
 /// Pure conversions, used by both the daemon and its clients.
-public enum DaemonProtocol {
+package enum DaemonProtocol {
     /// The protocol version this build speaks.
     public static let version = 1
     /// The most tasks one `tasks.add` may carry.

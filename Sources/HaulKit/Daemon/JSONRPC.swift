@@ -1,7 +1,7 @@
 import Foundation
 
 /// JSON-RPC 2.0 messages, decoded from and encoded to single lines. Pure: no I/O.
-public enum JSONRPC {
+package enum JSONRPC {
     /// The largest line either side accepts (newline excluded).
     public static let maxMessageBytes = 1 << 20
 
@@ -98,7 +98,7 @@ public enum JSONRPC {
 }
 
 /// A JSON-RPC error object.
-public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Int
     public var message: String
     public var data: JSONValue?
@@ -151,7 +151,7 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The members of a request's `params`, read with type checks that name the offending member.
-public struct Params: Sendable, Equatable {
+package struct Params: Sendable, Equatable {
     public var members: [String: JSONValue]
 
     public init(_ members: [String: JSONValue] = [:]) { self.members = members }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A JSON value, as the daemon's protocol carries it.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)

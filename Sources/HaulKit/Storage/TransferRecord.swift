@@ -3,7 +3,7 @@ import struct Foundation.URL
 
 /// The durable state of one download: enough to continue it after any interruption.
 /// `offset` never runs ahead of the bytes fsync'd to `partialPath`.
-public struct TransferRecord: Codable, Equatable, Sendable {
+package struct TransferRecord: Codable, Equatable, Sendable {
     /// Stable states only: a restart never finds a transitional one.
     public enum State: String, Codable, Sendable {
         case running, paused, failed, finished

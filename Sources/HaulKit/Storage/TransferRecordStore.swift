@@ -10,7 +10,7 @@ import Darwin
 
 /// Resume records as small JSON files under `HAUL_HOME/transfers/`, each replaced atomically
 /// (write, fsync, rename, fsync the folder), so a crash leaves either the old or the new record.
-public struct TransferRecordStore: Sendable {
+package struct TransferRecordStore: Sendable {
     public let directory: String
     let home: String
 

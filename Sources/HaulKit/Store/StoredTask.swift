@@ -1,5 +1,5 @@
 /// One download in a session's queue, as kept by ``TaskStore``.
-public struct StoredTask: Codable, Equatable, Sendable {
+package struct StoredTask: Codable, Equatable, Sendable {
     /// Chosen by the caller, or a generated UUID string.
     public var id: String
     /// FIFO order, assigned by the store when the task is added.
@@ -123,7 +123,7 @@ public struct StoredTask: Codable, Equatable, Sendable {
 }
 
 /// What a caller gives ``TaskStore`` to queue a download.
-public struct NewTask: Sendable, Equatable {
+package struct NewTask: Sendable, Equatable {
     static let fileKind = "file"
     static let directoryKind = "directory"
 

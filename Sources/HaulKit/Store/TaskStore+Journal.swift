@@ -1,7 +1,7 @@
 import GRDB
 
 /// One event in a session's durable journal (a task finished or failed), kept until a client acknowledges it.
-public struct JournalEntry: Equatable, Sendable {
+package struct JournalEntry: Equatable, Sendable {
     /// Increases with each entry of the session, never reused.
     public var sequence: Int64
     public var taskID: String

@@ -6,7 +6,7 @@ import GRDB
 ///
 /// Each call is its own transaction. Commits are durable against a crash of the process; with
 /// `synchronous = NORMAL` a power loss may undo the last commits, but never damages the file.
-public final class TaskStore: Sendable {
+package final class TaskStore: Sendable {
     /// The schema this build reads and writes.
     public static let schemaVersion = 2
 

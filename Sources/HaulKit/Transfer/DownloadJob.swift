@@ -422,7 +422,7 @@ final class DownloadJob {
 }
 
 /// Human-readable byte counts (binary units, like curl and wget).
-public enum ByteFormat {
+package enum ByteFormat {
     public static func string(_ bytes: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)

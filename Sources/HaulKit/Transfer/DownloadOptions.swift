@@ -33,7 +33,7 @@ public struct DownloadOptions: Sendable {
     /// Bytes per second for this download (all connections together), or `nil` for no limit.
     public var rateLimit: Int64?
     /// A limit shared with other downloads; used instead of `rateLimit` when set.
-    public var sharedRateLimiter: RateLimiter?
+    package var sharedRateLimiter: RateLimiter?
     /// Connections for one file: `nil` chooses (up to 8 for large files, 1 for small ones); 1 never splits.
     public var segments: Int?
     /// No segment is split below this size.

@@ -1,7 +1,7 @@
 import NIOConcurrencyHelpers
 
 /// One bandwidth limit shared by several downloads (a session's global limit).
-public final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     private let bucket: NIOLockedValueBox<TokenBucket>
     private let start = ContinuousClock.now
 

@@ -145,7 +145,7 @@ public final class TransferEngine: Sendable {
     }
 }
 
-public enum HaulVersion {
+package enum HaulVersion {
     public static let string = "0.1.0"
 }
 
