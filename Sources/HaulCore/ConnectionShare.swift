@@ -5,7 +5,7 @@
 /// Shares are max-min fair over what each download wants (1 for one connection, N for N segments): a download
 /// that wants less than an equal part gets what it wants, the rest is split evenly between the others (the
 /// remainder going to those that came first), and everyone holding or waiting gets at least one.
-public struct ConnectionShare: Sendable, Equatable {
+package struct ConnectionShare: Sendable, Equatable {
     /// Connections to the host at once.
     public let limit: Int
     /// Downloads in the order they first asked, with the connections each holds.

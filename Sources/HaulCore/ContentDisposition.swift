@@ -1,5 +1,5 @@
 /// A parsed `Content-Disposition` header (RFC 6266), with `filename*` decoded per RFC 8187.
-public struct ContentDisposition: Equatable, Sendable {
+package struct ContentDisposition: Equatable, Sendable {
     public var type: String
     /// Parameters by lower-cased name; values unquoted, `*` parameters still encoded.
     public var parameters: [String: String]

@@ -1,5 +1,5 @@
 /// A parsed `Content-Range` header value (RFC 9110 §14.4), `bytes` unit only.
-public enum ContentRange: Equatable, Sendable {
+package enum ContentRange: Equatable, Sendable {
     /// `bytes first-last/complete` (complete is `nil` for `*`).
     case satisfied(first: Int64, last: Int64, completeLength: Int64?)
     /// `bytes */complete`, sent with 416.

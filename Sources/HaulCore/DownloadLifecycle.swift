@@ -15,7 +15,7 @@
 /// - **Bookkeeping** while bytes arrive: progress at most every ``Configuration/progressInterval``, a
 ///   durable checkpoint every ``Configuration/checkpointBytes`` or ``Configuration/checkpointInterval``, both
 ///   looked at only every ``Configuration/bookkeepingBytes``.
-public struct DownloadLifecycle: Sendable, Equatable {
+package struct DownloadLifecycle: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         public var retry: RetryPolicy
         /// Whether a refused connection or an unknown host before any byte gives up after two quick retries.
@@ -249,7 +249,7 @@ public struct DownloadLifecycle: Sendable, Equatable {
 extension DownloadLifecycle.Configuration {
     /// The configuration of one connection of a segmented download: its own retry budget, no quick failure
     /// (the download's first response already came), no bookkeeping (the download's monitor does it).
-    public static func segmentConnection(retry: RetryPolicy) -> Self {
+    package static func segmentConnection(retry: RetryPolicy) -> Self {
         Self(retry: retry, failFastBeforeData: false, bookkeepingBytes: .max)
     }
 }

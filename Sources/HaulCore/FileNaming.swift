@@ -1,7 +1,7 @@
 import Foundation
 
 /// Choosing a safe local file name for a download saved into a folder.
-public enum FileNaming {
+package enum FileNaming {
     /// The longest name Haul picks, in UTF-8 bytes, leaving room for ` (N)` and the partial-file suffix.
     public static let maxNameBytes = 200
     public static let fallbackName = "download"

@@ -1,6 +1,6 @@
 /// What the answer to a closed range request for bytes of a known version means. One decision for every such
 /// request: each connection of a segmented download, and the checks of bytes held before they are continued.
-public enum RangeAnswer: Equatable, Sendable {
+package enum RangeAnswer: Equatable, Sendable {
     /// The range asked for; its first `overlap` bytes repeat bytes held and are compared with them.
     case range(ResourceInfo, overlap: Int64)
     /// The bytes held are not the server's any more: everything held must go.

@@ -2,7 +2,7 @@ import struct Foundation.URL
 
 /// Hides secrets in what Haul shows or logs: a URL's `user:password@` and the values of credential headers
 /// become `***`. Everything a person sees about a URL or a header passes through here.
-public enum Redaction {
+package enum Redaction {
     public static let mask = "***"
 
     /// Header names whose values are credentials.

@@ -22,7 +22,7 @@ public struct Origin: Equatable, Hashable, Sendable {
 
 /// How redirects are followed: at most `maxRedirects` hops, no loops, no https → http unless allowed,
 /// and the user's headers only ever sent to the origin they were given for.
-public struct RedirectPolicy: Equatable, Sendable {
+package struct RedirectPolicy: Equatable, Sendable {
     public enum Failure: Error, Equatable, Sendable {
         case tooManyRedirects(Int)
         case loop(String)

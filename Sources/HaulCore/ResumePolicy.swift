@@ -1,5 +1,5 @@
 /// What Haul already holds for a download: the durable byte count and what the server said about the resource.
-public struct ResumePoint: Equatable, Sendable {
+package struct ResumePoint: Equatable, Sendable {
     /// Bytes at the start of the partial file that are durable and belong to the version described by `validators`.
     public var offset: Int64
     public var validators: Validators
@@ -13,7 +13,7 @@ public struct ResumePoint: Equatable, Sendable {
 }
 
 /// The request to send next: the whole resource, or a byte range continuing the bytes held.
-public enum RequestPlan: Equatable, Sendable {
+package enum RequestPlan: Equatable, Sendable {
     case whole
     /// `Range: bytes=start-` (or `bytes=start-last`), where `start = offset - overlap`. The first `overlap`
     /// body bytes repeat bytes already held and are compared with them before anything is appended.
@@ -45,7 +45,7 @@ public enum RequestPlan: Equatable, Sendable {
 }
 
 /// A response's status line and headers, as the core sees them.
-public struct ResponseHead: Equatable, Sendable {
+package struct ResponseHead: Equatable, Sendable {
     public var status: Int
     public var headers: HTTPFields
 
@@ -56,7 +56,7 @@ public struct ResponseHead: Equatable, Sendable {
 }
 
 /// What a response said about the resource.
-public struct ResourceInfo: Equatable, Sendable {
+package struct ResourceInfo: Equatable, Sendable {
     public var validators: Validators
     public var totalLength: Int64?
     public var acceptsRanges: Bool
@@ -84,7 +84,7 @@ public enum RestartReason: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// How to treat a response, decided before a single body byte is written.
-public enum ResponseDecision: Equatable, Sendable {
+package enum ResponseDecision: Equatable, Sendable {
     /// The whole representation: write the body from byte 0. Bytes held before, if any, are discarded.
     case writeWhole(ResourceInfo, bodyLength: Int64?)
     /// A valid 206 continuing the bytes held: compare the first `overlap` body bytes, append the rest.
@@ -103,7 +103,7 @@ public enum ResponseDecision: Equatable, Sendable {
 }
 
 /// The resume rules (RFC 9110 §13.1.5, §14, §15.3.7, §15.5.17): what to ask for, and how to treat what comes back.
-public enum ResumePolicy {
+package enum ResumePolicy {
     /// Bytes re-requested before the resume offset when there is no strong ETag, to detect a changed resource.
     public static let overlapLength: Int64 = 64 * 1024
 

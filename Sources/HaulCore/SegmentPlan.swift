@@ -26,7 +26,7 @@ public struct Segment: Codable, Equatable, Sendable {
 ///
 /// Invariant: the segments, sorted by `start`, cover `0..<total` exactly, without gaps or overlaps,
 /// and every `done` is within its segment.
-public struct SegmentPlan: Equatable, Sendable {
+package struct SegmentPlan: Equatable, Sendable {
     public private(set) var segments: [Segment]
     public let total: Int64
     public let minSegmentSize: Int64

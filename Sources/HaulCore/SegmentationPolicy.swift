@@ -1,5 +1,5 @@
 /// Whether a download is split over several connections, decided from the first response.
-public enum SegmentationPolicy {
+package enum SegmentationPolicy {
     public enum Decision: Equatable, Sendable {
         case segmented(parts: Int)
         /// One connection; `reason` says why when more were asked for or would have been used.

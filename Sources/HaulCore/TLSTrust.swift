@@ -52,7 +52,7 @@ public struct TLSTrust: Codable, Equatable, Hashable, Sendable {
 }
 
 /// What a server's certificate says about itself: enough to tell a person why it was refused.
-public struct PeerCertificate: Equatable, Sendable {
+package struct PeerCertificate: Equatable, Sendable {
     /// Validity, in seconds since 1970.
     public var notValidBefore: Int64
     public var notValidAfter: Int64
@@ -99,7 +99,7 @@ public struct PeerCertificate: Equatable, Sendable {
 }
 
 /// Why a TLS connection was refused, in the terms a person can act on.
-public enum CertificateProblem: Equatable, Sendable {
+package enum CertificateProblem: Equatable, Sendable {
     case expired(notValidAfter: Int64)
     case notYetValid(notValidBefore: Int64)
     case wrongHostName(certificateNames: [String])

@@ -11,7 +11,7 @@ public enum TaskCommand: Equatable, Sendable {
 }
 
 /// The task state machine: which stable state a command leads to, or `nil` when it does not apply.
-public enum TaskTransitions {
+package enum TaskTransitions {
     public static func apply(_ command: TaskCommand, to state: TaskState) -> TaskState? {
         switch (state, command) {
         case (.waiting, .start): return .running
@@ -38,7 +38,7 @@ public enum TaskTransitions {
 }
 
 /// One task as the scheduler sees it.
-public struct SchedulerEntry: Equatable, Sendable {
+package struct SchedulerEntry: Equatable, Sendable {
     public var id: String
     public var state: TaskState
     public var priority: Int
@@ -56,7 +56,7 @@ public struct SchedulerEntry: Equatable, Sendable {
 
 /// Which waiting tasks to start: higher priority first, then first in first out, within the caps on
 /// concurrent downloads and on downloads per host. A task whose host is full does not hold back others.
-public enum Scheduler {
+package enum Scheduler {
     public static func tasksToStart(_ entries: [SchedulerEntry], maxConcurrent: Int, maxPerHost: Int) -> [String] {
         var perHost: [String: Int] = [:]
         var running = 0

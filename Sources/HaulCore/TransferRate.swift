@@ -1,5 +1,5 @@
 /// Speed and time remaining over a sliding window of progress samples.
-public struct ProgressMeter: Sendable {
+package struct ProgressMeter: Sendable {
     public var window: Duration
     private var samples: [(time: Duration, bytes: Int64)] = []
 
@@ -27,7 +27,7 @@ public struct ProgressMeter: Sendable {
 }
 
 /// A token bucket: how long to wait so that transfers average at most `bytesPerSecond`.
-public struct TokenBucket: Sendable {
+package struct TokenBucket: Sendable {
     public let bytesPerSecond: Double
     /// How many bytes may pass in a burst after an idle moment.
     public let capacity: Double

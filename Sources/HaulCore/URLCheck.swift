@@ -3,7 +3,7 @@ import struct Foundation.URL
 /// What a URL must be before any socket call: `http` or `https`, a host, and a port from 1 to 65535. Applied
 /// to URLs from the user, from redirects, from stored tasks and from the daemon's protocol alike, so that no
 /// value reaches the network layer that it would trap on.
-public enum URLCheck {
+package enum URLCheck {
     /// Why `url` cannot be requested, or `nil` when it can.
     public static func problem(_ url: URL) -> String? {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {

@@ -1,5 +1,5 @@
 /// An HTTP entity tag (RFC 9110 §8.8.3), kept exactly as the server sent it.
-public struct EntityTag: Equatable, Hashable, Sendable, Codable {
+package struct EntityTag: Equatable, Hashable, Sendable, Codable {
     /// The header value as received, e.g. `"abc"` or `W/"abc"`.
     public var rawValue: String
 
@@ -17,7 +17,7 @@ public struct EntityTag: Equatable, Hashable, Sendable, Codable {
 }
 
 /// What identifies one version of a resource as it is sent: its ETag, Last-Modified date and content coding.
-public struct Validators: Equatable, Sendable, Codable {
+package struct Validators: Equatable, Sendable, Codable {
     public var entityTag: EntityTag?
     public var lastModified: String?
     /// The `Content-Encoding` the bytes are in, lower-cased; `nil` for identity (none).

@@ -5,7 +5,7 @@
 /// ``next(slots:runningPerHost:maxPerHost:)`` chooses exactly what ``Scheduler/tasksToStart(_:maxConcurrent:maxPerHost:)``
 /// would choose from the same waiting tasks: walking them in order and skipping those whose host is full is the
 /// same as taking the first free-slot's worth of each host with room, merged in order.
-public struct WaitingQueue: Sendable {
+package struct WaitingQueue: Sendable {
     public struct Entry: Equatable, Sendable {
         public var id: String
         public var priority: Int
