@@ -67,6 +67,9 @@ struct FileOptions: ParsableArguments {
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
 
+    @Flag(name: .customLong("no-remote-time"), help: "Leave the finished file's time as it was written, not the server's Last-Modified.")
+    var noRemoteTime = false
+
     @Option(name: [.customShort("u"), .customLong("user")], help: "USER:PASSWORD for Basic authentication to the URL's own origin (never sent after a redirect to another).")
     var user: String?
 
@@ -139,6 +142,7 @@ struct FileOptions: ParsableArguments {
         options.maxConnectionsPerHost = maxConnectionsPerHost
         if let minSegmentSize { options.minSegmentSize = try UserInput.byteCount(minSegmentSize) }
         options.allowInsecureRedirects = allowInsecureRedirects
+        options.keepsRemoteTime = !noRemoteTime
         options.failFastBeforeData = true
         options.retry = RetryPolicy(maxRetries: retries, baseDelay: .milliseconds(Int64(retryWait * 1000)))
         return options

@@ -204,6 +204,7 @@ public enum DaemonProtocol {
         if let size = options.minSegmentSize { object["minSegmentSize"] = JSONValue(size) }
         if let count = options.maxConnectionsPerHost { object["maxConnectionsPerHost"] = JSONValue(count) }
         if options.allowInsecureRedirects { object["allowInsecureRedirects"] = true }
+        if let keeps = options.keepsRemoteTime { object["remoteTime"] = .bool(keeps) }
         if let proxies = options.proxies {
             var proxy: [String: JSONValue] = [:]
             if let explicit = proxies.explicit { proxy["url"] = .string(explicit.url) }
@@ -236,6 +237,7 @@ public enum DaemonProtocol {
         options.minSegmentSize = try params.int64("minSegmentSize")
         options.maxConnectionsPerHost = try params.int("maxConnectionsPerHost")
         options.allowInsecureRedirects = try params.bool("allowInsecureRedirects") ?? false
+        options.keepsRemoteTime = try params.bool("remoteTime")
         if let proxy = try params.object("proxy") {
             var environment: [String: String] = [:]
             if let variables = try proxy.object("environment") {

@@ -19,6 +19,9 @@ public struct TaskOptions: Codable, Equatable, Sendable {
     public var tls: TLSTrust?
     /// Basic authentication for the URL's origin (stored privately with the task; never shown).
     public var credentials: Credentials?
+    /// `false`: the finished file keeps the time it was written, not the server's `Last-Modified` (`nil`: the
+    /// default, the server's time).
+    public var keepsRemoteTime: Bool?
 
     public init() {}
 
@@ -36,6 +39,7 @@ public struct TaskOptions: Codable, Equatable, Sendable {
         proxies = options.proxies
         tls = options.tls
         credentials = options.credentials
+        if !options.keepsRemoteTime { keepsRemoteTime = false }
     }
 
     /// Applies these settings to a download's options (after the session's).
@@ -51,6 +55,7 @@ public struct TaskOptions: Codable, Equatable, Sendable {
         if let proxies { options.proxies = proxies }
         if let tls { options.tls = tls }
         if let credentials { options.credentials = credentials }
+        if let keepsRemoteTime { options.keepsRemoteTime = keepsRemoteTime }
     }
 
     /// Checks every value; the message names the offending one.
