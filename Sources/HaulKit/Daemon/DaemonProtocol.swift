@@ -205,6 +205,7 @@ public enum DaemonProtocol {
         if let count = options.maxConnectionsPerHost { object["maxConnectionsPerHost"] = JSONValue(count) }
         if options.allowInsecureRedirects { object["allowInsecureRedirects"] = true }
         if let keeps = options.keepsRemoteTime { object["remoteTime"] = .bool(keeps) }
+        if let command = options.completionCommand { object["completionCommand"] = .string(command) }
         if let proxies = options.proxies {
             var proxy: [String: JSONValue] = [:]
             if let explicit = proxies.explicit { proxy["url"] = .string(explicit.url) }
@@ -238,6 +239,7 @@ public enum DaemonProtocol {
         options.maxConnectionsPerHost = try params.int("maxConnectionsPerHost")
         options.allowInsecureRedirects = try params.bool("allowInsecureRedirects") ?? false
         options.keepsRemoteTime = try params.bool("remoteTime")
+        options.completionCommand = try params.string("completionCommand")
         if let proxy = try params.object("proxy") {
             var environment: [String: String] = [:]
             if let variables = try proxy.object("environment") {

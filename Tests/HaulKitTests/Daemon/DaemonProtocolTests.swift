@@ -42,6 +42,7 @@ import Testing
         request.options.tls = TLSTrust(caFile: "/ca.pem", caDirectory: "/certs", insecure: true, clientCertificate: "/c.pem", clientKey: "/k.pem")
         request.options.credentials = Credentials(user: "me", password: "p:w")
         request.options.keepsRemoteTime = false
+        request.options.completionCommand = "notify-send \"$HAUL_TASK_PATH\""
         let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
         #expect(decoded.url == request.url && decoded.destination == request.destination && decoded.headers == request.headers)
         #expect(decoded.checksum == request.checksum && decoded.segments == 4 && decoded.priority == -1 && decoded.id == "mine")
@@ -64,6 +65,8 @@ import Testing
             (["url": "https://x/y", "options": ["overwrite": true, "continue": true]], "not both"),
             (["url": "https://x/y", "directory": "/d", "options": ["continue": true]], "continue needs"),
             (["url": "https://x/y", "options": ["rateLimit": "fast"]], "\"rateLimit\""),
+            (["url": "https://x/y", "options": ["completionCommand": ""]], "completion command"),
+            (["url": "https://x/y", "options": ["completionCommand": 1]], "\"completionCommand\""),
         ]
         for (members, fragment) in bad {
             do {
