@@ -125,6 +125,8 @@ struct TaskFollower {
                     failures = 0
                     tick(tasks)
                     if !tasks.contains(where: { $0.state == .waiting || $0.state == .running || $0.state == .paused }) {
+                        // Their ends are shown now: their journal entries need not wait for another client.
+                        await connection.acknowledgeJournal(of: tasks.filter { $0.state == .finished || $0.state == .failed }.map(\.id))
                         return tasks
                     }
                     await wakeup.wait(timeout: .seconds(1))
