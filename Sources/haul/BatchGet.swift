@@ -139,7 +139,7 @@ final class BatchReporter: @unchecked Sendable {
             if mode != .quiet { say("saved \(task.filePath ?? Redaction.url(task.url)) (\(ByteFormat.string(task.bytes)))") }
         case .failed(let task):
             failed += 1
-            say("haul: error: \(Redaction.url(task.url)): \(task.error?.message ?? "failed")")
+            say("haul: error: " + Reporter.failure(of: Redaction.url(task.url), task.error?.message ?? "failed"))
         case .allFinished:
             break
         }

@@ -61,7 +61,7 @@ struct WaitCommand: AsyncParsableCommand {
         var code: Int32 = 0
         for task in final where task.state != .finished {
             let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
-            Reporter.printError("haul: error: \(task.id): \(Redaction.url(task.url)): \(error.message)")
+            Reporter.printError("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.message))
             if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
         }
         let missing = Set(final.map(\.id))
