@@ -16,10 +16,11 @@ import Testing
 
     @Test func anIdleDaemonExitsAndRemovesItsSocket() async throws {
         try await Sandbox.with { box in
-            let daemon = try await DaemonHarness.start(box, ["--idle-exit", "1"])
-            #expect(try await box.run(["ls", "--no-autostart"]).exitCode == 0)
+            // Not waited for until it listens: on a busy machine it may be idle for its second before a poll sees it.
+            let daemon = try box.start(["daemon", "--socket", DaemonHarness.socket(box), "--idle-exit", "1"])
             let result = try await daemon.wait(timeout: .seconds(60))
             #expect(result.exitCode == 0 && !result.signalled, "\(result)")
+            #expect(result.stderr.contains("listening on"), "it did start: \(result.stderr)")
             #expect(result.stderr.contains("exiting"), "the log says why: \(result.stderr)")
             #expect(!fileExists(DaemonHarness.socket(box)), "the socket is removed")
             #expect(!fileExists(DaemonHarness.socket(box) + ".pid"))
@@ -33,10 +34,15 @@ import Testing
             resource.faults.stallAfterBytes = 64 << 10
             server.serve("/stalls.bin", resource)
             try await Sandbox.with { box in
-                let daemon = try await DaemonHarness.start(box, ["--idle-exit", "1"])
+                // The task is queued (and held: no download at once) by a daemon that never idles out; the one under
+                // test finds it waiting when it starts, so it is busy from its first look on.
+                let first = try await DaemonHarness.start(box)
                 #expect(try await box.run(["session", "set", "--max-concurrent", "0", "--no-autostart"]).exitCode == 0)
                 let added = try await box.run(["add", server.url("/stalls.bin"), "-o", "s.bin", "--no-autostart"])
                 #expect(added.exitCode == 0, "\(added)")
+                first.signal(SIGTERM)
+                #expect(try await first.wait().exitCode == 0)
+                let daemon = try await DaemonHarness.start(box, ["--idle-exit", "1"])
                 // Three idle periods with a task waiting (a busy machine can only make the daemon later, not earlier).
                 try await Task.sleep(for: .seconds(3))
                 #expect(daemon.isRunning, "the daemon left a waiting task: \(daemon.stderrSoFar())")

@@ -20,11 +20,11 @@ import Testing
         guard case .held = FileLock.takeExisting(path) else { Issue.record("held by the lock above"); return }
         lock.release()
         guard case .taken(let probe) = FileLock.takeExisting(path) else { Issue.record("free after release"); return }
-        #expect(throws: HaulError.self) { try FileLock(path: path, busy: HaulError(.busy, "busy")) }
+        guard case .held = FileLock.takeExisting(path) else { Issue.record("held by the probe"); return }
         probe.release()
     }
 
-    @Test func aLockFileDeletedUnderAWaiterIsNotTrustedByIt() throws {
+    @Test func aLockFileDeletedUnderAWaiterIsNotTrustedByIt() async throws {
         let path = try temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
         #expect(FileManager.default.createFile(atPath: path, contents: nil))
@@ -32,14 +32,16 @@ import Testing
             Issue.record("the lock file is free")
             return
         }
-        // Another owner opens the file and waits for the lock (it retries for about half a second)...
-        // (on a thread of its own: its waiting blocks, and must not hold up this test on a busy cooperative pool).
+        // Another owner opens the file and waits for the lock (it retries for about half a second), while the holder
+        // deletes the file and lets go, as `haul clean` does: each on a thread of its own, so that a busy cooperative
+        // pool cannot make the holder late for the waiter's half second.
         let waiter = LockWaiter(path)
-        usleep(100_000)
-        // ...while the holder deletes the file and lets go, as `haul clean` does.
-        unlink(path)
-        cleaner.release()
-        let taken = try waiter.result()
+        Thread {
+            usleep(100_000)
+            unlink(path)
+            cleaner.release()
+        }.start()
+        let taken = try await waiter.result()
         // Whether it opened the old file or not, what it holds is the lock at `path`, visible to everyone.
         guard case .held = FileLock.takeExisting(path) else {
             Issue.record("the waiter holds a lock on a deleted file")
@@ -51,23 +53,23 @@ import Testing
 
 /// Takes a lock on a thread of its own.
 private final class LockWaiter: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
     private var outcome: Result<FileLock, any Error>?
 
     init(_ path: String) {
         Thread {
-            do {
-                self.outcome = .success(try FileLock(path: path, busy: HaulError(.busy, "busy")))
-            } catch {
-                self.outcome = .failure(error)
-            }
-            self.done.signal()
+            let outcome: Result<FileLock, any Error> = Result { try FileLock(path: path, busy: HaulError(.busy, "busy")) }
+            self.lock.withLock { self.outcome = outcome }
         }.start()
     }
 
-    /// Waits (at most 10 s) for the lock.
-    func result() throws -> FileLock {
-        guard done.wait(timeout: .now() + 10) == .success, let outcome else { throw HaulError(.busy, "the waiter never finished") }
-        return try outcome.get()
+    /// Waits (at most 10 s, without blocking a thread of the cooperative pool) for the lock.
+    func result() async throws -> FileLock {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let outcome = lock.withLock({ outcome }) { return try outcome.get() }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw HaulError(.busy, "the waiter never finished")
     }
 }
