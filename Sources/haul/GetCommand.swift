@@ -100,8 +100,9 @@ struct GetCommand: AsyncParsableCommand {
         try? await engine.shutdown()
         var failure: HaulError?
         if case .failure(let error) = outcome {
-            failure = error as? HaulError ?? HaulError(.network, String(describing: error))
-            if let failure { reporter.failed(failure, exitCode: ExitStatus.code(for: failure.kind)) }
+            let shown = error as? HaulError ?? HaulError(.network, String(describing: error))
+            reporter.failed(shown, exitCode: ExitStatus.code(for: shown.kind))
+            failure = shown
         }
         // After the outcome is shown, as its last step: the command may move or open the file.
         if let hook = OnComplete(onComplete, toStandardError: json || options.destination == .standardOutput),
