@@ -12,6 +12,10 @@ package struct DaemonLimits: Sendable, Equatable {
     /// A connection that keeps an unfinished line this long (counting only time the daemon is ready to read
     /// more of it) is closed with an error.
     package var partialLineTimeout: Duration = .seconds(10)
+    /// The daemon exits after this long with no task running or waiting, no client connected and no request under
+    /// way (``IdleExit``); zero, the default, means never. Daemons the CLI starts by itself get
+    /// ``DaemonLauncher/autostartIdleExit``.
+    package var idleExit: Duration = .zero
 
     package init() {}
 }

@@ -21,12 +21,14 @@ package final class DaemonServer: Sendable {
     private let lock: FileLock
     private let serverChannel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
     private let connections = NIOLockedValueBox((next: 0, open: [Int: Channel]()))
+    private let idleExit: Duration
 
     /// Takes the socket (refusing when another daemon holds it), restores the sessions it ran before and
     /// starts listening, within `limits`. Call ``run()`` next.
     package init(location: DaemonLocation, home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) async throws {
         self.location = location
         self.logger = logger
+        self.idleExit = limits.idleExit
         try location.prepareDirectory()
         MemoryReturn.prepare()
         let budget = InputBudget(limit: limits.unfinishedInputBudget)
@@ -70,8 +72,11 @@ package final class DaemonServer: Sendable {
         logger.info("haul daemon \(HaulVersion.string) listening on \(location.socketPath)")
     }
 
-    /// Serves clients until ``shutdown()``.
+    /// Serves clients until ``shutdown()``, or until the daemon has been idle for ``DaemonLimits/idleExit`` (then it
+    /// stops listening and returns once its last connection has ended; call ``shutdown()`` next).
     package func run() async throws {
+        let watcher = idleExit > .zero ? Task { await self.stopListeningWhenIdle() } : nil
+        defer { watcher?.cancel() }
         try await withThrowingDiscardingTaskGroup { group in
             try await serverChannel.executeThenClose { inbound in
                 for try await connection in inbound {
@@ -85,6 +90,27 @@ package final class DaemonServer: Sendable {
                         self.connections.withLockedValue { _ = $0.open.removeValue(forKey: id) }
                     }
                 }
+            }
+        }
+    }
+
+    /// Looks at what the daemon does every so often; once ``IdleExit`` says it has been idle long enough, closes the
+    /// listening socket, which ends ``run()``. Ends then, or when cancelled.
+    private func stopListeningWhenIdle() async {
+        var rule = IdleExit(limit: idleExit)
+        let start = ContinuousClock.now
+        // Each turn sleeps for the rule's interval (at least 50 ms) or ends.
+        while !Task.isCancelled {
+            let (tasks, requests) = await service.activity()
+            let activity = IdleExit.Activity(tasks: tasks, connections: connections.withLockedValue { $0.open.count }, requests: requests)
+            switch rule.observe(activity, at: ContinuousClock.now - start) {
+            case .exit:
+                logger.info("nothing to do for \(Int(idleExit.seconds.rounded())) s (no task running or waiting, no client); exiting")
+                try? await serverChannel.channel.close()
+                return
+            case .stay(let wait):
+                guard let wait else { return }
+                try? await Task.sleep(for: wait)
             }
         }
     }

@@ -144,6 +144,14 @@ extension DaemonService {
         return old == new
     }
 
+    /// What the daemon is doing, for ``IdleExit``: tasks running or waiting in its open sessions, and requests under
+    /// way (sessions being opened or closed count as requests).
+    func activity() async -> (tasks: Int, requests: Int) {
+        var tasks = 0
+        for session in sessions.values { tasks += await session.activeTaskCount() }
+        return (tasks, inUse.values.reduce(0, +) + opening.count + closing.count)
+    }
+
     // MARK: Closing idle sessions
 
     /// Closes every session that has been idle (see ``isIdle(_:)``) for ``DaemonLimits/sessionIdleTimeout``.

@@ -128,7 +128,10 @@ actor DaemonService {
             let page = Self.journalPage(try session.store.journal(after: after), limit: limit, budget: budget)
             return ["events": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
         case .acknowledgeJournal:
-            guard let through = try params.int64("through") else { throw RPCError.invalidParams("\"through\" is required") }
+            if let ids = try params.strings("ids") {
+                return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(taskIDs: ids))]
+            }
+            guard let through = try params.int64("through") else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
             return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
         case .hello, .status:
             throw RPCError.methodNotFound(request.method)  // answered above

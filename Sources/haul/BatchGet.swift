@@ -27,6 +27,8 @@ struct BatchGet {
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
         let identifier = BatchGet.identifier(for: requests)
+        let hook = OnComplete(command.onComplete, toStandardError: command.json)
+        if let hook { configuration.onCompletion = { hook.run(for: $0, session: identifier) } }
         let session: DownloadSession
         do {
             session = try await DownloadSession(identifier: identifier, configuration: configuration)
@@ -53,6 +55,7 @@ struct BatchGet {
         await session.close()
         printer.cancel()
         reporter.finish()
+        if !interrupted { await hook?.waitForAll() }
         if interrupted {
             Reporter.printError("haul: paused \(final.filter { $0.state != .finished }.count) downloads; run the same command again to resume")
             throw ExitCode(ExitStatus.interrupted)
@@ -136,7 +139,7 @@ final class BatchReporter: @unchecked Sendable {
             if mode != .quiet { say("saved \(task.filePath ?? Redaction.url(task.url)) (\(ByteFormat.string(task.bytes)))") }
         case .failed(let task):
             failed += 1
-            say("haul: error: \(Redaction.url(task.url)): \(task.error?.message ?? "failed")")
+            say("haul: error: " + Reporter.failure(of: Redaction.url(task.url), task.error?.line ?? "failed"))
         case .allFinished:
             break
         }

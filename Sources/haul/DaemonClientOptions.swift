@@ -105,6 +105,15 @@ final class DaemonConnection: Sendable {
         }
     }
 
+    /// Acknowledges the journal entries of the tasks `ids` (whose end this command has shown), in messages that
+    /// fit; best effort: an older daemon, or a connection that closed, leaves them for later.
+    func acknowledgeJournal(of ids: [String]) async {
+        let groups = DaemonProtocol.chunks(ids.map(JSONValue.string), count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes)
+        for group in groups {
+            guard (try? await client.call(.acknowledgeJournal, session: session, ["ids": .array(group)])) != nil else { return }
+        }
+    }
+
     /// Full task ids for what the user typed: an id, or a prefix of exactly one id (among `ids`, else the session's).
     func resolve(_ typed: [String], among ids: [String]? = nil) async throws -> [String] {
         let known: [String]

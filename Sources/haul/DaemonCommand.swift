@@ -19,19 +19,25 @@ struct DaemonCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every connection and request.")
     var verbose = false
 
-    @Option(name: .customLong("max-sessions"), help: "Sessions open at once (idle ones are closed to make room).")
+    @Option(name: .customLong("max-sessions"), parsing: .unconditional, help: "Sessions open at once (idle ones are closed to make room).")
     var maxSessions = DaemonLimits().maxOpenSessions
 
-    @Option(name: .customLong("session-idle-timeout"), help: "Seconds before a session with nothing to do and no client is closed.")
+    @Option(name: .customLong("session-idle-timeout"), parsing: .unconditional, help: "Seconds before a session with nothing to do and no client is closed.")
     var sessionIdleTimeout = DaemonLimits().sessionIdleTimeout.seconds
 
-    @Option(name: .customLong("partial-line-timeout"), help: "Seconds a client may leave a message unfinished before it is disconnected.")
+    @Option(name: .customLong("partial-line-timeout"), parsing: .unconditional, help: "Seconds a client may leave a message unfinished before it is disconnected.")
     var partialLineTimeout = DaemonLimits().partialLineTimeout.seconds
+
+    @Option(name: .customLong("idle-exit"), parsing: .unconditional, help: "Exit after this many seconds with no task running or waiting and no client (default 0: never; a daemon haul starts by itself uses 600).")
+    var idleExit = 0.0
 
     func validate() throws {
         guard maxSessions >= 1, maxSessions <= 10_000 else { throw ValidationError("--max-sessions must be between 1 and 10000") }
         for (name, value) in [("--session-idle-timeout", sessionIdleTimeout), ("--partial-line-timeout", partialLineTimeout)] {
             guard value > 0, value <= 86_400 else { throw ValidationError("\(name) must be between 0 and 86400 seconds") }
+        }
+        guard idleExit.isFinite, idleExit >= 0, idleExit <= 31_536_000 else {
+            throw ValidationError("--idle-exit must be between 0 (never) and 31536000 seconds")
         }
     }
 
@@ -41,6 +47,7 @@ struct DaemonCommand: AsyncParsableCommand {
         limits.maxOpenSessions = maxSessions
         limits.sessionIdleTimeout = .milliseconds(Int64(sessionIdleTimeout * 1_000))
         limits.partialLineTimeout = .milliseconds(Int64(partialLineTimeout * 1_000))
+        limits.idleExit = .milliseconds(Int64(idleExit * 1_000))
         return limits
     }
 

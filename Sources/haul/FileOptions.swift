@@ -58,14 +58,17 @@ struct FileOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: "Connections for one file, 1-32 (default: up to 8 for large files, 1 for small ones).")
     var segments: Int?
 
-    @Option(name: .customLong("min-segment-size"), help: "Never split a range below this size, e.g. 1M (default 1M).")
+    @Option(name: .customLong("min-segment-size"), parsing: .unconditional, help: "Never split a range below this size, e.g. 1M (default 1M).")
     var minSegmentSize: String?
 
-    @Option(name: .customLong("max-connections-per-host"), help: "At most this many connections to one host.")
+    @Option(name: .customLong("max-connections-per-host"), parsing: .unconditional, help: "At most this many connections to one host.")
     var maxConnectionsPerHost = 8
 
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
+
+    @Flag(name: .customLong("no-remote-time"), help: "Leave the finished file's time as it was written, not the server's Last-Modified.")
+    var noRemoteTime = false
 
     @Option(name: [.customShort("u"), .customLong("user")], help: "USER:PASSWORD for Basic authentication to the URL's own origin (never sent after a redirect to another).")
     var user: String?
@@ -92,6 +95,15 @@ struct FileOptions: ParsableArguments {
             throw InputError("\(path) can be read by other users, so its passwords are not used; run chmod 600 \(path)")
         }
         return Netrc.credentials(for: host, in: String(decoding: data, as: UTF8.self))
+    }
+
+    /// A size or rate given to `option`; the error names the option.
+    static func byteCount(_ text: String, _ option: String) throws -> Int64 {
+        do {
+            return try UserInput.byteCount(text)
+        } catch {
+            throw InputError("\(option): \(error.message)")
+        }
     }
 
     /// -o, --continue and --checksum are about one file.
@@ -134,11 +146,12 @@ struct FileOptions: ParsableArguments {
             // As a header it travels with the task to the daemon; it is sent to the URL's origin only.
             options.headers.append("Authorization", credentials.authorization)
         }
-        options.rateLimit = try limitRate.map { try UserInput.byteCount($0) }
+        options.rateLimit = try limitRate.map { try Self.byteCount($0, "--limit-rate") }
         options.segments = segments
         options.maxConnectionsPerHost = maxConnectionsPerHost
-        if let minSegmentSize { options.minSegmentSize = try UserInput.byteCount(minSegmentSize) }
+        if let minSegmentSize { options.minSegmentSize = try Self.byteCount(minSegmentSize, "--min-segment-size") }
         options.allowInsecureRedirects = allowInsecureRedirects
+        options.keepsRemoteTime = !noRemoteTime
         options.failFastBeforeData = true
         options.retry = RetryPolicy(maxRetries: retries, baseDelay: .milliseconds(Int64(retryWait * 1000)))
         return options

@@ -24,6 +24,9 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
     var maxTime: Double?
 
+    @Option(name: .customLong("on-complete"), help: "A shell command run after each download finishes or fails, with HAUL_TASK_* set; haul waits for it (up to 2 minutes).")
+    var onComplete: String?
+
     @OptionGroup(title: "File options")
     var file: FileOptions
 
@@ -95,14 +98,19 @@ struct GetCommand: AsyncParsableCommand {
             outcome = .failure(HaulError(.network, "stopped after --max-time \(maxTime.formatted()) s; \(error.line)"))
         }
         try? await engine.shutdown()
-        switch outcome {
-        case .success:
-            return
-        case .failure(let error):
-            let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
-            reporter.failed(failure, exitCode: ExitStatus.code(for: failure.kind))
-            throw ExitCode(ExitStatus.code(for: failure.kind))
+        var failure: HaulError?
+        if case .failure(let error) = outcome {
+            let shown = error as? HaulError ?? HaulError(.network, String(describing: error))
+            reporter.failed(shown, exitCode: ExitStatus.code(for: shown.kind))
+            failure = shown
         }
+        // After the outcome is shown, as its last step: the command may move or open the file.
+        if let hook = OnComplete(onComplete, toStandardError: json || options.destination == .standardOutput),
+           let task = OnComplete.task(options, outcome) {
+            hook.run(for: task, session: nil)
+            await hook.waitForAll()
+        }
+        if let failure { throw ExitCode(ExitStatus.code(for: failure.kind)) }
     }
 
     /// The URLs from the arguments and `-i`.

@@ -17,6 +17,9 @@ struct AddCommand: AsyncParsableCommand {
     @Option(help: "A task id of your choosing (one URL only); adding the same id again returns the existing task.")
     var id: String?
 
+    @Option(name: .customLong("on-complete"), help: "A shell command the daemon runs after each of these downloads finishes or fails, with HAUL_TASK_* set.")
+    var onComplete: String?
+
     @OptionGroup(title: "File options (--limit-rate caps each download)")
     var file: FileOptions
 
@@ -55,7 +58,9 @@ struct AddCommand: AsyncParsableCommand {
         return try all.map { url in
             var options = try file.makeOptions(url: url)
             try connection.apply(to: &options)
-            return DaemonProtocol.encode(DownloadRequest(options, priority: priority, id: id))
+            var request = DownloadRequest(options, priority: priority, id: id)
+            if let onComplete, !onComplete.isEmpty { request.options.completionCommand = onComplete }
+            return DaemonProtocol.encode(request)
         }
     }
 }

@@ -56,6 +56,12 @@ final class Reporter: @unchecked Sendable {
         write(line + "\n", to: STDERR_FILENO)
     }
 
+    /// `URL: message` for a download's failure, or the message alone when it names the URL already
+    /// ("http://host/f answered 404 Not Found"): an error line says each thing once.
+    static func failure(of url: String, _ message: String) -> String {
+        message.contains(url) ? message : "\(url): \(message)"
+    }
+
     // MARK: Human output
 
     private func human(_ event: DownloadEvent) {

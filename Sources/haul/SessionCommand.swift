@@ -25,10 +25,10 @@ struct SessionSetCommand: AsyncParsableCommand {
             HAUL_TASK_STATE, HAUL_TASK_PATH, HAUL_TASK_BYTES and HAUL_TASK_ERROR set; --on-complete '' removes it.
             """)
 
-    @Option(name: .customLong("max-concurrent"), help: "Downloads running at once (0 holds every waiting task).")
+    @Option(name: .customLong("max-concurrent"), parsing: .unconditional, help: "Downloads running at once (0 holds every waiting task).")
     var maxConcurrent: Int?
 
-    @Option(name: .customLong("limit-rate"), help: "Speed of all the session's downloads together, e.g. 500K, 2M, or none.")
+    @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Speed of all the session's downloads together, e.g. 500K, 2M, or none.")
     var limitRate: String?
 
     @Option(name: .customLong("on-complete"), help: "A shell command run after each task finishes or fails ('' for none).")
@@ -45,7 +45,7 @@ struct SessionSetCommand: AsyncParsableCommand {
             }
             if let limitRate {
                 let none = ["none", "0", "off", "unlimited"].contains(limitRate.lowercased())
-                changes["rateLimit"] = none ? .null : JSONValue(try UserInput.byteCount(limitRate))
+                changes["rateLimit"] = none ? .null : JSONValue(try FileOptions.byteCount(limitRate, "--limit-rate"))
             }
             if let onComplete { changes["completionCommand"] = onComplete.isEmpty ? .null : .string(onComplete) }
             guard !changes.isEmpty else { throw InputError("nothing to change: give --max-concurrent, --limit-rate or --on-complete") }

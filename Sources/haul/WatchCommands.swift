@@ -61,7 +61,7 @@ struct WaitCommand: AsyncParsableCommand {
         var code: Int32 = 0
         for task in final where task.state != .finished {
             let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
-            Reporter.printError("haul: error: \(task.id): \(Redaction.url(task.url)): \(error.line)")
+            Reporter.printError("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.line))
             if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
         }
         let missing = Set(final.map(\.id))
@@ -96,10 +96,16 @@ struct TaskFollower {
                 defer { Task { await connection.close() } }
                 let wakeup = Wakeup()
                 let notifications = connection.client.notifications
+                // The tasks whose end was shown from its event (the rest are shown from the last list).
+                let shownEnds = NIOLockedValueBox<Set<String>>([])
                 let consumer = Task {
                     for await (method, params) in notifications where method == "event" {
                         guard let (decoded, _) = params["event"].flatMap(DaemonProtocol.decodeEvent) else { continue }
                         if let id = decoded.taskID, followed.withLockedValue({ $0?.contains(id) }) != true { continue }
+                        switch decoded {
+                        case .finished(let task), .failed(let task): shownEnds.withLockedValue { _ = $0.insert(task.id) }
+                        default: break
+                        }
                         event(decoded)
                         if case .progress = decoded { continue }
                         wakeup.fire()
@@ -125,6 +131,17 @@ struct TaskFollower {
                     failures = 0
                     tick(tasks)
                     if !tasks.contains(where: { $0.state == .waiting || $0.state == .running || $0.state == .paused }) {
+                        // The list can overtake the last events (they are read by another task): an end not shown
+                        // yet is shown from the list, once, after the reader stopped.
+                        consumer.cancel()
+                        await consumer.value
+                        let shown = shownEnds.withLockedValue { $0 }
+                        for task in tasks where !shown.contains(task.id) {
+                            if task.state == .finished { event(.finished(task)) }
+                            if task.state == .failed { event(.failed(task)) }
+                        }
+                        // Their ends are shown now: their journal entries need not wait for another client.
+                        await connection.acknowledgeJournal(of: tasks.filter { $0.state == .finished || $0.state == .failed }.map(\.id))
                         return tasks
                     }
                     await wakeup.wait(timeout: .seconds(1))

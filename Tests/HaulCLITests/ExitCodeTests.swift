@@ -43,6 +43,37 @@ import Testing
         }
     }
 
+    /// A negative number is a value out of range, said in the option's own words, not "Missing value".
+    @Test(arguments: [
+        ["get", "URL", "--retries", "-1"], ["get", "URL", "--max-connections-per-host", "-1"], ["get", "URL", "--min-segment-size", "-1"],
+        ["get", "URL", "--segments", "-2"], ["add", "URL", "--retries", "-1", "--no-autostart"],
+        ["session", "set", "--max-concurrent", "-1", "--no-autostart"], ["session", "set", "--limit-rate", "-5", "--no-autostart"],
+        ["daemon", "--idle-exit", "-1"], ["daemon", "--max-sessions", "-1"],
+    ])
+    func negativeNumbersAreOutOfRangeNotMissing(_ arguments: [String]) async throws {
+        try await Sandbox.with { box in
+            let result = try await box.run(arguments.map { $0 == "URL" ? "http://127.0.0.1:9/f" : $0 })
+            #expect(result.exitCode == 2, "\(arguments): \(result)")
+            #expect(!result.stderr.contains("Missing value"), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(arguments[arguments.firstIndex { $0.hasPrefix("-") && $0.count > 2 } ?? 0]), "names the option: \(result.stderr)")
+        }
+    }
+
+    @Test func aFailedDownloadsErrorLineNamesItsURLOnce() async throws {
+        try await withTestServer { server in
+            server.serve("/ok.bin", Resource(body: TestData.bytes(1_000), etag: "\"ok\""))
+            try await Sandbox.with { box in
+                let missing = server.url("/missing.bin")
+                for arguments in [["get", missing, "-o", "one.bin"], ["get", server.url("/ok.bin"), missing, "--dir", "many"]] {
+                    let result = try await box.run(arguments)
+                    #expect(result.exitCode == 4, "\(result)")
+                    let line = try #require(result.stderrLines.first { $0.hasPrefix("haul: error:") }, "\(result.stderr)")
+                    #expect(line.components(separatedBy: missing).count == 2, "the URL once: \(line)")
+                }
+            }
+        }
+    }
+
     @Test func notFoundExits4() async throws {
         try await withTestServer { server in
             try await Sandbox.with { box in

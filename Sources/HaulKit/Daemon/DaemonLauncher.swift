@@ -11,6 +11,9 @@ import Darwin
 package enum DaemonLauncher {
     /// How long to wait for a daemon that was just started.
     static let startTimeout: Duration = .seconds(15)
+    /// A daemon started here exits after this long with nothing to do (`haul daemon --idle-exit`); the next
+    /// command that needs one starts it again.
+    public static let autostartIdleExit: Duration = .seconds(600)
 
     public static func connect(
         _ endpoint: DaemonEndpoint, home: HaulHome, environment: [String: String] = ProcessInfo.processInfo.environment,
@@ -31,7 +34,8 @@ package enum DaemonLauncher {
         // The daemon serves the caller's HAUL_HOME, wherever the caller's configuration put it.
         var daemonEnvironment = environment
         daemonEnvironment["HAUL_HOME"] = home.path
-        let pid = try spawnDetached(executable, ["daemon", "--socket", location.socketPath], environment: daemonEnvironment, log: log)
+        let arguments = ["daemon", "--socket", location.socketPath, "--idle-exit", String(Int(autostartIdleExit.seconds))]
+        let pid = try spawnDetached(executable, arguments, environment: daemonEnvironment, log: log)
         let deadline = ContinuousClock.now + startTimeout
         var lastError: any Error = HaulError(.network, "the haul daemon did not start")
         while ContinuousClock.now < deadline {

@@ -204,6 +204,8 @@ package enum DaemonProtocol {
         if let size = options.minSegmentSize { object["minSegmentSize"] = JSONValue(size) }
         if let count = options.maxConnectionsPerHost { object["maxConnectionsPerHost"] = JSONValue(count) }
         if options.allowInsecureRedirects { object["allowInsecureRedirects"] = true }
+        if let keeps = options.keepsRemoteTime { object["remoteTime"] = .bool(keeps) }
+        if let command = options.completionCommand { object["completionCommand"] = .string(command) }
         if let proxies = options.proxies {
             var proxy: [String: JSONValue] = [:]
             if let explicit = proxies.explicit { proxy["url"] = .string(explicit.url) }
@@ -236,6 +238,8 @@ package enum DaemonProtocol {
         options.minSegmentSize = try params.int64("minSegmentSize")
         options.maxConnectionsPerHost = try params.int("maxConnectionsPerHost")
         options.allowInsecureRedirects = try params.bool("allowInsecureRedirects") ?? false
+        options.keepsRemoteTime = try params.bool("remoteTime")
+        options.completionCommand = try params.string("completionCommand")
         if let proxy = try params.object("proxy") {
             var environment: [String: String] = [:]
             if let variables = try proxy.object("environment") {

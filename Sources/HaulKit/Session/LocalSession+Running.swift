@@ -143,7 +143,7 @@ extension LocalSession {
         if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
         let snapshot = self.snapshot(of: stored.task)
         emit(state == .finished ? .finished(snapshot) : .failed(snapshot), sequence: stored.sequence)
-        completionHooks(snapshot)
+        completionHooks(snapshot, own: stored.task.options.completionCommand)
     }
 
     func setState(_ id: String, _ state: TaskState) throws {
@@ -208,28 +208,12 @@ extension LocalSession {
             error: task.errorKind.flatMap { HaulError.Kind(rawValue: $0) }.map { HaulError($0, task.errorMessage ?? "") })
     }
 
-    /// Runs the configured completion command and callback for a finished or failed task.
-    private func completionHooks(_ task: TaskSnapshot) {
+    /// Runs the completion callback, then the session's completion command and the task's own, for a finished or
+    /// failed task (not waited for: the commands run beside the session).
+    private func completionHooks(_ task: TaskSnapshot, own: String?) {
         configuration.onCompletion?(task)
-        guard let command = configuration.completionCommand else { return }
-        var environment = ProcessInfo.processInfo.environment
-        environment["HAUL_SESSION"] = identifier
-        environment["HAUL_TASK_ID"] = task.id
-        environment["HAUL_TASK_URL"] = Redaction.url(task.url)  // its user:password@ as ***: the hook may log it
-        environment["HAUL_TASK_STATE"] = task.state.rawValue
-        environment["HAUL_TASK_PATH"] = task.filePath ?? ""
-        environment["HAUL_TASK_BYTES"] = String(task.bytes)
-        environment["HAUL_TASK_ERROR"] = task.error?.message ?? ""
-        #if os(macOS) || os(Linux)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        try? process.run()
-        #else
-        // No subprocesses on iOS and the like: `onCompletion` is the hook there.
-        _ = environment
-        #endif
+        for command in [configuration.completionCommand, own].compactMap({ $0 }) {
+            _ = CompletionCommand(command).start(for: task, session: identifier)
+        }
     }
 }

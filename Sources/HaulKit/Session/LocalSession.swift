@@ -204,6 +204,11 @@ package actor LocalSession: SessionBackend {
         running.isEmpty && queue.isEmpty
     }
 
+    /// Tasks running or waiting to run.
+    package func activeTaskCount() -> Int {
+        running.count + queue.count
+    }
+
     // MARK: Bookkeeping for the running tasks
 
     var isClosed: Bool { closed }

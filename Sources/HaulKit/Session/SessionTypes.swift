@@ -110,6 +110,23 @@ public struct TaskSnapshot: Equatable, Sendable {
     public var error: HaulError?
     /// Why a running task is not moving: its last retry and reason (`retry 2/5 in 4 s: connection refused (host:80)`).
     public var note: String? = nil
+
+    /// A task as it stands (for a ``CompletionCommand`` run outside a session, say).
+    public init(
+        id: String, url: String, state: TaskState, priority: Int = 0, bytes: Int64, total: Int64? = nil,
+        bytesPerSecond: Double? = nil, filePath: String? = nil, error: HaulError? = nil, note: String? = nil
+    ) {
+        self.id = id
+        self.url = url
+        self.state = state
+        self.priority = priority
+        self.bytes = bytes
+        self.total = total
+        self.bytesPerSecond = bytesPerSecond
+        self.filePath = filePath
+        self.error = error
+        self.note = note
+    }
 }
 
 /// What a session reports.

@@ -19,6 +19,12 @@ public struct TaskOptions: Codable, Equatable, Sendable {
     public var tls: TLSTrust?
     /// Basic authentication for the URL's origin (stored privately with the task; never shown).
     public var credentials: Credentials?
+    /// `false`: the finished file keeps the time it was written, not the server's `Last-Modified` (`nil`: the
+    /// default, the server's time).
+    public var keepsRemoteTime: Bool?
+    /// A shell command run after this task finishes or fails (besides the session's
+    /// ``SessionConfiguration/completionCommand``), with the task in `HAUL_TASK_*` variables (``CompletionCommand``).
+    public var completionCommand: String?
 
     public init() {}
 
@@ -36,6 +42,7 @@ public struct TaskOptions: Codable, Equatable, Sendable {
         proxies = options.proxies
         tls = options.tls
         credentials = options.credentials
+        if !options.keepsRemoteTime { keepsRemoteTime = false }
     }
 
     /// Applies these settings to a download's options (after the session's).
@@ -51,11 +58,13 @@ public struct TaskOptions: Codable, Equatable, Sendable {
         if let proxies { options.proxies = proxies }
         if let tls { options.tls = tls }
         if let credentials { options.credentials = credentials }
+        if let keepsRemoteTime { options.keepsRemoteTime = keepsRemoteTime }
     }
 
     /// Checks every value; the message names the offending one.
     public func validate() throws(InputError) {
         if overwrite, continuePartial { throw InputError("use either continuePartial or overwrite, not both") }
+        if completionCommand?.isEmpty == true { throw InputError("the completion command cannot be empty") }
         if let rateLimit, rateLimit < 1 { throw InputError("the rate limit must be at least 1 byte per second") }
         if let maxRetries, !(0...1000).contains(maxRetries) { throw InputError("retries must be between 0 and 1000") }
         if let retryWait, !(retryWait.isFinite && retryWait >= 0 && retryWait <= 86_400) {

@@ -8,29 +8,82 @@ import Darwin
 
 /// An exclusive `flock` on a file: one session, or one download, per process at a time. Released by
 /// ``release()``, or when the process exits or crashes.
+///
+/// `haul clean` deletes lock files, but only while holding them; a lock taken on a file that is no longer at its
+/// path protects nothing, so taking one checks that the file locked is still the one at the path, else tries again.
 package final class FileLock: Sendable {
     private let fd: Int32
 
     /// Takes the lock at `path` (creating the file), or throws `busy` when another process holds it.
-    package init(path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw POSIX.error("opening", path) }
-        _ = fchmod(fd, 0o600)
-        // A lock just released can still be held for a moment by a child process between fork and exec
-        // (the descriptor is close-on-exec, but shared until then): try again briefly before calling it busy.
-        var attempts = 0
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            attempts += 1
-            guard attempts < 25 else {
-                close(fd)
-                throw busy()
+    package convenience init(path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
+        self.init(descriptor: try Self.acquire(path, busy: busy))
+    }
+
+    /// The descriptor of the file at `path`, locked.
+    private static func acquire(_ path: String, busy: () -> HaulError) throws(HaulError) -> Int32 {
+        // Bounded: each turn either takes the lock of the file at `path`, or finds that file replaced meanwhile.
+        for _ in 0..<16 {
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { throw POSIX.error("opening", path) }
+            _ = fchmod(fd, 0o600)
+            // A lock just released can still be held for a moment by a child process between fork and exec
+            // (the descriptor is close-on-exec, but shared until then): try again briefly before calling it busy.
+            var attempts = 0
+            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                attempts += 1
+                guard attempts < 25 else {
+                    close(fd)
+                    throw busy()
+                }
+                usleep(20_000)
             }
-            usleep(20_000)
+            if isStill(fd, at: path) { return fd }
+            close(fd)
         }
-        self.fd = fd
+        throw busy()
+    }
+
+    private init(descriptor: Int32) { fd = descriptor }
+
+    /// What ``takeExisting(_:)`` found.
+    package enum Probe {
+        /// No file at the path.
+        case missing
+        /// Another process holds the lock.
+        case held
+        /// Taken: release it when done.
+        case taken(FileLock)
+    }
+
+    /// Takes the lock of the file at `path` if there is one, without creating it and without waiting.
+    package static func takeExisting(_ path: String) -> Probe {
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return errno == ENOENT ? .missing : .held }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return .held
+        }
+        guard isStill(fd, at: path) else {
+            // Deleted or replaced meanwhile: whoever replaced it may hold the new one.
+            close(fd)
+            return FileLock.exists(path) ? .held : .missing
+        }
+        return .taken(FileLock(descriptor: fd))
     }
 
     package func release() { _ = close(fd) }
+
+    /// Whether the open file `fd` is the file now at `path`.
+    private static func isStill(_ fd: Int32, at path: String) -> Bool {
+        var open = stat(), named = stat()
+        guard fstat(fd, &open) == 0, lstat(path, &named) == 0 else { return false }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
 
     /// A short note kept in the lock file itself (the name a `--dir` download chose): one write on the open
     /// descriptor, no file of its own. Empty text clears it.

@@ -50,6 +50,22 @@ extension TaskStore {
         }
     }
 
+    /// Acknowledges (deletes) every entry about the tasks `ids`, whatever their sequence; returns how many there were.
+    @discardableResult
+    public func acknowledgeJournal(taskIDs ids: [String]) throws -> Int {
+        try write { db in
+            var count = 0
+            // In groups, within SQLite's limit on bound parameters.
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let group = Array(ids[start..<min(start + 500, ids.count)])
+                let marks = Array(repeating: "?", count: group.count).joined(separator: ",")
+                try db.execute(sql: "DELETE FROM journal WHERE taskID IN (\(marks))", arguments: StatementArguments(group))
+                count += db.changesCount
+            }
+            return count
+        }
+    }
+
     /// Acknowledges (deletes) every entry up to and including `sequence`; returns how many there were.
     @discardableResult
     public func acknowledgeJournal(through sequence: Int64) throws -> Int {

@@ -373,6 +373,7 @@ final class DownloadJob {
         }
         let directory = POSIX.directoryOf(record.destinationPath)
         await DirectorySyncer.shared.sync(directory)
+        if options.keepsRemoteTime { RemoteFileTime.apply(lastModified: point.validators.lastModified, to: record.destinationPath) }
         if point.totalLength == nil { point.totalLength = point.offset }
         record.update(from: point)
         record.state = .finished

@@ -45,6 +45,9 @@ public struct DownloadOptions: Sendable {
     /// quick retries) instead of after the whole backoff: right for a person at a terminal (`haul get`), not for
     /// a queue that should wait for a server to come back.
     public var failFastBeforeData = false
+    /// The finished file takes the server's `Last-Modified` as its modification time (like `curl -R` and wget);
+    /// `false` leaves the time it was written.
+    public var keepsRemoteTime = true
     /// Record durable progress at least this often (whichever comes first).
     public var checkpointBytes: Int64 = 16 << 20
     public var checkpointInterval: Duration = .seconds(1)

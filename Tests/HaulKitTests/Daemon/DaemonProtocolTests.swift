@@ -41,6 +41,8 @@ import Testing
             explicit: try ProxyEndpoint(parsing: "http://u:p%40@proxy:3128"), noProxy: "localhost", environment: ["https_proxy": "s:1"])
         request.options.tls = TLSTrust(caFile: "/ca.pem", caDirectory: "/certs", insecure: true, clientCertificate: "/c.pem", clientKey: "/k.pem")
         request.options.credentials = Credentials(user: "me", password: "p:w")
+        request.options.keepsRemoteTime = false
+        request.options.completionCommand = "notify-send \"$HAUL_TASK_PATH\""
         let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
         #expect(decoded.url == request.url && decoded.destination == request.destination && decoded.headers == request.headers)
         #expect(decoded.checksum == request.checksum && decoded.segments == 4 && decoded.priority == -1 && decoded.id == "mine")
@@ -63,6 +65,8 @@ import Testing
             (["url": "https://x/y", "options": ["overwrite": true, "continue": true]], "not both"),
             (["url": "https://x/y", "directory": "/d", "options": ["continue": true]], "continue needs"),
             (["url": "https://x/y", "options": ["rateLimit": "fast"]], "\"rateLimit\""),
+            (["url": "https://x/y", "options": ["completionCommand": ""]], "completion command"),
+            (["url": "https://x/y", "options": ["completionCommand": 1]], "\"completionCommand\""),
         ]
         for (members, fragment) in bad {
             do {
@@ -72,6 +76,25 @@ import Testing
                 #expect(error.code == -32602 && error.message.contains(fragment), "\(members): \(error.message)")
             }
         }
+    }
+
+    @Test func theServersTimeIsKeptUnlessATaskSaysOtherwise() throws {
+        let url = try UserInput.url("https://example.com/a")
+        var options = DownloadOptions(url: url, destination: .file("/tmp/a"))
+        #expect(options.keepsRemoteTime)
+        // The default travels as nothing at all: a task stored by an older haul means the same.
+        #expect(TaskOptions(options) == TaskOptions())
+        #expect(DaemonProtocol.encode(DownloadRequest(options))["options"] == nil)
+        options.keepsRemoteTime = false
+        let request = DownloadRequest(options)
+        #expect(request.options.keepsRemoteTime == false)
+        #expect(DaemonProtocol.encode(request)["options"]?["remoteTime"] == .bool(false))
+        let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
+        var applied = DownloadOptions(url: url, destination: .file("/tmp/a"))
+        decoded.options.apply(to: &applied)
+        #expect(!applied.keepsRemoteTime)
+        let stored = try JSONDecoder().decode(TaskOptions.self, from: Data(#"{"overwrite":true,"continuePartial":false,"allowInsecureRedirects":false}"#.utf8))
+        #expect(stored.keepsRemoteTime == nil && stored.overwrite)
     }
 
     @Test func configurationsRoundTripAndRejectNonsense() throws {

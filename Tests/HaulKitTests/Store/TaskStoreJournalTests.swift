@@ -27,6 +27,22 @@ import Testing
         #expect(try store.journal().count == 1, "no entry for a task that does not exist")
     }
 
+    @Test func acknowledgingTasksLeavesTheOthersEntries() throws {
+        let store = try TaskStore(path: sandbox.storePath)
+        let ids = (0..<1_200).map { "t\($0)" }
+        for (index, id) in ids.enumerated() { _ = try store.add(sandbox.newTask(index, id: id)) }
+        for id in ids {
+            _ = try store.update(id: id, journaling: "failed", payload: { _ in "{}" }) { $0.state = .failed }
+        }
+        // More ids than one SQLite statement may bind, and one that has no entry.
+        let shown = ids.filter { !$0.hasSuffix("0") } + ["never-journaled"]
+        #expect(try store.acknowledgeJournal(taskIDs: shown) == shown.count - 1)
+        let left = try store.journal().map(\.taskID)
+        #expect(left == ids.filter { !shown.contains($0) })
+        #expect(try store.acknowledgeJournal(taskIDs: []) == 0)
+        #expect(try store.acknowledgeJournal(taskIDs: shown) == 0, "acknowledging twice changes nothing")
+    }
+
     @Test func sequencesAreNeverReusedAfterAcknowledgement() throws {
         let store = try TaskStore(path: sandbox.storePath)
         _ = try store.add(sandbox.newTask(1, id: "a"))

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import HaulKit
+
+/// `haul clean` deletes lock files while holding them: whoever opened such a file just before must not end up
+/// "holding" a lock nobody else can see.
+@Suite struct FileLockTests {
+    func temporaryPath() throws -> String {
+        let folder = NSTemporaryDirectory() + "haul-lock-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder + "/a.lock"
+    }
+
+    @Test func probingSeesMissingHeldAndFreeLocks() throws {
+        let path = try temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        guard case .missing = FileLock.takeExisting(path) else { Issue.record("no file yet"); return }
+        #expect(!FileManager.default.fileExists(atPath: path), "probing creates nothing")
+        let lock = try FileLock(path: path, busy: HaulError(.busy, "busy"))
+        guard case .held = FileLock.takeExisting(path) else { Issue.record("held by the lock above"); return }
+        lock.release()
+        guard case .taken(let probe) = FileLock.takeExisting(path) else { Issue.record("free after release"); return }
+        guard case .held = FileLock.takeExisting(path) else { Issue.record("held by the probe"); return }
+        probe.release()
+    }
+
+    @Test func aLockFileDeletedUnderAWaiterIsNotTrustedByIt() async throws {
+        let path = try temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        #expect(FileManager.default.createFile(atPath: path, contents: nil))
+        guard case .taken(let cleaner) = FileLock.takeExisting(path) else {
+            Issue.record("the lock file is free")
+            return
+        }
+        // Another owner opens the file and waits for the lock (it retries for about half a second), while the holder
+        // deletes the file and lets go, as `haul clean` does: each on a thread of its own, so that a busy cooperative
+        // pool cannot make the holder late for the waiter's half second.
+        let waiter = LockWaiter(path)
+        Thread {
+            usleep(100_000)
+            unlink(path)
+            cleaner.release()
+        }.start()
+        let taken = try await waiter.result()
+        // Whether it opened the old file or not, what it holds is the lock at `path`, visible to everyone.
+        guard case .held = FileLock.takeExisting(path) else {
+            Issue.record("the waiter holds a lock on a deleted file")
+            return
+        }
+        taken.release()
+    }
+}
+
+/// Takes a lock on a thread of its own.
+private final class LockWaiter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outcome: Result<FileLock, any Error>?
+
+    init(_ path: String) {
+        Thread {
+            let outcome: Result<FileLock, any Error> = Result { try FileLock(path: path, busy: HaulError(.busy, "busy")) }
+            self.lock.withLock { self.outcome = outcome }
+        }.start()
+    }
+
+    /// Waits (at most 10 s, without blocking a thread of the cooperative pool) for the lock.
+    func result() async throws -> FileLock {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let outcome = lock.withLock({ outcome }) { return try outcome.get() }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw HaulError(.busy, "the waiter never finished")
+    }
+}
