@@ -73,20 +73,42 @@ struct ConnectionSharingCLITests {
                 let second = try await box.run(["add", nginx.url("/throttled/small.bin"), "-o", "small.bin"])
                 #expect(second.exitCode == 0, "\(second)")
                 let smallID = try #require(second.stdoutLines.first)
-                var bigAtSmallEnd: Int?
-                try await eventuallyAsync("the small task to finish", timeout: .seconds(60)) {
-                    let tasks = try await box.run(["ls", "--json", "--no-autostart"]).jsonEvents()
-                    guard tasks.first(where: { $0["id"] as? String == smallID })?["state"] as? String == "finished" else { return false }
-                    bigAtSmallEnd = (tasks.first { $0["id"] as? String == bigID }?["bytes"] as? NSNumber)?.intValue
-                    return true
-                }
+                let waitedSmall = try await box.run(["wait", smallID, "--no-autostart"], timeout: .seconds(60))
+                #expect(waitedSmall.exitCode == 0, "\(waitedSmall)")
                 #expect(contentMismatch(box.path("small.bin"), expected: small) == nil)
-                let atEnd = try #require(bigAtSmallEnd)
-                #expect(atEnd < big.count / 2, "the large task had \(atEnd) of \(big.count) bytes when the small one finished")
                 let waited = try await box.run(["wait", bigID, "--no-autostart"], timeout: .seconds(60))
                 #expect(waited.exitCode == 0, "\(waited)")
                 #expect(contentMismatch(box.path("big.bin"), expected: big) == nil)
+                // nginx logs each response as it ends. Before the small file's response ended, no segment of the
+                // large one had ended whole: its connection came from a segment that gave one back (logged with
+                // fewer bytes than its range), not from one that finished. Independent of how loaded the machine is.
+                try? await eventually("nginx logs both files", timeout: .seconds(5)) {
+                    nginx.accessLog().contains { $0.hasPrefix("GET /throttled/small.bin ") }
+                }
+                let log = nginx.accessLog()
+                let smallEnd = try #require(log.firstIndex { $0.hasPrefix("GET /throttled/small.bin ") }, "\(log)")
+                let wholeSegments = log[..<smallEnd].filter { line in
+                    guard line.hasPrefix("GET /throttled/big.bin 206 "), let range = Self.closedRange(line),
+                          let sent = Self.sent(line) else { return false }
+                    return sent == range.upperBound - range.lowerBound + 1
+                }
+                #expect(wholeSegments.isEmpty, "segments that ended whole before the small file: \(wholeSegments)")
             }
         }
+    }
+
+    /// `a...b` of a log line's `range="bytes=a-b"`, when the range is closed.
+    static func closedRange(_ line: String) -> ClosedRange<Int>? {
+        guard let start = line.range(of: "range=\"bytes=") else { return nil }
+        let rest = line[start.upperBound...].prefix { $0 != "\"" }
+        let parts = rest.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let first = Int(parts[0]), let last = Int(parts[1]), first <= last else { return nil }
+        return first...last
+    }
+
+    /// The body bytes a log line says were sent.
+    static func sent(_ line: String) -> Int? {
+        guard let start = line.range(of: "sent=") else { return nil }
+        return Int(line[start.upperBound...].prefix { $0.isNumber })
     }
 }
