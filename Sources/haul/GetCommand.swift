@@ -59,7 +59,8 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.usage)
         }
         connection.warnIfInsecure()
-        let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)
+        // The live line needs the terminal to itself: not with --verbose's log lines.
+        let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (LiveArea.isLiveTerminal() && !verbose ? .terminal : .plain)
         let reporter = Reporter(mode: mode, url: Redaction.url(options.url))
         var configuration = TransferEngine.Configuration()
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))

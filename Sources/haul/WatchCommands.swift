@@ -13,7 +13,7 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var daemon: DaemonClientOptions
 
     func run() async throws {
-        let terminal = isatty(STDERR_FILENO) == 1
+        let terminal = LiveArea.isLiveTerminal()
         let reporter = BatchReporter(mode: terminal ? .terminal : .plain)
         var lastPlain = ContinuousClock.now - .seconds(2)
         do {
