@@ -7,7 +7,14 @@ struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
         abstract: "Download URLs; run the same command again to resume an interrupted download.",
-        discussion: ExitStatus.help
+        discussion: HelpText.examples(
+            "haul get https://example.com/big.iso     # Ctrl-C, then again to resume",
+            "haul get https://example.com/big.iso -o /tmp/big.iso --checksum sha256:HEX",
+            "haul get https://example.com/a.iso https://example.com/b.iso -j 2",
+            "haul get -i urls.txt --dir downloads --limit-rate 2M --segments 4",
+            "haul get https://example.com/data.json -o - | jq .",
+            "haul get https://example.com/big.iso --json   # JSON events on stdout"
+        ) + "\n\n" + ExitStatus.help
     )
 
     @OptionGroup var list: URLList
@@ -24,10 +31,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
     var maxTime: Double?
 
-    @OptionGroup(title: "File options")
+    @OptionGroup(title: HelpText.fileOptions)
     var file: FileOptions
 
-    @OptionGroup(title: "Connection options")
+    @OptionGroup(title: HelpText.connectionOptions)
     var connection: ConnectionOptions
 
     @Flag(name: .shortAndLong, help: "Print only errors.")

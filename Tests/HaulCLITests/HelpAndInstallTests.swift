@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+/// What a person installing and learning `haul` reads: every command's help (with examples, titles as written)
+/// and the shell completions.
+@Suite struct HelpAndInstallTests {
+    static let commands: [[String]] = [
+        [], ["get"], ["add"], ["ls"], ["pause"], ["resume"], ["rm"], ["watch"], ["wait"], ["session"], ["session", "set"],
+        ["daemon"], ["daemon", "stop"],
+    ]
+
+    @Test(arguments: commands)
+    func helpHasExamplesAndNoCapitalisedTitles(_ command: [String]) async throws {
+        try await Sandbox.with { box in
+            let result = try await box.run(command + ["--help"], timeout: .seconds(20))
+            #expect(result.exitCode == 0, "exit \(result.exitCode): \(result.stderr)")
+            let lines = result.stdout.components(separatedBy: "\n")
+            let shouted = lines.filter { $0.range(of: #"^[A-Z][A-Z0-9 ()/_,.-]*:"#, options: .regularExpression) != nil }
+            #expect(shouted.isEmpty, "titles in capitals in haul \(command.joined(separator: " ")) --help: \(shouted)")
+            #expect(lines.contains { $0.hasPrefix("Usage: haul") }, "\(result.stdout)")
+            guard let start = lines.firstIndex(of: "Examples:") else {
+                Issue.record("no Examples: section in haul \(command.joined(separator: " ")) --help:\n\(result.stdout)")
+                return
+            }
+            let examples = lines[(start + 1)...].prefix { !$0.isEmpty }
+            #expect(examples.count >= 2, "\(examples)")
+            for line in examples {
+                // Each example is one line of its own: a command, not wrapped at the help's width.
+                #expect(["  haul ", "  id=", "  systemctl "].contains { line.hasPrefix($0) }, "not an example line: \(line)")
+            }
+        }
+    }
+
+    @Test func helpSubcommandAndGroupTitlesAreAsWritten() async throws {
+        try await Sandbox.with { box in
+            let result = try await box.run(["help", "add"], timeout: .seconds(20))
+            #expect(result.exitCode == 0, "exit \(result.exitCode): \(result.stderr)")
+            #expect(result.stdout.hasPrefix("Overview: Queue downloads"), "\(result.stdout)")
+            #expect(result.stdout.contains("\nFile options (--limit-rate caps each download):\n"), "\(result.stdout)")
+            #expect(result.stdout.contains("\nConnection options (the proxy variables and SSL_CERT_FILE/SSL_CERT_DIR are read here, not in the daemon):\n"),
+                    "\(result.stdout)")
+        }
+    }
+
+    @Test(arguments: ["bash", "zsh", "fish"])
+    func completionScriptsAreGenerated(_ shell: String) async throws {
+        try await Sandbox.with { box in
+            let result = try await box.run(["--generate-completion-script", shell], timeout: .seconds(20))
+            #expect(result.exitCode == 0, "exit \(result.exitCode): \(result.stderr)")
+            // Each script names the subcommands; a help page would not be a script.
+            #expect(result.stdout.contains("haul") && result.stdout.contains("daemon") && result.stdout.contains("limit-rate"),
+                    "\(result.stdout.prefix(400))")
+            #expect(!result.stdout.hasPrefix("Overview:"), "\(result.stdout.prefix(400))")
+        }
+    }
+}
