@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// What a person installing and learning `haul` reads: every command's help (with examples, titles as written)
-/// and the shell completions.
+/// What a person installing and learning `haul` reads: every command's help (with examples, titles as written),
+/// the shell completions, and the systemd user unit in contrib/.
 @Suite struct HelpAndInstallTests {
     static let commands: [[String]] = [
         [], ["get"], ["add"], ["ls"], ["pause"], ["resume"], ["rm"], ["watch"], ["wait"], ["session"], ["session", "set"],
@@ -52,5 +52,44 @@ import Testing
                     "\(result.stdout.prefix(400))")
             #expect(!result.stdout.hasPrefix("Overview:"), "\(result.stdout.prefix(400))")
         }
+    }
+
+    /// The unit with its ExecStart pointed at the built binary (systemd-analyze wants it to exist), checked by
+    /// `systemd-analyze verify`; a warning about the unit counts as a failure.
+    @Test(.enabled(if: systemdAnalyze != nil, "needs systemd-analyze (Debian's systemd package); the unit file is not checked"))
+    func systemdUnitVerifiesAndDoesNotRestartWhenAnotherDaemonRuns() async throws {
+        let analyze = try #require(Self.systemdAnalyze)
+        let unit = try String(contentsOfFile: Self.packageRoot + "/contrib/haul-daemon.service", encoding: .utf8)
+        #expect(unit.contains("\nExecStart=%h/.local/bin/haul daemon\n"), "the README's install puts haul in ~/.local/bin")
+        #expect(unit.contains("\nRestartPreventExitStatus=8\n"), "exit 8 (another daemon holds the socket) must not be restarted")
+        try await Sandbox.with { box in
+            let binary = box.path("bin/haul")
+            try FileManager.default.createDirectory(atPath: box.path("bin"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: try HaulBinary.path(), toPath: binary)
+            let path = box.path("haul-daemon.service")
+            try unit.replacingOccurrences(of: "%h/.local/bin/haul", with: binary).write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try runCommand(analyze, ["verify", path], in: box.work, timeout: .seconds(60))
+            let aboutUnit = (result.stdout + result.stderr).components(separatedBy: "\n").filter { $0.contains("haul-daemon.service") }
+            #expect(result.status == 0 && aboutUnit.isEmpty, "systemd-analyze verify: \(result.status) \(result.stdout) \(result.stderr)")
+        }
+    }
+
+    @Test func anotherDaemonOnTheSameSocketExitsWith8() async throws {
+        try await Sandbox.with { box in
+            _ = try await startDaemon(box)
+            let second = try await box.run(["daemon"], timeout: .seconds(20))
+            #expect(second.exitCode == 8, "exit \(second.exitCode): \(second.stderr)")
+            #expect(second.stderr.contains("already running"), "\(second.stderr)")
+        }
+    }
+
+    static let systemdAnalyze = ExternalTools.find("systemd-analyze", also: ["/usr/bin", "/bin"])
+
+    static var packageRoot: String {
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        for _ in 0..<16 where !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+            directory = directory.deletingLastPathComponent()
+        }
+        return directory.path
     }
 }
