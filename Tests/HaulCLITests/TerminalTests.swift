@@ -35,12 +35,9 @@ struct TerminalTests {
                     screen = try tmux.screen()
                     return screen.filter { $0.contains("%") }.count == 3 && screen.contains { $0.hasPrefix("total: ") }
                 }
-                // Refreshes redraw in place: the view stays four lines (three downloads and the total), each within 80 columns.
-                for _ in 0..<8 {
-                    screen = try tmux.screen()
-                    expectView(screen, width: 80)
-                    try await Task.sleep(for: .milliseconds(250))
-                }
+                // Refreshes redraw in place: the view stays four lines at most (three downloads and the total), each
+                // within 80 columns.
+                try await expectRefreshes(tmux, width: 80)
 
                 try tmux.resize(width: 50, height: 24)
                 try await eventually("the view redrawn for 50 columns: \(screen)", timeout: .seconds(15), step: .milliseconds(100)) {
@@ -48,11 +45,7 @@ struct TerminalTests {
                     return screen.count <= 4 && screen.filter { $0.contains("%") }.count == 3
                         && screen.allSatisfy { TerminalText.width($0) <= 50 }
                 }
-                for _ in 0..<4 {
-                    screen = try tmux.screen()
-                    expectView(screen, width: 50)
-                    try await Task.sleep(for: .milliseconds(250))
-                }
+                try await expectRefreshes(tmux, width: 50)
 
                 try tmux.sendKeys("C-c")
                 try await eventually("haul exits after Ctrl-C: \(screen)", timeout: .seconds(20), step: .milliseconds(100)) {
@@ -96,13 +89,23 @@ struct TerminalTests {
         }
     }
 
-    /// The view: at most three download lines and the total, none wider than `width` columns.
-    private func expectView(_ screen: [String], width: Int, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(screen.count <= 4 && screen.contains { $0.contains("running") },
-                "the view should be three download lines and the total: \(screen)", sourceLocation: sourceLocation)
-        for line in screen {
-            #expect(TerminalText.width(line) <= width, "wider than \(width) columns: \(line)", sourceLocation: sourceLocation)
+    /// Eight screens a quarter of a second apart: never more than the view's four lines, none wider than `width`
+    /// columns. A screen read while a frame is being written may show less of it, so the whole view (three
+    /// download lines and the total) is asked of most screens, not of all.
+    private func expectRefreshes(_ tmux: TmuxSession, width: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        var whole = 0
+        for _ in 0..<8 {
+            let screen = try tmux.screen()
+            #expect(screen.count <= 4, "more lines than the view: \(screen)", sourceLocation: sourceLocation)
+            for line in screen {
+                #expect(TerminalText.width(line) <= width, "wider than \(width) columns: \(line)", sourceLocation: sourceLocation)
+            }
+            if screen.count == 4 && screen.filter({ $0.contains("%") }).count == 3 && screen.last?.contains("running") == true {
+                whole += 1
+            }
+            try await Task.sleep(for: .milliseconds(250))
         }
+        #expect(whole >= 6, "the whole view should be on most screens (\(whole) of 8)", sourceLocation: sourceLocation)
     }
 
     /// `haul ARGS` for `sh -c` in the sandbox: Ctrl-C reaches haul (the shell waits it out with a trap), then the
