@@ -1,7 +1,7 @@
 /// What `haul clean` may remove from `HAUL_HOME`, decided from what the shell found there. Never anything a
 /// live download holds (its lock is taken), and never the record of an interrupted download whose partial
 /// file is still there: running the same command again must resume it.
-public enum HomeCleanup {
+package enum HomeCleanup {
     /// A resume record (`transfers/<key>.json`).
     public struct Record: Sendable, Equatable {
         public enum Status: Sendable, Equatable {

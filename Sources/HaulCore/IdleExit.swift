@@ -1,7 +1,7 @@
 /// When a daemon with nothing to do exits: after it has been idle — no task running or waiting, no client
 /// connected, no request under way — for ``limit`` without a break. A pure clock-driven rule: the daemon
 /// reports what it sees and when, and is told whether to exit.
-public struct IdleExit: Sendable, Equatable {
+package struct IdleExit: Sendable, Equatable {
     /// How long the daemon must be idle before it exits; zero (or less) means never.
     public let limit: Duration
     /// When the daemon was first seen idle in the current idle stretch, on the caller's clock.

@@ -36,7 +36,7 @@ struct BatchGet {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
-        let mode: BatchReporter.Mode = command.json ? .json : command.quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)
+        let mode: BatchReporter.Mode = command.json ? .json : command.quiet ? .quiet : (LiveArea.isLiveTerminal() ? .terminal : .plain)
         let reporter = BatchReporter(mode: mode)
         let events = await session.events()
         let printer = Task { for await event in events { reporter.handle(event) } }
@@ -54,6 +54,7 @@ struct BatchGet {
         let final = try await session.tasks().filter { ids.contains($0.id) }
         await session.close()
         printer.cancel()
+        // After this no event draws again: the last lines below are the summary's.
         reporter.finish()
         if !interrupted { await hook?.waitForAll() }
         if interrupted {
@@ -99,7 +100,7 @@ final class BatchReporter: @unchecked Sendable {
     private var names: [String: String] = [:]
     private var finished = 0
     private var failed = 0
-    private var drawnLines = 0
+    private let area = LiveArea()
     private var lastDraw = ContinuousClock.now - .seconds(1)
 
     init(mode: Mode) { self.mode = mode }
@@ -146,21 +147,17 @@ final class BatchReporter: @unchecked Sendable {
         draw()
     }
 
+    /// Clears the live lines for good (later events draw nothing).
     func finish() {
         lock.lock()
         defer { lock.unlock() }
-        clear()
+        area.close()
     }
 
     private func say(_ line: String) {
-        clear()
-        Reporter.printError(line)
-    }
-
-    private func clear() {
-        guard mode == .terminal, drawnLines > 0 else { return }
-        Reporter.write("\u{1B}[\(drawnLines)A\u{1B}[J", to: STDERR_FILENO)
-        drawnLines = 0
+        area.say(line)
+        // The lines it replaced come back at once, not at the next frame.
+        lastDraw = ContinuousClock.now - .seconds(1)
     }
 
     private func draw() {
@@ -168,15 +165,12 @@ final class BatchReporter: @unchecked Sendable {
         let now = ContinuousClock.now
         guard now - lastDraw >= .milliseconds(200) else { return }
         lastDraw = now
-        clear()
-        var lines = order.compactMap { id -> String? in
-            guard let entry = active[id] else { return nil }
-            return entry.name + "  " + (entry.progress.map(Reporter.progressLine) ?? "starting")
-        }
+        let size = area.layoutSize
+        let states = order.compactMap { id in active[id].map { Reporter.state(of: $0.progress, name: $0.name) } }
         let speed = active.values.compactMap { $0.progress?.bytesPerSecond }.reduce(0, +)
-        lines.append("total: \(finished) finished, \(failed) failed, \(active.count) running  \(ByteFormat.string(Int64(speed)))/s")
-        Reporter.write(lines.joined(separator: "\n") + "\n", to: STDERR_FILENO)
-        drawnLines = lines.count
+        let summary = ProgressLine.summary(
+            finished: finished, failed: failed, running: active.count, bytesPerSecond: speed, width: size.width)
+        area.draw(ProgressLine.view(states, summary: summary, width: size.width, height: size.height))
     }
 
     private func json(_ event: SessionEvent) {

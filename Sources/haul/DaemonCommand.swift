@@ -9,7 +9,16 @@ struct DaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daemon",
         abstract: "Run the haul daemon in the foreground: it does the downloads of `haul add` and of background sessions.",
-        discussion: "Logs go to stderr. SIGTERM or Ctrl-C saves every download's progress and exits; the next daemon resumes them.",
+        discussion: """
+            Logs go to stderr. SIGTERM or Ctrl-C saves every download's progress and exits; the next daemon resumes them. \
+            Exit 8: another daemon is already running on the socket.
+
+            """ + HelpText.examples(
+                "haul daemon                                 # until Ctrl-C or SIGTERM",
+                "haul daemon --socket /tmp/haul.sock --verbose",
+                "haul daemon stop",
+                "systemctl --user enable --now haul-daemon   # contrib/haul-daemon.service"
+            ),
         subcommands: [DaemonStopCommand.self]
     )
 

@@ -7,7 +7,14 @@ struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
         abstract: "Download URLs; run the same command again to resume an interrupted download.",
-        discussion: ExitStatus.help
+        discussion: HelpText.examples(
+            "haul get https://example.com/big.iso     # Ctrl-C, then again to resume",
+            "haul get https://example.com/big.iso -o /tmp/big.iso --checksum sha256:HEX",
+            "haul get https://example.com/a.iso https://example.com/b.iso -j 2",
+            "haul get -i urls.txt --dir downloads --limit-rate 2M --segments 4",
+            "haul get https://example.com/data.json -o - | jq .",
+            "haul get https://example.com/big.iso --json   # JSON events on stdout"
+        ) + "\n\n" + ExitStatus.help
     )
 
     @OptionGroup var list: URLList
@@ -27,10 +34,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("on-complete"), help: "A shell command run after each download finishes or fails, with HAUL_TASK_* set; haul waits for it (up to 2 minutes).")
     var onComplete: String?
 
-    @OptionGroup(title: "File options")
+    @OptionGroup(title: HelpText.fileOptions)
     var file: FileOptions
 
-    @OptionGroup(title: "Connection options")
+    @OptionGroup(title: HelpText.connectionOptions)
     var connection: ConnectionOptions
 
     @Flag(name: .shortAndLong, help: "Print only errors.")
@@ -62,7 +69,8 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.usage)
         }
         connection.warnIfInsecure()
-        let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (isatty(STDERR_FILENO) == 1 ? .terminal : .plain)
+        // The live line needs the terminal to itself: not with --verbose's log lines.
+        let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (LiveArea.isLiveTerminal() && !verbose ? .terminal : .plain)
         let reporter = Reporter(mode: mode, url: Redaction.url(options.url))
         var configuration = TransferEngine.Configuration()
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))

@@ -18,7 +18,7 @@ struct HaulMain {
             let code = HaulCommand.exitCode(for: error)
             let message = HaulCommand.fullMessage(for: error)
             if code == .success {
-                print(message)
+                print(HelpText.unshouted(message))
                 exit(0)
             }
             Reporter.write(message + "\n", to: STDERR_FILENO)
@@ -31,7 +31,13 @@ struct HaulCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haul",
         abstract: "A download manager that never loses progress.",
-        discussion: ExitStatus.help,
+        discussion: HelpText.examples(
+            "haul get https://example.com/big.iso     # run it again to resume",
+            "haul get -i urls.txt -j 4 --dir downloads",
+            "haul add https://example.com/big.iso     # the daemon downloads it",
+            "haul help get",
+            "haul --generate-completion-script bash   # also zsh, fish"
+        ) + "\n\n" + ExitStatus.help,
         version: HaulVersion.string,
         subcommands: [
             GetCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self, ResumeCommand.self, RemoveCommand.self,

@@ -6,7 +6,15 @@ struct AddCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
         abstract: "Queue downloads in the haul daemon and return at once; prints one task id per line.",
-        discussion: "The daemon (started if none is running) downloads them after this command has exited; see `haul ls`, `haul watch`, `haul wait`."
+        discussion: """
+            The daemon (started if none is running) downloads them after this command has exited; see `haul ls`, `haul watch`, `haul wait`.
+
+            """ + HelpText.examples(
+                "haul add https://example.com/big.iso --dir ~/Downloads",
+                "haul add -i urls.txt --priority 5 --limit-rate 1M",
+                "id=$(haul add https://example.com/big.iso) && haul wait \"$id\"",
+                "haul add --session my-app https://example.com/a.iso"
+            )
     )
 
     @OptionGroup var list: URLList
@@ -20,10 +28,10 @@ struct AddCommand: AsyncParsableCommand {
     @Option(name: .customLong("on-complete"), help: "A shell command the daemon runs after each of these downloads finishes or fails, with HAUL_TASK_* set.")
     var onComplete: String?
 
-    @OptionGroup(title: "File options (--limit-rate caps each download)")
+    @OptionGroup(title: HelpText.addFileOptions)
     var file: FileOptions
 
-    @OptionGroup(title: "Connection options (the proxy variables and SSL_CERT_FILE/SSL_CERT_DIR are read here, not in the daemon)")
+    @OptionGroup(title: HelpText.addConnectionOptions)
     var connection: ConnectionOptions
 
     @OptionGroup var daemon: DaemonClientOptions
@@ -67,7 +75,12 @@ struct AddCommand: AsyncParsableCommand {
 
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ls", abstract: "List the daemon's tasks: id, state, bytes, total, speed, path.")
+        commandName: "ls", abstract: "List the daemon's tasks: id, state, bytes, total, speed, path.",
+        discussion: HelpText.examples(
+            "haul ls",
+            "haul ls --json                        # every task as JSON, for scripts",
+            "haul ls --session my-app"
+        ))
 
     @Flag(help: "One JSON object per task and line.")
     var json = false
@@ -131,14 +144,18 @@ struct TaskSelection: ParsableArguments {
 }
 
 struct PauseCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause tasks; running ones save their progress first.")
+    static let configuration = CommandConfiguration(
+        commandName: "pause", abstract: "Pause tasks; running ones save their progress first.",
+        discussion: HelpText.examples("haul pause 3f2a                       # a unique prefix of the id is enough", "haul pause --all"))
     @OptionGroup var selection: TaskSelection
     @OptionGroup var daemon: DaemonClientOptions
     func run() async throws { try await control(.pauseTasks, selection, daemon) }
 }
 
 struct ResumeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Queue paused, failed or cancelled tasks again.")
+    static let configuration = CommandConfiguration(
+        commandName: "resume", abstract: "Queue paused, failed or cancelled tasks again.",
+        discussion: HelpText.examples("haul resume 3f2a", "haul resume --all"))
     @OptionGroup var selection: TaskSelection
     @OptionGroup var daemon: DaemonClientOptions
     func run() async throws { try await control(.resumeTasks, selection, daemon) }
@@ -146,7 +163,12 @@ struct ResumeCommand: AsyncParsableCommand {
 
 struct RemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rm", abstract: "Remove tasks, cancelling running ones and deleting their partial data.")
+        commandName: "rm", abstract: "Remove tasks, cancelling running ones and deleting their partial data.",
+        discussion: HelpText.examples(
+            "haul rm 3f2a",
+            "haul rm --delete-file 3f2a            # also the downloaded file",
+            "haul rm --all"
+        ))
     @OptionGroup var selection: TaskSelection
     @Flag(name: .customLong("delete-file"), help: "Also delete the downloaded files of finished tasks.")
     var deleteFile = false

@@ -11,7 +11,7 @@ final class Reporter: @unchecked Sendable {
     private let mode: Mode
     private let url: String
     private let lock = NSLock()
-    private var lineShown = false
+    private let area = LiveArea()
     private var path = ""
     private let started = Date()
 
@@ -36,7 +36,7 @@ final class Reporter: @unchecked Sendable {
         if mode == .json {
             emit(["event": "failed", "kind": error.kind.rawValue, "error": error.line, "exit_code": Int(exitCode)])
         }
-        clearLine()
+        area.close()
         Reporter.printError("haul: \(error.kind == .interrupted ? "" : "error: ")\(error.line)")
     }
 
@@ -76,9 +76,7 @@ final class Reporter: @unchecked Sendable {
             }
         case .progress(let progress):
             guard mode == .terminal else { return }
-            let line = Reporter.progressLine(progress)
-            Reporter.write("\r\u{1B}[K" + line, to: STDERR_FILENO)
-            lineShown = true
+            area.draw([ProgressLine.render(Reporter.state(of: progress), width: area.layoutSize.width)])
         case .retrying(let retry, let maxRetries, let delay, let reason):
             note("\(reason); retry \(retry)/\(maxRetries) in \(String(format: "%.1f", delay.seconds))s")
         case .restarted(let reason):
@@ -100,29 +98,19 @@ final class Reporter: @unchecked Sendable {
     }
 
     private func note(_ line: String) {
-        clearLine()
-        Reporter.printError(line)
+        area.say(line)
     }
 
-    private func clearLine() {
-        if lineShown {
-            Reporter.write("\r\u{1B}[K", to: STDERR_FILENO)
-            lineShown = false
-        }
+    /// What a progress line shows of `progress` (with `name` for one of several downloads).
+    static func state(of progress: DownloadProgress?, name: String? = nil) -> ProgressLine.State {
+        ProgressLine.State(
+            name: name, bytes: progress?.bytes, total: progress?.total, bytesPerSecond: progress?.bytesPerSecond,
+            secondsRemaining: progress?.secondsRemaining)
     }
 
+    /// The whole progress line, for output that is not a terminal (no width to fit).
     static func progressLine(_ progress: DownloadProgress) -> String {
-        var parts = [ByteFormat.string(progress.bytes)]
-        if let total = progress.total, total > 0 {
-            parts[0] += " / " + ByteFormat.string(total)
-            parts.append("\(progress.bytes * 100 / total)%")
-        }
-        if let speed = progress.bytesPerSecond { parts.append(ByteFormat.string(Int64(speed)) + "/s") }
-        if let eta = progress.secondsRemaining, eta.isFinite, eta < 8_640_000 {
-            let seconds = Int(eta.rounded())
-            parts.append(String(format: "ETA %d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60))
-        }
-        return parts.joined(separator: "  ")
+        ProgressLine.render(state(of: progress), width: .max)
     }
 
     // MARK: JSON output

@@ -7,6 +7,10 @@ struct SessionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "session",
         abstract: "Change a daemon session's settings.",
+        discussion: HelpText.examples(
+            "haul session set --max-concurrent 5",
+            "haul session set --session my-app --limit-rate 2M"
+        ),
         subcommands: [SessionSetCommand.self])
 }
 
@@ -16,14 +20,16 @@ struct SessionSetCommand: AsyncParsableCommand {
         commandName: "set",
         abstract: "Change how many downloads run at once, the session's speed limit, or its completion command.",
         discussion: """
-            Examples:
-              haul session set --max-concurrent 5
-              haul session set --limit-rate 2M         # all the session's downloads together
-              haul session set --limit-rate none
-              haul session set --on-complete 'notify-send "$HAUL_TASK_PATH"'
-            The command runs in the daemon after each task finishes or fails, with HAUL_TASK_ID, HAUL_TASK_URL,
-            HAUL_TASK_STATE, HAUL_TASK_PATH, HAUL_TASK_BYTES and HAUL_TASK_ERROR set; --on-complete '' removes it.
-            """)
+            The --on-complete command runs in the daemon after each task finishes or fails, with HAUL_TASK_ID, \
+            HAUL_TASK_URL, HAUL_TASK_STATE, HAUL_TASK_PATH, HAUL_TASK_BYTES and HAUL_TASK_ERROR set; \
+            --on-complete '' removes it.
+
+            """ + HelpText.examples(
+                "haul session set --max-concurrent 5",
+                "haul session set --limit-rate 2M     # all its downloads together",
+                "haul session set --limit-rate none",
+                "haul session set --on-complete 'notify-send \"$HAUL_TASK_PATH\"'"
+            ))
 
     @Option(name: .customLong("max-concurrent"), parsing: .unconditional, help: "Downloads running at once (0 holds every waiting task).")
     var maxConcurrent: Int?

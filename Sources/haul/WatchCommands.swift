@@ -5,7 +5,8 @@ import NIOConcurrencyHelpers
 
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "watch", abstract: "Show live progress of tasks (default: every waiting or running one) until they end.")
+        commandName: "watch", abstract: "Show live progress of tasks (default: every waiting or running one) until they end.",
+        discussion: HelpText.examples("haul watch", "haul watch 3f2a 91bc"))
 
     @Argument(help: "Task ids (or unique prefixes).")
     var ids: [String] = []
@@ -13,7 +14,7 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var daemon: DaemonClientOptions
 
     func run() async throws {
-        let terminal = isatty(STDERR_FILENO) == 1
+        let terminal = LiveArea.isLiveTerminal()
         let reporter = BatchReporter(mode: terminal ? .terminal : .plain)
         var lastPlain = ContinuousClock.now - .seconds(2)
         do {
@@ -43,7 +44,13 @@ struct WaitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
         abstract: "Block until tasks end; exit 0 only if all finished successfully.",
-        discussion: "Paused tasks are still waited for (they may be resumed). A failed task makes the exit code its error's; a cancelled or removed one, 1."
+        discussion: """
+            Paused tasks are still waited for (they may be resumed). A failed task makes the exit code its error's; a cancelled or removed one, 1.
+
+            """ + HelpText.examples(
+                "haul wait 3f2a && echo done",
+                "id=$(haul add https://example.com/big.iso) && haul wait \"$id\""
+            )
     )
 
     @Argument(help: "Task ids (or unique prefixes).")

@@ -15,7 +15,7 @@ import Glibc
 /// keep the load low enough for the timing-sensitive tests elsewhere that run in parallel with these.
 /// Install: `apt-get install apache2 lighttpd` and `python3 -m pip install twisted` (see `.ci/run`).
 @Suite struct CompatibilitySuite {
-    @Suite(.serialized, .enabled(if: RealServer.apache.testsEnabled, "apache2 is not installed (in CI this fails: apt-get install apache2)"))
+    @Suite(.serialized, .enabled(if: RealServer.apache.testsEnabled, "needs apache2 (apt-get install apache2; scripts/test installs it)"))
     struct Apache {
         let compat = Compat(.apache)
         @Test func serverBehavesAsAssumed() async throws { try await compat.serverBehavesAsAssumed() }
@@ -28,7 +28,7 @@ import Glibc
         @Test func continueForeignPrefixIsExact() async throws { try await compat.continueForeignPrefixIsExact() }
     }
 
-    @Suite(.serialized, .enabled(if: RealServer.lighttpd.testsEnabled, "lighttpd is not installed (in CI this fails: apt-get install lighttpd)"))
+    @Suite(.serialized, .enabled(if: RealServer.lighttpd.testsEnabled, "needs lighttpd (apt-get install lighttpd; scripts/test installs it)"))
     struct Lighttpd {
         let compat = Compat(.lighttpd)
         @Test func serverBehavesAsAssumed() async throws { try await compat.serverBehavesAsAssumed() }
@@ -41,7 +41,7 @@ import Glibc
         @Test func continueForeignPrefixIsExact() async throws { try await compat.continueForeignPrefixIsExact() }
     }
 
-    @Suite(.serialized, .enabled(if: RealServer.twisted.testsEnabled, "Twisted is not installed (in CI this fails: python3 -m pip install twisted)"))
+    @Suite(.serialized, .enabled(if: RealServer.twisted.testsEnabled, "needs Twisted (python3 -m pip install twisted; scripts/test installs it)"))
     struct Twisted {
         let compat = Compat(.twisted)
         @Test func serverBehavesAsAssumed() async throws { try await compat.serverBehavesAsAssumed() }

@@ -57,7 +57,7 @@ final class Tinyproxy: @unchecked Sendable {
     }
 }
 
-@Suite(.enabled(if: Tinyproxy.enabled, "needs tinyproxy (apt-get install tinyproxy)"))
+@Suite(.enabled(if: Tinyproxy.enabled, "needs tinyproxy (apt-get install tinyproxy; scripts/test installs it)"))
 struct ProxyTests {
     @Test func downloadsGoThroughTheProxyGivenByFlagOrEnvironment() async throws {
         let proxy = try Tinyproxy()

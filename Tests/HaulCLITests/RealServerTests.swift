@@ -29,7 +29,7 @@ private func shell(_ script: String) async throws {
 }
 
 /// Against nginx: real Range, If-Range, ETag and `limit_rate` behaviour.
-@Suite(.enabled(if: ExternalTools.nginxTestsEnabled, "nginx is not installed (in CI this fails: install nginx-light)"))
+@Suite(.enabled(if: ExternalTools.nginxTestsEnabled, "needs nginx (apt-get install nginx-light; scripts/test installs it)"))
 struct NginxTests {
     @Test func plainDownloadIsExact() async throws {
         try await withNginx { nginx in
@@ -106,7 +106,7 @@ struct NginxTests {
 }
 
 /// Against Python's http.server, which ignores Range: a resume must start over from byte 0.
-@Suite(.enabled(if: ExternalTools.pythonTestsEnabled, "python3 is not installed"))
+@Suite(.enabled(if: ExternalTools.pythonTestsEnabled, "needs python3 (apt-get install python3; scripts/test installs it)"))
 struct PythonHTTPServerTests {
     @Test func plainDownloadIsExact() async throws {
         try await withPythonServer { python in

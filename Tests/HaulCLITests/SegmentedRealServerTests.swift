@@ -3,7 +3,7 @@ import HaulTestSupport
 import Testing
 
 /// Segmented downloads against nginx: real Range, If-Range and `limit_rate`.
-@Suite(.enabled(if: ExternalTools.nginxTestsEnabled, "nginx is not installed (in CI this fails: install nginx-light)"))
+@Suite(.enabled(if: ExternalTools.nginxTestsEnabled, "needs nginx (apt-get install nginx-light; scripts/test installs it)"))
 struct SegmentedNginxTests {
     /// The access log lines for `uri` with `status` (nginx writes a line when a request ends: wait, bounded, for `count`).
     func loggedResponses(_ log: () -> [String], _ uri: String, status: Int, atLeast count: Int) async -> [String] {
@@ -52,7 +52,7 @@ struct SegmentedNginxTests {
 }
 
 /// Python's http.server ignores Range: `--segments` falls back to one connection and says so.
-@Suite(.enabled(if: ExternalTools.pythonTestsEnabled, "python3 is not installed"))
+@Suite(.enabled(if: ExternalTools.pythonTestsEnabled, "needs python3 (apt-get install python3; scripts/test installs it)"))
 struct SegmentedPythonTests {
     @Test func noRangeSupportFallsBackToOneConnectionAndSaysSo() async throws {
         try await withPythonServer { python in

@@ -3,7 +3,7 @@ import Testing
 
 /// The fixtures themselves, checked with `openssl verify` and curl (not haul): a failure here is the harness's,
 /// not the product's.
-@Suite(.enabled(if: HTTPSNginx.enabled, "needs nginx and openssl (in CI this fails: apt-get install nginx-light openssl)"))
+@Suite(.enabled(if: HTTPSNginx.enabled, "needs nginx and openssl (apt-get install nginx-light openssl; scripts/test installs them)"))
 struct TLSHarnessTests {
     static let curlBinary = ExternalTools.find("curl", also: ["/usr/bin"])
 
@@ -44,7 +44,7 @@ struct TLSHarnessTests {
         #expect(verify(ca + [certificates.wrongNameCertificate]).contains(": OK"), "signed by the CA, only the name is wrong")
     }
 
-    @Test(.enabled(if: curlBinary != nil || ExternalTools.inCI, "needs curl"))
+    @Test(.enabled(if: curlBinary != nil || ExternalTools.inCI, "needs curl (apt-get install curl; scripts/test installs it)"))
     func nginxServesEachRoleAsDescribed() async throws {
         try await HTTPSNginx.with { nginx in
             let folder = nginx.prefix

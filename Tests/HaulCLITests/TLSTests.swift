@@ -10,7 +10,7 @@ import Glibc
 /// trust options (`--cacert`, `--capath`, `SSL_CERT_FILE`, `SSL_CERT_DIR`, `-k`), certificate failures
 /// (unknown issuer, expired, wrong host name) and how they are reported, client certificates, Basic
 /// authentication over TLS, and segments over HTTPS + HTTP/2.
-@Suite(.enabled(if: HTTPSNginx.enabled, "needs nginx and openssl (in CI this fails: apt-get install nginx-light openssl)"))
+@Suite(.enabled(if: HTTPSNginx.enabled, "needs nginx and openssl (apt-get install nginx-light openssl; scripts/test installs them)"))
 struct TLSTests {
     /// Runs `haul ARGS` in `box`, with `environment` added to the sandbox's (through `/usr/bin/env`).
     /// The generous timeout lets a failure that is retried (which it must not be) show as a failed

@@ -14,6 +14,10 @@ enum ExternalTools {
     static let python3 = find("python3", also: ["/usr/bin", "/usr/local/bin"])
 
     /// Tests needing a tool run when it is installed, and always in CI, where a missing tool is a failure, not a skip.
+    /// The rule for every such test: `.enabled(if: tool != nil || ExternalTools.inCI, "needs TOOL (how to install it)")`,
+    /// so a developer without the tool sees the test skipped with that reason, and CI (where scripts/test has installed
+    /// everything) can never pass on a test it did not run. Tools scripts/test does not install (systemd-analyze) and
+    /// what only root may do (mounting a tmpfs, acting as another user) are plain `.enabled(if:)` skips.
     static var nginxTestsEnabled: Bool { nginx != nil || inCI }
     static var pythonTestsEnabled: Bool { python3 != nil || inCI }
 

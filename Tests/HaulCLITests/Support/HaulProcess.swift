@@ -202,13 +202,19 @@ final class Sandbox: @unchecked Sendable {
 
     func path(_ name: String) -> String { work + "/" + name }
 
-    /// Starts `haul ARGS` (or `binary ARGS`) with HAUL_HOME = `home` in `work`.
-    func start(_ arguments: [String], input: Data? = nil, binary: String? = nil) throws -> HaulRun {
+    /// The environment `haul` runs with here: this process's, with HAUL_HOME = `home`.
+    var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_HOME"] = home
         // The daemon's socket then lives under HAUL_HOME/run, private to this sandbox.
         environment["XDG_RUNTIME_DIR"] = nil
         environment["HAUL_SOCKET"] = nil
+        return environment
+    }
+
+    /// Starts `haul ARGS` (or `binary ARGS`) with HAUL_HOME = `home` in `work`.
+    func start(_ arguments: [String], input: Data? = nil, binary: String? = nil) throws -> HaulRun {
+        let environment = self.environment
         let run = try lock.withLock {
             let run = try HaulRun(
                 binary: try binary ?? HaulBinary.path(), arguments: arguments, environment: environment,

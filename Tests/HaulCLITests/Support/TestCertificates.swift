@@ -117,37 +117,3 @@ struct TestCertificates: Sendable {
 
         """
 }
-
-/// Runs `executable ARGUMENTS` in `directory` (bounded by `timeout`, SIGKILLed after it) and returns its
-/// stdout; throws with its stderr when it fails. Output goes through files, so a chatty tool never blocks.
-@discardableResult
-func runTool(_ executable: String, _ arguments: [String], in directory: String, timeout: Duration = .seconds(30)) throws -> String {
-    let logs = NSTemporaryDirectory() + "haul-tool-" + UUID().uuidString
-    defer {
-        try? FileManager.default.removeItem(atPath: logs + ".stdout")
-        try? FileManager.default.removeItem(atPath: logs + ".stderr")
-    }
-    FileManager.default.createFile(atPath: logs + ".stdout", contents: nil)
-    FileManager.default.createFile(atPath: logs + ".stderr", contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.currentDirectoryURL = URL(fileURLWithPath: directory)
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle(forWritingAtPath: logs + ".stdout")
-    process.standardError = FileHandle(forWritingAtPath: logs + ".stderr")
-    try process.run()
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning, ContinuousClock.now < deadline { usleep(5_000) }
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        throw HarnessError("\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout)")
-    }
-    let output = (try? String(contentsOfFile: logs + ".stdout", encoding: .utf8)) ?? ""
-    guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-        let errors = (try? String(contentsOfFile: logs + ".stderr", encoding: .utf8)) ?? ""
-        throw HarnessError("\(executable) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(errors)")
-    }
-    return output
-}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// How live progress is laid out for a terminal of a given size: one line per download, and the view of
+/// several downloads with their total. Every line fits its width (counted in display columns); what does
+/// not fit is left out in a fixed order — the ETA first, then the speed, then the byte counts, keeping the
+/// percentage — and a name is shortened in the middle with `…`.
+package enum ProgressLine {
+    /// What one line shows.
+    public struct State: Equatable, Sendable {
+        /// The download's name (a file name); nil for the line of a single download.
+        public var name: String?
+        /// Bytes held so far; nil before the download has started ("starting").
+        public var bytes: Int64?
+        public var total: Int64?
+        public var bytesPerSecond: Double?
+        public var secondsRemaining: Double?
+
+        public init(name: String? = nil, bytes: Int64?, total: Int64? = nil, bytesPerSecond: Double? = nil, secondsRemaining: Double? = nil) {
+            self.name = name
+            self.bytes = bytes
+            self.total = total
+            self.bytesPerSecond = bytesPerSecond
+            self.secondsRemaining = secondsRemaining
+        }
+    }
+
+    /// Between fields.
+    static let gap = "  "
+    /// A name keeps at least this many columns (or its whole width, when shorter) before a field is left out.
+    static let readableName = 12
+
+    /// One line of at most `width` columns (the empty string for a width below 1).
+    public static func render(_ state: State, width: Int) -> String {
+        guard width > 0 else { return "" }
+        let name = state.name.map(TerminalText.sanitized)
+        let choices = fieldChoices(state).map { $0.joined(separator: gap) }
+        for stats in choices {
+            let statsWidth = TerminalText.width(stats)
+            guard let name else {
+                if statsWidth <= width { return stats }
+                continue
+            }
+            let room = width - statsWidth - gap.count
+            if room >= min(TerminalText.width(name), readableName) {
+                return TerminalText.fit(name, width: room, cut: .middle) + gap + stats
+            }
+        }
+        // Narrower still: the fewest fields, with what is left of the name (two columns at least), else the
+        // fields alone, shortened at the end.
+        let stats = choices.last ?? ""
+        let room = width - TerminalText.width(stats) - gap.count
+        if let name, room >= 2 {
+            return TerminalText.fit(name, width: room, cut: .middle) + gap + stats
+        }
+        return TerminalText.fit(stats, width: width, cut: .end)
+    }
+
+    /// The total line of several downloads, in at most `width` columns.
+    public static func summary(finished: Int, failed: Int, running: Int, bytesPerSecond: Double, width: Int) -> String {
+        let counts = "\(finished) finished, \(failed) failed, \(running) running"
+        let speed = speedText(bytesPerSecond) ?? "0 B/s"
+        for line in ["total: " + counts + gap + speed, counts + gap + speed, counts] where TerminalText.width(line) <= width {
+            return line
+        }
+        return TerminalText.fit(counts, width: width, cut: .end)
+    }
+
+    /// The lines of several downloads and their total (`summary`, already laid out) for a terminal of `width`
+    /// columns and `height` rows: at most `height - 1` lines, so the view never scrolls out of reach of the
+    /// cursor; downloads that do not fit are counted on a line of their own ("… and 3 more").
+    public static func view(_ states: [State], summary: String, width: Int, height: Int) -> [String] {
+        guard width > 0 else { return [] }
+        let summaryLine = TerminalText.fit(summary, width: width, cut: .end)
+        let room = max(height - 1, 1)
+        if states.count + 1 <= room {
+            return states.map { render($0, width: width) } + [summaryLine]
+        }
+        guard room >= 3 else { return [summaryLine] }
+        let shown = room - 2
+        let more = TerminalText.fit("\(TerminalText.ellipsis) and \(states.count - shown) more", width: width, cut: .end)
+        return states.prefix(shown).map { render($0, width: width) } + [more, summaryLine]
+    }
+
+    /// The fields a line may show, richest first; each choice leaves out one more (the ETA, the speed, the
+    /// total, the bytes held when a percentage stays).
+    static func fieldChoices(_ state: State) -> [[String]] {
+        guard let bytes = state.bytes else { return [["starting"]] }
+        let held = ByteFormat.string(bytes)
+        let total = state.total.flatMap { $0 > 0 ? $0 : nil }
+        let size = total.map { held + " / " + ByteFormat.string($0) } ?? held
+        let percent = total.map { total in
+            "\(Int(min(max(Double(bytes) / Double(total) * 100, 0), 100)))%"
+        }
+        let speed = state.bytesPerSecond.flatMap(speedText)
+        let eta = state.secondsRemaining.flatMap(etaText)
+        var choices = [
+            [size, percent, speed, eta].compactMap { $0 },
+            [size, percent, speed].compactMap { $0 },
+            [size, percent].compactMap { $0 },
+            [held, percent].compactMap { $0 },
+            [percent ?? held],
+        ]
+        // Without a speed or an ETA some choices are the same.
+        var index = 1
+        while index < choices.count {
+            if choices[index] == choices[index - 1] { choices.remove(at: index) } else { index += 1 }
+        }
+        return choices
+    }
+
+    static func speedText(_ bytesPerSecond: Double) -> String? {
+        guard bytesPerSecond.isFinite, bytesPerSecond >= 0, bytesPerSecond < 1e18 else { return nil }
+        return ByteFormat.string(Int64(bytesPerSecond)) + "/s"
+    }
+
+    /// `ETA h:mm:ss`, for less than 100 days.
+    static func etaText(_ seconds: Double) -> String? {
+        guard seconds.isFinite, seconds >= 0, seconds < 8_640_000 else { return nil }
+        let whole = Int(seconds.rounded())
+        return String(format: "ETA %d:%02d:%02d", whole / 3600, whole / 60 % 60, whole % 60)
+    }
+}

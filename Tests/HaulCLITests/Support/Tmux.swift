@@ -1,0 +1,77 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real terminal for `haul`: a tmux server of the test's own (its socket in the sandbox, so nothing else's
+/// tmux is touched) running one shell command in a detached session of a given size. `screen()` reads what a
+/// person would see; every tmux call is bounded.
+final class TmuxSession: @unchecked Sendable {
+    static let binary = ExternalTools.find("tmux", also: ["/usr/bin", "/usr/local/bin"])
+    private static let bash = ExternalTools.find("bash", also: ["/bin", "/usr/bin"]) ?? "/bin/bash"
+    /// Runs when tmux is installed, and always in CI (scripts/test installs it), where a missing tmux fails.
+    static var enabled: Bool { binary != nil || ExternalTools.inCI }
+
+    private let tmux: String
+    private let socket: String
+    private let directory: String
+    private let environment: [String: String]
+    private static let target = "haul-test"
+
+    /// Starts `sh -c command` in a `width`×`height` terminal (UTF-8, TERM from tmux) in `directory`.
+    init(command: String, width: Int, height: Int, directory: String, environment: [String: String]) throws {
+        guard let tmux = Self.binary else { throw HarnessError("tmux is not installed: apt-get install tmux (scripts/test installs it)") }
+        self.tmux = tmux
+        self.directory = directory
+        socket = directory + "/.tmux-" + String(UUID().uuidString.prefix(8))
+        var environment = environment
+        environment["TMUX"] = nil  // tmux refuses to start a session from inside another one
+        environment["LANG"] = "C.UTF-8"
+        environment["LC_ALL"] = "C.UTF-8"
+        self.environment = environment
+        _ = try call(["-f", "/dev/null", "new-session", "-d", "-s", Self.target, "-x", "\(width)", "-y", "\(height)", "sh", "-c", command])
+    }
+
+    /// The screen as tmux shows it, each line joined with its wrapped continuation (`-J`, so a line longer than
+    /// the terminal shows as one long line), trailing spaces and empty lines left out.
+    func screen() throws -> [String] {
+        try call(["capture-pane", "-p", "-J", "-t", Self.target])
+            .split(separator: "\n", omittingEmptySubsequences: false)
+            .map { String($0.reversed().drop { $0 == " " }.reversed()) }
+            .filter { !$0.isEmpty }
+    }
+
+    func resize(width: Int, height: Int) throws {
+        _ = try call(["resize-window", "-t", Self.target, "-x", "\(width)", "-y", "\(height)"])
+    }
+
+    /// Types keys, e.g. `C-c`.
+    func sendKeys(_ keys: String) throws {
+        _ = try call(["send-keys", "-t", Self.target, keys])
+    }
+
+    /// Ends the server and everything running in it.
+    func kill() {
+        _ = try? call(["kill-server"])
+    }
+
+    private func call(_ arguments: [String]) throws -> String {
+        // The tmux server outlives the client that starts it, and would keep the descriptors this process leaves
+        // open for a child (Foundation's Process watches one to see the child end): then the client is never seen
+        // to exit. bash closes every descriptor above 2 before it becomes tmux.
+        let closeAndRun = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@""#
+        let result = try runCommand(
+            Self.bash, ["-c", closeAndRun, "bash", tmux, "-u", "-S", socket] + arguments, in: directory,
+            environment: environment, timeout: .seconds(10))
+        guard result.status == 0 else {
+            throw HarnessError("tmux \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
+        }
+        return result.stdout
+    }
+
+    /// `text` quoted for `sh`.
+    static func quoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
