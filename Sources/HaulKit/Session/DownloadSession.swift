@@ -80,6 +80,11 @@ public actor DownloadSession {
     /// A new stream of the events about one task.
     public func events(for id: String) async -> AsyncStream<SessionEvent> { await backend.events(filter: id) }
 
+    /// The event streams an in-process session has open (for tests that must subscribe before acting).
+    var subscriberCount: Int {
+        get async { await (backend as? LocalSession)?.subscriberCount ?? 0 }
+    }
+
     /// Waits until no task is waiting or running.
     public func waitUntilIdle() async { await backend.waitUntilIdle() }
 

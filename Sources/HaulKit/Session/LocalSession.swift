@@ -185,6 +185,9 @@ package actor LocalSession: SessionBackend {
 
     private func unsubscribe(_ key: UUID) { subscribers[key] = nil }
 
+    /// Event streams open now (tests wait for a subscriber before acting).
+    var subscriberCount: Int { subscribers.count }
+
     func emit(_ event: SessionEvent, sequence: Int64? = nil) {
         for (_, subscriber) in subscribers where subscriber.filter == nil || subscriber.filter == event.taskID {
             subscriber.yield(event, sequence)
