@@ -61,26 +61,35 @@ struct TerminalTests {
     @Test func singleDownloadLineFitsANarrowTerminalAndTheEndIsClean() async throws {
         try await withTestServer { server in
             let name = Self.names[1]
+            // ~12 s at 80 KiB/s: time enough to read the live line even when a loaded machine reads the screen seldom.
             var resource = Resource(body: TestData.bytes(1 << 20, seed: 9_200), etag: "\"s\"")
-            resource.faults.throttleBytesPerSecond = 256 * 1024
+            resource.faults.throttleBytesPerSecond = 80 * 1024
             server.serve("/" + name, resource)
             try await Sandbox.with { box in
                 let command = try haulCommand(box, ["get", server.url("/" + name), "-o", name])
                 let tmux = try TmuxSession(command: command, width: 40, height: 24, directory: box.work, environment: box.environment)
                 defer { tmux.kill() }
 
-                var screen: [String] = [], progressSeen = 0
-                try await eventually("haul finishes: \(screen)", timeout: .seconds(30), step: .milliseconds(100)) {
-                    screen = try tmux.screen()
+                var screen: [String] = []
+                /// The live line, one at most, within the 40 columns.
+                func checkProgress() -> Int {
                     let progress = screen.filter { $0.contains("%") }
-                    progressSeen += progress.count
                     #expect(progress.count <= 1, "one progress line at a time: \(screen)")
                     for line in progress {
                         #expect(TerminalText.width(line) <= 40, "wider than the terminal: \(line)")
                     }
+                    return progress.count
+                }
+                try await eventually("a progress line on the screen: \(screen)", timeout: .seconds(20), step: .milliseconds(100)) {
+                    screen = try tmux.screen()
+                    return checkProgress() == 1 || screen.contains { $0.hasPrefix("exit=") }
+                }
+                #expect(!screen.contains { $0.hasPrefix("exit=") }, "haul ended before its progress line was seen: \(screen)")
+                try await eventually("haul finishes: \(screen)", timeout: .seconds(40), step: .milliseconds(100)) {
+                    screen = try tmux.screen()
+                    _ = checkProgress()
                     return screen.contains { $0.hasPrefix("exit=") }
                 }
-                #expect(progressSeen > 0, "a progress line should have been on the screen: \(screen)")
                 #expect(screen.count == 3 && screen.first?.hasPrefix("downloading ") == true
                         && screen.dropFirst().first.map { $0.hasPrefix("saved ") && $0.contains(name + " (1.0 MiB in ") } == true
                         && screen.last == "exit=0",

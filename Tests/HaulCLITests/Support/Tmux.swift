@@ -9,11 +9,19 @@ import Glibc
 /// person would see; every tmux call is bounded.
 final class TmuxSession: @unchecked Sendable {
     static let binary = ExternalTools.find("tmux", also: ["/usr/bin", "/usr/local/bin"])
-    private static let bash = ExternalTools.find("bash", also: ["/bin", "/usr/bin"]) ?? "/bin/bash"
+    private static let perlBinary = ExternalTools.find("perl", also: ["/usr/bin"])
+    /// Unblocks every signal, closes every descriptor above 2, then runs its arguments.
+    private static let cleanExec = #"""
+        use POSIX (); POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new()) or die "sigprocmask: $!\n";
+        opendir(my $d, "/proc/self/fd") or die "/proc/self/fd: $!\n";
+        my @fds = grep { /^\d+$/ && $_ > 2 } readdir($d); closedir($d); POSIX::close($_) for @fds;
+        exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\n";
+        """#
     /// Runs when tmux is installed, and always in CI (scripts/test installs it), where a missing tmux fails.
     static var enabled: Bool { binary != nil || ExternalTools.inCI }
 
     private let tmux: String
+    private let perl: String
     private let socket: String
     private let directory: String
     private let environment: [String: String]
@@ -23,6 +31,8 @@ final class TmuxSession: @unchecked Sendable {
     init(command: String, width: Int, height: Int, directory: String, environment: [String: String]) throws {
         guard let tmux = Self.binary else { throw HarnessError("tmux is not installed: apt-get install tmux (scripts/test installs it)") }
         self.tmux = tmux
+        guard let perl = Self.perlBinary else { throw HarnessError("perl is not installed (Debian's perl-base): it starts tmux") }
+        self.perl = perl
         self.directory = directory
         socket = directory + "/.tmux-" + String(UUID().uuidString.prefix(8))
         var environment = environment
@@ -57,13 +67,14 @@ final class TmuxSession: @unchecked Sendable {
     }
 
     private func call(_ arguments: [String]) throws -> String {
-        // The tmux server outlives the client that starts it, and would keep the descriptors this process leaves
-        // open for a child (Foundation's Process watches one to see the child end): then the client is never seen
-        // to exit. bash closes every descriptor above 2 before it becomes tmux.
-        let closeAndRun = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@""#
+        // The tmux server outlives the client that starts it and inherits what this process leaves to a child:
+        // descriptors (Foundation's Process watches one to see the child end, so the client would never be seen
+        // to exit) and the blocked signals of the thread that spawned it (a server that cannot see SIGCHLD or
+        // SIGTERM never ends, not even on kill-server). Perl (Debian's perl-base is always there) clears both,
+        // then becomes tmux.
         let result = try runCommand(
-            Self.bash, ["-c", closeAndRun, "bash", tmux, "-u", "-S", socket] + arguments, in: directory,
-            environment: environment, timeout: .seconds(10))
+            perl, ["-e", Self.cleanExec, tmux, "-u", "-S", socket] + arguments, in: directory, environment: environment,
+            timeout: .seconds(10))
         guard result.status == 0 else {
             throw HarnessError("tmux \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
         }
