@@ -79,8 +79,9 @@ package struct DownloadLifecycle: Sendable, Equatable {
         /// `count` bytes of the body were written, which makes `held` bytes held; `elapsed` is the time since the
         /// run began.
         case bodyPart(count: Int64, held: Int64, elapsed: Duration)
-        /// Bytes written by the connections of a segmented part of the download (no bookkeeping: its own monitor
-        /// reports them). Whether they got past the best point is judged when the attempt ends.
+        /// Bytes written by a segment connection, or by the connections of a segmented part of the download (no
+        /// bookkeeping: the download's monitor reports them). Whether they got past the best point is judged when
+        /// the attempt ends; without them, an end would read as a response that ended before any byte.
         case segmentsWrote(count: Int64)
         /// The response ended; `complete` when the whole file is held.
         case bodyEnd(complete: Bool, held: Int64)

@@ -95,9 +95,10 @@ struct SegmentedDownload: Sendable {
             }
             _ = lifecycle.handle(.requestSent(held: written))
             let action: DownloadLifecycle.Action
+            let before = written
             do {
-                let before = written
                 let gaveBack = try await fetch(segment, body: body, written: &written, mayGiveBack: extra)
+                _ = lifecycle.handle(.segmentsWrote(count: written - before))
                 await coordinator.release(segment.id)
                 if gaveBack {
                     // Another download needs a connection to this host: this one is its now; the rest of the
@@ -109,6 +110,7 @@ struct SegmentedDownload: Sendable {
                 guard written > before else { continue }
                 action = lifecycle.handle(.bodyEnd(complete: false, held: written))
             } catch let failure as TransientFailure {
+                _ = lifecycle.handle(.segmentsWrote(count: written - before))
                 await coordinator.release(segment.id)
                 if Task.isCancelled { throw CancellationError() }
                 action = lifecycle.handle(.failed(failure.lifecycleFailure, held: written))

@@ -27,6 +27,9 @@ import Testing
             let result = try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")), events: log.append)
             #expect(sandbox.contents("f") == body)
             #expect(result.fetchedBytes == Int64(body.count))
+            // A connection whose segment is done claims the next at once: its end is no failure to back off from.
+            let earlyEnds = log.retries.filter { $0.2.hasPrefix("the server ended") }
+            #expect(earlyEnds.isEmpty, "a segment's normal end was taken for an early one: \(earlyEnds)")
             let requests = server.requests("/f")
             #expect(requests.first?.header("Range") == "bytes=0-")
             #expect(requests.count >= 4)
