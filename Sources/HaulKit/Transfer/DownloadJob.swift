@@ -94,10 +94,11 @@ final class DownloadJob {
         self.checkpointer = Checkpointer(store: engine.store)
         self.connectionID = engine.connections.makeID()
         self.host = options.url.host?.lowercased() ?? ""
+        // Its configuration; the run's machine, which starts from the bytes held, is made when the transfer begins.
         self.lifecycle = DownloadLifecycle(DownloadLifecycle.Configuration(
             retry: options.retry, failFastBeforeData: options.failFastBeforeData,
             progressInterval: options.progressInterval, checkpointBytes: options.checkpointBytes,
-            checkpointInterval: options.checkpointInterval), seed: UInt64.random(in: 0...UInt64.max))
+            checkpointInterval: options.checkpointInterval))
         self.requestURL = options.url
         self.startTime = clock.now
         self.logger = engine.configuration.logger
