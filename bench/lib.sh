@@ -148,7 +148,7 @@ bench_free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-bench_write_nginx_conf() { # port
+bench_write_nginx_conf() { # port; NGX_LISTEN, if set, replaces the `listen 127.0.0.1:PORT;` line (TLS, more ports)
     local user_line="" extra_temp="" m
     # Workers would otherwise drop to "nobody", who may not be able to read $WWW.
     [[ $EUID -eq 0 ]] && user_line="user root root;"
@@ -172,8 +172,8 @@ http {
     client_body_temp_path $NGX_PREFIX/tmp/body;
     proxy_temp_path $NGX_PREFIX/tmp/proxy;
 $extra_temp    server {
-        listen 127.0.0.1:$1;
-        server_name localhost;
+${NGX_LISTEN:-        listen 127.0.0.1:$1;
+}        server_name localhost;
         root $WWW;
         location / { }
 ${NGX_EXTRA:-}    }
