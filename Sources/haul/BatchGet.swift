@@ -174,21 +174,7 @@ final class BatchReporter: @unchecked Sendable {
     }
 
     private func json(_ event: SessionEvent) {
-        var object: [String: Any]
-        switch event {
-        case .added(let task): object = ["event": "added", "id": task.id, "url": Redaction.url(task.url)]
-        case .stateChanged(let id, let from, let to): object = ["event": "state", "id": id, "from": from.rawValue, "to": to.rawValue]
-        case .progress(let id, let p):
-            object = ["event": "progress", "id": id, "bytes": p.bytes]
-            if let total = p.total { object["total"] = total }
-            if let speed = p.bytesPerSecond { object["bytes_per_second"] = speed.rounded() }
-        case .finished(let task): object = ["event": "finished", "id": task.id, "url": Redaction.url(task.url), "path": task.filePath ?? "", "bytes": task.bytes]
-        case .failed(let task):
-            object = ["event": "failed", "id": task.id, "url": Redaction.url(task.url), "error": task.error?.message ?? "", "kind": task.error?.kind.rawValue ?? ""]
-        case .allFinished: object = ["event": "all_finished"]
-        }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        Reporter.write(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
+        Reporter.write(EventJSON.session(event, redacting: true).serialized + "\n", to: STDOUT_FILENO)
     }
 
     static func shortName(_ url: String) -> String {

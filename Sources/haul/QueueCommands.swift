@@ -93,11 +93,7 @@ struct ListCommand: AsyncParsableCommand {
             let tasks = try await connection.tasks()
             await connection.close()
             if json {
-                for task in tasks {
-                    var shown = task
-                    shown.url = Redaction.url(task.url)
-                    print(DaemonProtocol.encode(shown).serialized)
-                }
+                for task in tasks { print(EventJSON.task(task).serialized) }
                 return
             }
             let rows = tasks.map { task in

@@ -14,6 +14,10 @@ final class Reporter: @unchecked Sendable {
     private let area = LiveArea()
     private var path = ""
     private let started = Date()
+    /// Names the download in JSON events, as a task id names a batch's downloads.
+    private let id = UUID().uuidString.lowercased()
+    /// The bytes held at the last event, for a failure's `task.bytes`.
+    private var bytes: Int64 = 0
 
     init(mode: Mode, url: String) {
         self.mode = mode
@@ -34,7 +38,7 @@ final class Reporter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if mode == .json {
-            emit(["event": "failed", "kind": error.kind.rawValue, "error": error.line, "exit_code": Int(exitCode)])
+            emit(EventJSON.downloadFailed(error, id: id, url: url, path: path.isEmpty ? nil : path, bytes: bytes, exitCode: exitCode))
         }
         area.close()
         Reporter.printError("haul: \(error.kind == .interrupted ? "" : "error: ")\(error.line)")
@@ -117,44 +121,19 @@ final class Reporter: @unchecked Sendable {
 
     private func json(_ event: DownloadEvent) {
         switch event {
-        case .started(let url, let path, let resumedFrom, let total):
-            emit(["event": "started", "url": url, "path": path, "resumed_from": resumedFrom, "total": total as Any])
-        case .progress(let p):
-            var object: [String: Any] = [
-                "event": "progress", "bytes": p.bytes, "total": p.total as Any, "bytes_per_second": p.bytesPerSecond.map { $0.rounded() } as Any,
-                "eta_seconds": p.secondsRemaining.map { ($0 * 10).rounded() / 10 } as Any,
-            ]
-            if let segments = p.segments {
-                object["segments"] = segments.map { ["start": $0.start, "end": $0.end, "done": $0.done] }
-            }
-            emit(object)
-        case .retrying(let retry, let maxRetries, let delay, let reason):
-            emit(["event": "retrying", "retry": retry, "max_retries": maxRetries, "delay_seconds": delay.seconds, "reason": reason])
-        case .restarted(let reason):
-            emit(["event": "restarted", "reason": reason])
-        case .singleConnection(let reason):
-            emit(["event": "single_connection", "reason": reason])
-        case .waitingForConnection(let host):
-            emit(["event": "waiting_for_connection", "host": host])
-        case .finished(let r):
-            emit(["event": "finished", "path": r.path, "bytes": r.bytes, "fetched_bytes": r.fetchedBytes,
-                  "already_complete": r.alreadyComplete, "checksum": r.checksum?.description as Any])
+        case .started(_, let path, let resumedFrom, _):
+            self.path = path
+            bytes = resumedFrom
+        case .progress(let progress): bytes = progress.bytes
+        case .finished(let result): bytes = result.bytes
+        case .retrying, .restarted, .singleConnection, .waitingForConnection: break
         }
+        emit(EventJSON.download(event, id: id, url: url))
     }
 
-    private func emit(_ object: [String: Any]) {
-        let cleaned = object.mapValues { value -> Any in
-            if let optional = value as? OptionalProtocol { return optional.unwrapped ?? NSNull() }
-            return value
-        }
-        guard let data = try? JSONSerialization.data(withJSONObject: cleaned, options: [.sortedKeys]) else { return }
-        Reporter.write(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
+    private func emit(_ object: JSONValue) {
+        Reporter.write(object.serialized + "\n", to: STDOUT_FILENO)
     }
-}
-
-private protocol OptionalProtocol { var unwrapped: Any? { get } }
-extension Optional: OptionalProtocol {
-    var unwrapped: Any? { self.map { $0 as Any } }
 }
 
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {

@@ -6,23 +6,28 @@ import NIOConcurrencyHelpers
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch", abstract: "Show live progress of tasks (default: every waiting or running one) until they end.",
-        discussion: HelpText.examples("haul watch", "haul watch 3f2a 91bc"))
+        discussion: HelpText.examples(
+            "haul watch", "haul watch 3f2a 91bc",
+            "haul watch --json | jq -c 'select(.type == \"finished\") | .task.path'   # the protocol's events"))
 
     @Argument(help: "Task ids (or unique prefixes).")
     var ids: [String] = []
 
+    @Flag(help: "One JSON event per line on stdout, as `haul get --json` and the daemon's protocol write them.")
+    var json = false
+
     @OptionGroup var daemon: DaemonClientOptions
 
     func run() async throws {
-        let terminal = LiveArea.isLiveTerminal()
-        let reporter = BatchReporter(mode: terminal ? .terminal : .plain)
+        let terminal = !json && LiveArea.isLiveTerminal()
+        let reporter = BatchReporter(mode: json ? .json : terminal ? .terminal : .plain)
         var lastPlain = ContinuousClock.now - .seconds(2)
         do {
             let final = try await TaskFollower(options: daemon, typed: ids).follow(
                 seed: { reporter.seed($0) }, event: { reporter.handle($0) },
                 tick: { tasks in
                     // Without a terminal, a progress line per running task every few seconds.
-                    guard !terminal, ContinuousClock.now - lastPlain >= .seconds(2) else { return }
+                    guard !terminal, !json, ContinuousClock.now - lastPlain >= .seconds(2) else { return }
                     lastPlain = ContinuousClock.now
                     for task in tasks where task.state == .running {
                         let progress = DownloadProgress(bytes: task.bytes, total: task.total, bytesPerSecond: task.bytesPerSecond, secondsRemaining: nil)

@@ -23,17 +23,18 @@ import Glibc
                 files.expectExact(in: out)
 
                 let events = try result.jsonEvents()
-                let kinds = events.map { $0["event"] as? String ?? "?" }
+                let kinds = events.map { $0["type"] as? String ?? "?" }
                 var urlOf: [String: String] = [:]
-                for event in events where event["event"] as? String == "added" {
-                    if let id = event["id"] as? String { urlOf[id] = event["url"] as? String }
+                for event in events where event["type"] as? String == "added" {
+                    let task = event["task"] as? [String: Any]
+                    if let id = task?["id"] as? String { urlOf[id] = task?["url"] as? String }
                 }
                 #expect(urlOf.count == 6, "expected 6 added tasks, got \(urlOf)")
                 #expect(Set(urlOf.values) == Set(files.urls))
 
                 // Replay the state events: how many tasks were running at once.
                 var running: Set<String> = [], peak = 0, everRan: Set<String> = []
-                for event in events where event["event"] as? String == "state" {
+                for event in events where event["type"] as? String == "stateChanged" {
                     guard let id = event["id"] as? String, let from = event["from"] as? String,
                           let to = event["to"] as? String else {
                         Issue.record("malformed state event \(event)")
@@ -48,18 +49,19 @@ import Glibc
                 #expect(everRan == Set(urlOf.keys), "every task must have run: \(everRan.count) of \(urlOf.count)")
 
                 var finishedCount: [String: Int] = [:]
-                for event in events where event["event"] as? String == "finished" {
-                    let id = event["id"] as? String ?? "?"
+                for event in events where event["type"] as? String == "finished" {
+                    let task = event["task"] as? [String: Any]
+                    let id = task?["id"] as? String ?? "?"
                     finishedCount[id, default: 0] += 1
-                    let name = (event["url"] as? String).map { String($0.split(separator: "/").last ?? "") } ?? "?"
-                    #expect(event["path"] as? String == out + "/" + name, "finished event: \(event)")
-                    #expect((event["bytes"] as? NSNumber)?.intValue == size, "finished event: \(event)")
+                    let name = (task?["url"] as? String).map { String($0.split(separator: "/").last ?? "") } ?? "?"
+                    #expect(task?["path"] as? String == out + "/" + name, "finished event: \(event)")
+                    #expect((task?["bytes"] as? NSNumber)?.intValue == size, "finished event: \(event)")
                 }
                 #expect(Set(finishedCount.keys) == Set(urlOf.keys) && finishedCount.values.allSatisfy { $0 == 1 },
                         "exactly one finished event per task expected, got \(finishedCount)")
                 #expect(!kinds.contains("failed"), "unexpected failed event: \(result.stdout)")
-                #expect(kinds.filter { $0 == "all_finished" }.count == 1, "all_finished count; events: \(kinds)")
-                #expect(kinds.last == "all_finished", "all_finished must be the last event; last 5: \(kinds.suffix(5))")
+                #expect(kinds.filter { $0 == "allFinished" }.count == 1, "allFinished count; events: \(kinds)")
+                #expect(kinds.last == "allFinished", "allFinished must be the last event; last 5: \(kinds.suffix(5))")
             }
         }
     }

@@ -119,7 +119,7 @@ struct Compat: Sendable {
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(contentMismatch(destination, expected: body) == nil)
                 #expect(box.workContents() == ["file.bin"], "no .haul-part may be left: \(box.workContents())")
-                #expect(intValue(try finishedEvent(result)?["fetched_bytes"]) == body.count)
+                #expect(intValue(try finishedEvent(result)?["fetchedBytes"]) == body.count)
             }
         }
     }
@@ -136,7 +136,7 @@ struct Compat: Sendable {
                 #expect(contentMismatch(destination, expected: body) == nil)
                 #expect(box.workContents() == ["file.bin"], "no .haul-part may be left: \(box.workContents())")
                 let events = try result.jsonEvents()
-                #expect(!events.contains { $0["event"] as? String == "single_connection" }, "\(kind) supports ranges: \(result.stdout)")
+                #expect(!events.contains { $0["type"] as? String == "singleConnection" }, "\(kind) supports ranges: \(result.stdout)")
                 let requests = loggedRequests(result.stderr, url: url)
                 #expect(requests.count >= 4 && requests.allSatisfy { $0.range != nil },
                         "four connections, each with a Range request: \(requests.map(\.line))")
@@ -167,7 +167,7 @@ struct Compat: Sendable {
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(contentMismatch(destination, expected: body) == nil)
                 #expect(box.workContents() == ["file.bin"], "no .haul-part may be left: \(box.workContents())")
-                let fetched = intValue(try finishedEvent(result)?["fetched_bytes"])
+                let fetched = intValue(try finishedEvent(result)?["fetchedBytes"])
                 #expect(fetched == body.count - killed.held, "only the \(body.count - killed.held) bytes not held are fetched; stderr: \(result.stderr)")
 
                 let requests = loggedRequests(result.stderr, url: url)
@@ -266,7 +266,7 @@ struct Compat: Sendable {
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(contentMismatch(destination, expected: body) == nil)
                 #expect(box.workContents() == ["file.bin"], "no .haul-part may be left: \(box.workContents())")
-                #expect(intValue(try finishedEvent(result)?["fetched_bytes"]) == body.count - held)
+                #expect(intValue(try finishedEvent(result)?["fetchedBytes"]) == body.count - held)
                 // A file of unknown origin has no validators: the last 64 KiB are asked for again and compared.
                 let requests = loggedRequests(result.stderr, url: url)
                 #expect(requests.count == 1 && requests.first?.range?.start == held - 65536, "\(requests.map(\.line))")
@@ -384,7 +384,7 @@ func versionMap(_ actual: [UInt8], old: [UInt8], new: [UInt8]) -> String {
 
 /// The `finished` event of a `--json` run.
 func finishedEvent(_ result: HaulResult) throws -> [String: Any]? {
-    try result.jsonEvents().last { $0["event"] as? String == "finished" }
+    try result.jsonEvents().last { $0["type"] as? String == "finished" }
 }
 
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), as servers send Last-Modified.

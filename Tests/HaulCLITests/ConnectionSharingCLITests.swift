@@ -25,8 +25,9 @@ struct ConnectionSharingCLITests {
 
                 let events = try result.jsonEvents()
                 var idOf: [String: String] = [:]
-                for event in events where event["event"] as? String == "added" {
-                    if let id = event["id"] as? String, let url = event["url"] as? String { idOf[url] = id }
+                for event in events where event["type"] as? String == "added" {
+                    let task = event["task"] as? [String: Any]
+                    if let id = task?["id"] as? String, let url = task?["url"] as? String { idOf[url] = id }
                 }
                 let bigID = try #require(idOf[bigURL]), smallID = try #require(idOf[smallURL])
                 // Where the large download was when the small one finished: far from done (before the fix, the
@@ -34,11 +35,11 @@ struct ConnectionSharingCLITests {
                 var bigBytes = 0
                 var bigAtSmallEnd: Int?
                 for event in events {
-                    let id = event["id"] as? String
-                    if id == bigID, event["event"] as? String == "progress", let bytes = (event["bytes"] as? NSNumber)?.intValue {
+                    let id = event["id"] as? String ?? (event["task"] as? [String: Any])?["id"] as? String
+                    if id == bigID, event["type"] as? String == "progress", let bytes = (event["bytes"] as? NSNumber)?.intValue {
                         bigBytes = bytes
                     }
-                    if id == smallID, event["event"] as? String == "finished" { bigAtSmallEnd = bigBytes }
+                    if id == smallID, event["type"] as? String == "finished" { bigAtSmallEnd = bigBytes }
                 }
                 let atEnd = try #require(bigAtSmallEnd, "the small download's finished event: \(result.stdout)")
                 #expect(atEnd < big.count / 2, "the large download had \(atEnd) of \(big.count) bytes when the small one finished")

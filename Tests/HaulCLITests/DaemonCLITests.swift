@@ -230,14 +230,16 @@ import Glibc
                 #expect(refused.exitCode == 2 && refused.stdout.isEmpty, "an existing file is kept without --overwrite: \(refused)")
                 #expect(readBytes(box.path("o.bin")) == Array("old contents".utf8))
 
-                // Timed from before the add: the download may already be under way when add returns.
+                // The file to replace exists before the add (written after it, it could land after the download
+                // ended on a busy machine, and replace the download instead). Timed from before the add: the
+                // download may already be under way when add returns.
+                try writeBytes(Array("older".utf8), to: box.path("o2.bin"))
                 let start = ContinuousClock.now
                 let replaced = try await box.run([
                     "add", server.url("/o.bin"), "-o", "o2.bin", "--overwrite", "--limit-rate", "200K", "--retries", "2",
                     "--no-autostart",
                 ])
                 let second = try #require(replaced.stdoutLines.first, "add: \(replaced.stderr)")
-                try writeBytes(Array("older".utf8), to: box.path("o2.bin"))
                 #expect(try await box.run(["wait", second, "--no-autostart"]).exitCode == 0)
                 #expect(ContinuousClock.now - start >= .milliseconds(900), "300 KiB at 200 KiB/s takes over a second")
                 #expect(contentMismatch(box.path("o2.bin"), expected: source) == nil, "--overwrite replaced the file")

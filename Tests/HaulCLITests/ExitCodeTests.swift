@@ -155,13 +155,19 @@ import Testing
                 let result = try await box.run(["get", server.url("/file.bin"), "-o", destination, "--json"])
                 #expect(result.exitCode == 0, "\(result)")
                 let events = try result.jsonEvents()
-                let names = events.map { $0["event"] as? String ?? "?" }
+                let names = events.map { $0["type"] as? String ?? "?" }
                 #expect(names.first == "started", "events: \(names)")
                 #expect(names.last == "finished", "events: \(names)")
                 #expect(names.contains("progress"), "a 0.5 s download reports progress: \(names)")
                 #expect(Set(names).isSubset(of: ["started", "progress", "retrying", "restarted", "finished", "failed"]))
-                #expect((events.last?["bytes"] as? NSNumber)?.intValue == body.count)
-                #expect(events.last?["path"] as? String == destination)
+                // The protocol's `finished` shape: the task object, plus what only a single download knows.
+                let task = events.last?["task"] as? [String: Any]
+                #expect((task?["bytes"] as? NSNumber)?.intValue == body.count)
+                #expect(task?["path"] as? String == destination)
+                #expect(task?["state"] as? String == "finished")
+                #expect((events.last?["fetchedBytes"] as? NSNumber)?.intValue == body.count)
+                let ids = Set(events.compactMap { $0["id"] as? String ?? ($0["task"] as? [String: Any])?["id"] as? String })
+                #expect(ids.count == 1, "one id names the download in every event: \(ids)")
                 #expect(contentMismatch(destination, expected: body) == nil)
             }
         }
@@ -174,9 +180,13 @@ import Testing
                 #expect(result.exitCode == 4, "\(result)")
                 let events = try result.jsonEvents()
                 #expect(!events.isEmpty, "stdout: \(result.stdout)")
-                #expect(events.last?["event"] as? String == "failed")
-                #expect((events.last?["exit_code"] as? NSNumber)?.intValue == 4)
-                #expect(events.last?["error"] is String)
+                #expect(events.last?["type"] as? String == "failed")
+                #expect((events.last?["exitCode"] as? NSNumber)?.intValue == 4)
+                // The task's error carries its typed reason, as the protocol and `haul ls --json` show it.
+                let error = (events.last?["task"] as? [String: Any])?["error"] as? [String: Any]
+                #expect(error?["kind"] as? String == "httpStatus", "\(events)")
+                let failure = error?["failure"] as? [String: Any]
+                #expect(((failure?["httpStatus"] as? [String: Any])?["_0"] as? NSNumber)?.intValue == 404, "\(events)")
             }
         }
     }

@@ -59,7 +59,7 @@ import Glibc
                 #expect(variables["HAUL_TASK_ERROR"]?.contains("404") == true, "\(variables)")
                 // With --json, stdout carries only events: the command's output goes to stderr.
                 let events = try result.jsonEvents()
-                #expect(events.last?["event"] as? String == "failed", "\(events)")
+                #expect(events.last?["type"] as? String == "failed", "\(events)")
                 #expect(result.stderr.contains("hook-was-here"), "\(result.stderr)")
                 #expect(result.stderr.contains("--on-complete command exited with status 3"), "\(result.stderr)")
             }

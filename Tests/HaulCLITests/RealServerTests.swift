@@ -137,7 +137,7 @@ struct PythonHTTPServerTests {
                 let result = try await box.run(["get", url, "-o", destination, "--json"])
                 #expect(result.exitCode == 0, "\(result.stderr)")
                 #expect(contentMismatch(destination, expected: body) == nil)
-                let names = try result.jsonEvents().map { $0["event"] as? String ?? "?" }
+                let names = try result.jsonEvents().map { $0["type"] as? String ?? "?" }
                 #expect(names.contains("restarted"), "a 200 to a Range request means starting over: \(names)")
                 #expect(names.last == "finished")
             }

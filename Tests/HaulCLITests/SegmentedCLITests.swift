@@ -223,9 +223,9 @@ func serverBytesSent(_ server: TestServer, _ path: String, from index: Int, atLe
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(contentMismatch(destination, expected: source) == nil)
                 let events = try result.jsonEvents()
-                let names = events.map { $0["event"] as? String ?? "?" }
-                #expect(!names.contains("single_connection"), "events: \(names)")
-                let segmented = events.filter { $0["event"] as? String == "progress" && $0["segments"] != nil }
+                let names = events.map { $0["type"] as? String ?? "?" }
+                #expect(!names.contains("singleConnection"), "events: \(names)")
+                let segmented = events.filter { $0["type"] as? String == "progress" && $0["segments"] != nil }
                 #expect(!segmented.isEmpty, "no progress event carried segments: \(result.stdout)")
                 for event in segmented {
                     let segments = try #require(SegmentState.list(event), "malformed segments: \(event)")
@@ -235,8 +235,8 @@ func serverBytesSent(_ server: TestServer, _ path: String, from index: Int, atLe
                     #expect(SegmentState.coverageProblem(segments, total: total) == nil)
                 }
                 let last = try #require(events.last)
-                #expect(last["event"] as? String == "finished", "last event: \(last)")
-                #expect((last["bytes"] as? NSNumber)?.intValue == total)
+                #expect(last["type"] as? String == "finished", "last event: \(last)")
+                #expect(((last["task"] as? [String: Any])?["bytes"] as? NSNumber)?.intValue == total)
             }
         }
     }
@@ -269,7 +269,7 @@ extension SegmentedCLITests {
                                                 "--segments", "4", "--min-segment-size", "256K", "--json"])
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(contentMismatch(destination, expected: new) == nil, "must hold version B only, never a mix")
-                let names = try result.jsonEvents().map { $0["event"] as? String ?? "?" }
+                let names = try result.jsonEvents().map { $0["type"] as? String ?? "?" }
                 #expect(names.contains("restarted"), "events: \(names)")
 
                 let requests = server.requests("/file.bin")

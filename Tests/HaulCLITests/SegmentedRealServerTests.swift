@@ -64,12 +64,12 @@ struct SegmentedPythonTests {
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(contentMismatch(destination, expected: body) == nil)
                 let events = try result.jsonEvents()
-                let single = events.filter { $0["event"] as? String == "single_connection" }
+                let single = events.filter { $0["type"] as? String == "singleConnection" }
                 #expect(single.count == 1, "events: \(result.stdout)")
                 let reason = single.first?["reason"] as? String ?? ""
                 #expect(reason.contains("range"), "the reason names the missing range support: \(reason)")
                 #expect(!events.contains { $0["segments"] != nil }, "no segments without range support")
-                #expect(events.last?["event"] as? String == "finished", "events: \(result.stdout)")
+                #expect(events.last?["type"] as? String == "finished", "events: \(result.stdout)")
                 #expect(!fileExists(destination + ".haul-part"))
             }
         }

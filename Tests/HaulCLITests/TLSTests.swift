@@ -114,10 +114,10 @@ struct TLSTests {
                 #expect(json.exitCode == 3, "\(json.stderr)")
                 #expect(!json.stderr.lowercased().contains("retry"), "no retry: \(json.stderr)")
                 let events = try json.jsonEvents()
-                #expect(!events.contains { $0["event"] as? String == "retrying" }, "events: \(json.stdout)")
-                let failed = events.filter { $0["event"] as? String == "failed" }
+                #expect(!events.contains { $0["type"] as? String == "retrying" }, "events: \(json.stdout)")
+                let failed = events.filter { $0["type"] as? String == "failed" }
                 #expect(failed.count == 1, "one failed event: \(json.stdout)")
-                #expect((failed.first?["exit_code"] as? NSNumber)?.intValue == 3, "events: \(json.stdout)")
+                #expect((failed.first?["exitCode"] as? NSNumber)?.intValue == 3, "events: \(json.stdout)")
             }
         }
     }

@@ -47,7 +47,9 @@ package enum DaemonProtocol {
     public static func encode(_ task: TaskSnapshot) -> JSONValue {
         var error: JSONValue = .null
         if let failure = task.error {
-            error = ["kind": .string(failure.kind.rawValue), "message": .string(failure.message)]
+            var object: [String: JSONValue] = ["kind": .string(failure.kind.rawValue), "message": .string(failure.message)]
+            if let reason = FailureReasonJSON.value(failure) { object["failure"] = reason }
+            error = .object(object)
         }
         return [
             "id": .string(task.id), "url": .string(task.url), "state": .string(task.state.rawValue),
@@ -63,7 +65,8 @@ package enum DaemonProtocol {
               let bytes = value["bytes"]?.int64Value else { return nil }
         var error: HaulError?
         if let kind = value["error"]?["kind"]?.stringValue.flatMap(HaulError.Kind.init(rawValue:)) {
-            error = HaulError(kind, value["error"]?["message"]?.stringValue ?? "")
+            error = HaulError(
+                kind, value["error"]?["message"]?.stringValue ?? "", reason: FailureReasonJSON.decode(value["error"]?["failure"]) ?? .other)
         }
         return TaskSnapshot(
             id: id, url: url, state: state, priority: value["priority"]?.intValue ?? 0, bytes: bytes,

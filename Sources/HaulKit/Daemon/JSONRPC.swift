@@ -118,9 +118,7 @@ package struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A Haul error: its kind, and its reason as `data.failure` (``FailureReason`` in JSON) when it has one.
     public static func haul(_ error: HaulError) -> RPCError {
         var data: [String: JSONValue] = ["kind": .string(error.kind.rawValue)]
-        if error.reason != .other, let encoded = try? JSONEncoder().encode(error.reason), let failure = JSONValue.parse(encoded) {
-            data["failure"] = failure
-        }
+        if let failure = FailureReasonJSON.value(error) { data["failure"] = failure }
         return RPCError(code: -32001, message: error.message, data: .object(data))
     }
     public static func unsupportedProtocol(_ asked: Int) -> RPCError {
@@ -141,8 +139,7 @@ package struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The error as a person should read it: Haul errors keep their kind, others become `.server`.
     public var haulError: HaulError {
         if code == -32001, let kind = data?["kind"]?.stringValue.flatMap(HaulError.Kind.init(rawValue:)) {
-            let reason = data?["failure"].flatMap { try? JSONDecoder().decode(FailureReason.self, from: Data($0.serialized.utf8)) }
-            return HaulError(kind, message, reason: reason ?? .other)
+            return HaulError(kind, message, reason: FailureReasonJSON.decode(data?["failure"]) ?? .other)
         }
         return HaulError(.server, "the haul daemon refused the request: \(message)")
     }

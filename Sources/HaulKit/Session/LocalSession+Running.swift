@@ -103,8 +103,7 @@ extension LocalSession {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
-                $0.errorKind = nil
-                $0.errorMessage = nil
+                $0.record(nil)
             }
         case .failure(let error):
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
@@ -122,8 +121,7 @@ extension LocalSession {
                 conclude(id, .failed) {
                     $0.filePath = file?.path ?? $0.filePath
                     $0.total = file?.total ?? $0.total
-                    $0.errorKind = failure.kind.rawValue
-                    $0.errorMessage = failure.message
+                    $0.record(failure)
                 }
             }
         }
@@ -160,8 +158,7 @@ extension LocalSession {
         try? store.clearStarts(ids: ids)
         for id in ids {
             conclude(id, .failed) {
-                $0.errorKind = HaulError.Kind.server.rawValue
-                $0.errorMessage = message
+                $0.record(HaulError(.server, message))
             }
         }
     }
@@ -205,7 +202,7 @@ extension LocalSession {
             id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: progress?.bytes ?? task.bytes,
             total: progress?.total ?? task.total, bytesPerSecond: progress?.bytesPerSecond,
             filePath: task.filePath ?? (task.destinationKind == NewTask.fileKind ? task.destinationPath : nil),
-            error: task.errorKind.flatMap { HaulError.Kind(rawValue: $0) }.map { HaulError($0, task.errorMessage ?? "") })
+            error: task.error)
     }
 
     /// Runs the completion callback, then the session's completion command and the task's own, for a finished or

@@ -8,7 +8,7 @@ extension StoredTask {
     static let columns = [
         "id", "sequence", "url", "destinationKind", "destinationPath", "headers", "checksum", "segments",
         "priority", "state", "bytes", "total", "filePath", "errorKind", "errorMessage", "createdAt", "updatedAt",
-        "options",
+        "options", "errorReason",
     ]
 
     static let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM task"
@@ -25,7 +25,7 @@ extension StoredTask {
     static let updateSQL = """
         UPDATE task SET url = ?, destinationKind = ?, destinationPath = ?, headers = ?, checksum = ?, segments = ?,
         priority = ?, state = ?, bytes = ?, total = ?, filePath = ?, errorKind = ?, errorMessage = ?, updatedAt = ?,
-        options = ? WHERE id = ?
+        options = ?, errorReason = ? WHERE id = ?
         """
 
     init(row: Row) throws {
@@ -49,6 +49,7 @@ extension StoredTask {
             filePath: try row.decode(atIndex: 12),
             errorKind: try row.decode(atIndex: 13),
             errorMessage: try row.decode(atIndex: 14),
+            errorReason: try row.decode(atIndex: 18),
             createdAt: try row.decode(atIndex: 15),
             updatedAt: try row.decode(atIndex: 16),
             options: try TaskOptionsJSON.decode(try row.decode(String?.self, atIndex: 17)))
@@ -58,7 +59,7 @@ extension StoredTask {
         [
             id, url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
             priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt,
-            TaskOptionsJSON.encode(options),
+            TaskOptionsJSON.encode(options), errorReason,
         ]
     }
 
@@ -66,7 +67,7 @@ extension StoredTask {
         [
             url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
             priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, updatedAt,
-            TaskOptionsJSON.encode(options), id,
+            TaskOptionsJSON.encode(options), errorReason, id,
         ]
     }
 

@@ -23,6 +23,8 @@ package struct StoredTask: Codable, Equatable, Sendable {
     /// A `HaulError.Kind` raw value, when the task failed.
     public var errorKind: String?
     public var errorMessage: String?
+    /// Why it failed, for a program (``FailureReason`` as JSON); `nil` when the failure has no typed reason.
+    public var errorReason: String?
     /// Unix seconds.
     public var createdAt: Double
     /// Unix seconds.
@@ -33,7 +35,7 @@ package struct StoredTask: Codable, Equatable, Sendable {
         id: String, sequence: Int64, url: String, destinationKind: String, destinationPath: String,
         headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0,
         state: TaskState = .waiting, bytes: Int64 = 0, total: Int64? = nil, filePath: String? = nil,
-        errorKind: String? = nil, errorMessage: String? = nil, createdAt: Double, updatedAt: Double,
+        errorKind: String? = nil, errorMessage: String? = nil, errorReason: String? = nil, createdAt: Double, updatedAt: Double,
         options: TaskOptions = TaskOptions()
     ) {
         self.id = id
@@ -51,6 +53,7 @@ package struct StoredTask: Codable, Equatable, Sendable {
         self.filePath = filePath
         self.errorKind = errorKind
         self.errorMessage = errorMessage
+        self.errorReason = errorReason
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.options = options
@@ -65,16 +68,28 @@ package struct StoredTask: Codable, Equatable, Sendable {
         }
     }
 
-    /// Records the failure: state `.failed` with the error's kind and message.
+    /// Records the failure: state `.failed` with the error's kind, message and reason.
     public mutating func fail(_ error: HaulError) {
         state = .failed
-        errorKind = error.kind.rawValue
-        errorMessage = error.message
+        record(error)
+    }
+
+    /// Keeps `error` (its kind, message and typed reason) as the task's error, or clears it with `nil`.
+    public mutating func record(_ error: HaulError?) {
+        errorKind = error?.kind.rawValue
+        errorMessage = error?.message
+        errorReason = error.flatMap(FailureReasonJSON.encode)
+    }
+
+    /// The error kept for the task, with its typed reason when one was recorded.
+    public var error: HaulError? {
+        guard let kind = errorKind.flatMap(HaulError.Kind.init(rawValue:)) else { return nil }
+        return HaulError(kind, errorMessage ?? "", reason: FailureReasonJSON.decode(errorReason) ?? .other)
     }
 
     private enum CodingKeys: String, CodingKey {
         case id, sequence, url, destinationKind, destinationPath, headers, checksum, segments, priority, state
-        case bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt, options
+        case bytes, total, filePath, errorKind, errorMessage, errorReason, createdAt, updatedAt, options
     }
 
     public init(from decoder: any Decoder) throws {
@@ -94,6 +109,7 @@ package struct StoredTask: Codable, Equatable, Sendable {
         filePath = try c.decodeIfPresent(String.self, forKey: .filePath)
         errorKind = try c.decodeIfPresent(String.self, forKey: .errorKind)
         errorMessage = try c.decodeIfPresent(String.self, forKey: .errorMessage)
+        errorReason = try c.decodeIfPresent(String.self, forKey: .errorReason)
         createdAt = try c.decode(Double.self, forKey: .createdAt)
         updatedAt = try c.decode(Double.self, forKey: .updatedAt)
         options = try c.decodeIfPresent(TaskOptions.self, forKey: .options) ?? TaskOptions()
@@ -116,6 +132,7 @@ package struct StoredTask: Codable, Equatable, Sendable {
         try c.encodeIfPresent(filePath, forKey: .filePath)
         try c.encodeIfPresent(errorKind, forKey: .errorKind)
         try c.encodeIfPresent(errorMessage, forKey: .errorMessage)
+        try c.encodeIfPresent(errorReason, forKey: .errorReason)
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(updatedAt, forKey: .updatedAt)
         if options != TaskOptions() { try c.encode(options, forKey: .options) }

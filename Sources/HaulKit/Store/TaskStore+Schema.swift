@@ -50,6 +50,13 @@ extension TaskStore {
                 PRAGMA user_version = 2;
                 """)
         }
+        // v3: a failed task's typed reason (``FailureReason`` as JSON), so it survives a restart and crosses the wire.
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: """
+                ALTER TABLE task ADD COLUMN errorReason TEXT;
+                PRAGMA user_version = 3;
+                """)
+        }
         return migrator
     }
 

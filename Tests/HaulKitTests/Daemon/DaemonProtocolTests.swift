@@ -21,6 +21,50 @@ import Testing
         }
         #expect(DaemonProtocol.decodeEvent(["type": "bogus"]) == nil)
         #expect(DaemonProtocol.decodeTask(["id": "x"]) == nil)
+
+        // A typed reason crosses as `error.failure` and comes back.
+        var typed = task
+        typed.error = HaulError(.httpStatus, "https://example.com/a.iso answered 404", reason: .httpStatus(404, url: "https://example.com/a.iso"))
+        let encoded = DaemonProtocol.encode(typed)
+        #expect(encoded["error"]?["failure"]?["httpStatus"]?["_0"]?.intValue == 404)
+        #expect(DaemonProtocol.decodeTask(encoded)?.error?.reason == .httpStatus(404, url: "https://example.com/a.iso"))
+    }
+
+    /// One vocabulary: a single download's events (`haul get URL --json`) have the session's shapes.
+    @Test func aSingleDownloadsEventsHaveTheSessionsShapes() throws {
+        let url = "https://user:secret@example.com/a.iso"
+        let progress = DownloadProgress(bytes: 5, total: 10, bytesPerSecond: 2, secondsRemaining: 2.5)
+        let single = EventJSON.download(.progress(progress), id: "d1", url: url)
+        let session = EventJSON.session(.progress(id: "d1", progress))
+        #expect(single == session, "no segments: the same object")
+        #expect(Set(single.objectValue?.keys.map { $0 } ?? []) == ["type", "id", "bytes", "total", "bytesPerSecond", "secondsRemaining"])
+
+        let result = DownloadResult(path: "/d/a.iso", bytes: 10, fetchedBytes: 4, checksum: nil, alreadyComplete: false)
+        let finished = EventJSON.download(.finished(result), id: "d1", url: url)
+        let decoded = try #require(DaemonProtocol.decodeEvent(finished))
+        guard case .finished(let task) = decoded.event else { Issue.record("not a finished event: \(finished)"); return }
+        #expect(task.id == "d1" && task.filePath == "/d/a.iso" && task.bytes == 10 && task.state == .finished)
+        #expect(!task.url.contains("secret"), "credentials are hidden: \(task.url)")
+        #expect(finished["fetchedBytes"]?.intValue == 4)
+
+        let failure = HaulError(.checksum, "mismatch", reason: .checksumMismatch(path: "/d/a.iso", expected: "sha256:aa", actual: "sha256:bb", alreadyAtPath: false))
+        let failed = EventJSON.downloadFailed(failure, id: "d1", url: url, path: nil, bytes: 3, exitCode: 6)
+        guard case .failed(let failedTask)? = DaemonProtocol.decodeEvent(failed)?.event else { Issue.record("\(failed)"); return }
+        #expect(failedTask.error?.reason == failure.reason && failedTask.bytes == 3)
+        #expect(failed["exitCode"]?.intValue == 6)
+
+        for event: DownloadEvent in [
+            .started(url: url, path: "/d/a.iso", resumedFrom: 0, total: nil), .retrying(retry: 1, maxRetries: 5, delay: .seconds(1), reason: "reset"),
+            .restarted(reason: "changed"), .singleConnection(reason: "no ranges"), .waitingForConnection(host: "example.com"),
+        ] {
+            let object = EventJSON.download(event, id: "d1", url: url)
+            #expect(object["id"]?.stringValue == "d1", "\(object)")
+            #expect(object["type"]?.stringValue?.contains("_") == false, "camelCase types: \(object)")
+            #expect(!object.serialized.contains("secret"))
+        }
+        let redacted = EventJSON.session(.added(TaskSnapshot(
+            id: "t", url: url, state: .waiting, priority: 0, bytes: 0, total: nil, bytesPerSecond: nil, filePath: nil, error: nil)), redacting: true)
+        #expect(!redacted.serialized.contains("secret"))
     }
 
     @Test func additionsAreCheckedMemberByMember() throws {

@@ -82,10 +82,10 @@ struct TaskStoreFileTests {
     @Test func unknownMigrationIsRefused() throws {
         do {
             let store = try TaskStore(path: sandbox.storePath)
-            try store.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v3')")
+            try store.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99')")
         }
         let error = try #require(StoreSandbox.thrown { try TaskStore(path: sandbox.storePath) })
-        #expect(error.message == "the session store at \(sandbox.storePath) was written by a newer version of haul (schema 3); upgrade haul")
+        #expect(error.message == "the session store at \(sandbox.storePath) was written by a newer version of haul (schema \(TaskStore.schemaVersion + 1)); upgrade haul")
     }
 
     @Test func currentSchemaReopensWithoutChanges() throws {

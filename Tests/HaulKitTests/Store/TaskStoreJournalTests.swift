@@ -57,13 +57,43 @@ import Testing
         do {
             let store = try TaskStore(path: sandbox.storePath)
             _ = try store.add(sandbox.newTask(1, id: "kept"))
-            // Undo v2, as a store written by the previous haul would be.
-            try store.execute(sql: "DROP TABLE journal; ALTER TABLE task DROP COLUMN options; DELETE FROM grdb_migrations WHERE identifier = 'v2'; PRAGMA user_version = 1")
+            // Undo v3 and v2, as a store written by an older haul would be.
+            try store.execute(sql: """
+                ALTER TABLE task DROP COLUMN errorReason; DELETE FROM grdb_migrations WHERE identifier = 'v3';
+                DROP TABLE journal; ALTER TABLE task DROP COLUMN options; DELETE FROM grdb_migrations WHERE identifier = 'v2';
+                PRAGMA user_version = 1
+                """)
         }
         let store = try TaskStore(path: sandbox.storePath)
         #expect(try store.task(id: "kept") != nil)
-        #expect(try store.value(sql: "PRAGMA user_version") == "2")
+        #expect(try store.value(sql: "PRAGMA user_version") == "\(TaskStore.schemaVersion)")
         #expect(try store.journal().isEmpty)
+    }
+
+    @Test func aVersion2StoreIsMigratedAndAFailuresReasonIsKept() throws {
+        do {
+            let store = try TaskStore(path: sandbox.storePath)
+            _ = try store.add(sandbox.newTask(1, id: "old"))
+            _ = try store.update(id: "old") { $0.fail(HaulError(.network, "connection reset")) }
+            // Undo v3, as a store written by the previous haul would be.
+            try store.execute(sql: "ALTER TABLE task DROP COLUMN errorReason; DELETE FROM grdb_migrations WHERE identifier = 'v3'; PRAGMA user_version = 2")
+        }
+        let store = try TaskStore(path: sandbox.storePath)
+        let old = try #require(try store.task(id: "old"))
+        #expect(old.error == HaulError(.network, "connection reset"), "an older failure keeps its kind and message, without a reason")
+        #expect(old.error?.reason == .other)
+
+        _ = try store.add(sandbox.newTask(2, id: "new"))
+        let failure = HaulError(.httpStatus, "http://h/f answered 404 Not Found", reason: .httpStatus(404, url: "http://h/f"))
+        _ = try store.update(id: "new") { $0.fail(failure) }
+        let reopened = try TaskStore(path: sandbox.storePath)
+        let stored = try #require(try reopened.task(id: "new"))
+        #expect(stored.state == .failed)
+        #expect(stored.error?.reason == .httpStatus(404, url: "http://h/f"), "the typed reason survives a reopen")
+        #expect(stored.error?.message == failure.message)
+        _ = try reopened.update(id: "new") { $0.record(nil) }
+        #expect(try reopened.task(id: "new")?.error == nil)
+        #expect(try reopened.task(id: "new")?.errorReason == nil)
     }
 
     @Test func taskOptionsAreStoredAndKeptByUpdates() throws {
