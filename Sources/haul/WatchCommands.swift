@@ -8,7 +8,7 @@ struct WatchCommand: AsyncParsableCommand {
         commandName: "watch", abstract: "Show live progress of tasks (default: every waiting or running one) until they end.",
         discussion: HelpText.examples(
             "haul watch", "haul watch 3f2a 91bc",
-            "haul watch --json | jq -c 'select(.type == \"finished\") | .task.path'   # the protocol's events"))
+            "haul watch --json            # the protocol's events, one per line"))
 
     @Argument(help: "Task ids (or unique prefixes).")
     var ids: [String] = []

@@ -218,6 +218,28 @@ import Glibc
         }
     }
 
+    @Test func watchJSONWritesTheProtocolsEvents() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(600 << 10, seed: 511)
+            serve(server, "/j.bin", body, rate: 256 << 10)
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                let added = try await box.run(["add", server.url("/j.bin"), "--no-autostart"])
+                let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                let watched = try await box.run(["watch", "--json", id, "--no-autostart"], timeout: .seconds(30))
+                #expect(watched.exitCode == 0, "watch: \(watched.stderr)")
+                let events = try watched.jsonEvents()
+                // Every line is one of the protocol's events; the end is there (from an event or from the list).
+                #expect(events.allSatisfy { ["added", "stateChanged", "progress", "finished", "failed", "allFinished"].contains($0["type"] as? String ?? "") },
+                        "\(watched.stdout)")
+                let finished = try #require(events.last { $0["type"] as? String == "finished" }?["task"] as? [String: Any], "\(watched.stdout)")
+                #expect(finished["id"] as? String == id)
+                #expect(finished["path"] as? String == box.path("j.bin"))
+                #expect(contentMismatch(box.path("j.bin"), expected: body) == nil)
+            }
+        }
+    }
+
     @Test func addCarriesTheFileOptionsOfGet() async throws {
         try await withTestServer { server in
             let source = TestData.bytes(300 << 10, seed: 508)
