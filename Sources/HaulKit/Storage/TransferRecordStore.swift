@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -13,10 +14,29 @@ import Darwin
 package struct TransferRecordStore: Sendable {
     public let directory: String
     let home: String
+    /// Whether `directory` was made (private) by this store already: a batch of thousands of files need not
+    /// check its folders again for each record and lock.
+    private let directoryMade = NIOLockedValueBox(false)
 
     public init(home: HaulHome) {
         directory = home.transfersPath
         self.home = home.path
+    }
+
+    /// Runs `body`, which creates a file in `directory`, after making the folder the first time; should the folder
+    /// have gone away since (a person removed `HAUL_HOME` meanwhile), it is made again and `body` runs once more.
+    private func inDirectory<T>(_ body: () throws(HaulError) -> T) throws(HaulError) -> T {
+        if !directoryMade.withLockedValue({ $0 }) {
+            try POSIX.makePrivateDirectories(directory, root: home)
+            directoryMade.withLockedValue { $0 = true }
+        }
+        do {
+            return try body()
+        } catch {
+            guard !POSIX.isDirectory(directory) else { throw error }
+            try POSIX.makePrivateDirectories(directory, root: home)
+            return try body()
+        }
     }
 
     func recordPath(_ key: String) -> String { "\(directory)/\(key).json" }
@@ -31,24 +51,49 @@ package struct TransferRecordStore: Sendable {
         }
     }
 
-    /// Replaces the record. `durable: false` skips the fsyncs, for records whose loss costs nothing: one that
-    /// only names a new partial file (offset 0), or the final one (a complete destination is recognised anyway).
+    /// Replaces the record atomically and durably; `durable: false` writes it in place without fsyncs, for records
+    /// whose loss costs nothing: one that only names a new partial file (offset 0), or the final one (a complete
+    /// destination is recognised anyway).
     public func save(_ record: TransferRecord, durable: Bool = true) throws(HaulError) {
         try save(record, key: record.key, durable: durable)
     }
 
     func save(_ record: TransferRecord, key: String, durable: Bool = true) throws(HaulError) {
-        try POSIX.makePrivateDirectories(directory, root: home)
         let path = recordPath(key)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes: [UInt8]
         do { bytes = Array(try encoder.encode(record)) } catch { throw HaulError(.fileSystem, "could not encode the resume state: \(error)") }
-        try replacePrivateFile(path, with: bytes, durable: durable)
+        try inDirectory { () throws(HaulError) in
+            if durable {
+                try replacePrivateFile(path, with: bytes)
+            } else {
+                try overwritePrivateFile(path, with: bytes)
+            }
+        }
     }
 
-    /// Writes `bytes` to `path + ".tmp"` (0600), then renames it over `path`; with `durable`, fsyncs both.
-    private func replacePrivateFile(_ path: String, with bytes: [UInt8], durable: Bool) throws(HaulError) {
+    /// For a record whose loss costs nothing: written over the old one in place, with no new file and no rename
+    /// (in a batch of small files, creating, renaming and freeing two files per download costs more than the
+    /// download). Padded with spaces, which JSON ignores, to the old length: the file is never a shorter record
+    /// followed by the old one's tail. A crash may leave it unreadable, as an unsynced replacement could be empty.
+    private func overwritePrivateFile(_ path: String, with bytes: [UInt8]) throws(HaulError) {
+        let file = try PartialFile(path: path, create: true, private: true)
+        defer { file.close() }
+        var padded = bytes
+        let old = try file.size()
+        if old > Int64(padded.count) { padded += repeatElement(UInt8(ascii: " "), count: Int(old) - padded.count) }
+        do {
+            try padded.withUnsafeBytes { raw in try file.write(raw, at: 0) }
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw HaulError(.fileSystem, "could not write \(path): \(error)")
+        }
+    }
+
+    /// Writes `bytes` to `path + ".tmp"` (0600), fsyncs it, renames it over `path` and fsyncs the folder.
+    private func replacePrivateFile(_ path: String, with bytes: [UInt8]) throws(HaulError) {
         let temporary = path + ".tmp"
         let file = try PartialFile(path: temporary, create: true, private: true)
         defer { file.close() }
@@ -60,9 +105,9 @@ package struct TransferRecordStore: Sendable {
         } catch {
             throw HaulError(.fileSystem, "could not write \(temporary): \(error)")
         }
-        if durable { try file.sync() }
+        try file.sync()
         try POSIX.rename(temporary, path)
-        if durable { POSIX.syncDirectory(directory) }
+        POSIX.syncDirectory(directory)
     }
 
     public func remove(_ key: String) {
@@ -72,10 +117,11 @@ package struct TransferRecordStore: Sendable {
     /// Takes the per-destination lock so that two processes never write the same partial file; released on exit
     /// or crash. `what` names the destination in the error.
     func lock(_ key: String, what: String) throws(HaulError) -> FileLock {
-        try POSIX.makePrivateDirectories(directory, root: home)
-        return try FileLock(
-            path: "\(directory)/\(key).lock",
-            busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first", reason: .busy))
+        try inDirectory { () throws(HaulError) in
+            try FileLock(
+                path: "\(directory)/\(key).lock",
+                busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first", reason: .busy))
+        }
     }
 
     /// The destination a `--dir` download chose earlier: the note in its lock (``TransferRecord/directoryKey(url:directory:)``).

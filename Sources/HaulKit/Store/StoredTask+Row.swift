@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 
 // Mapping between StoredTask and a row of the `task` table, with explicit column lists and cached
 // statements (no reflection), so that listing thousands of tasks stays cheap.
@@ -92,15 +93,26 @@ struct StoreDecodingError: Error, CustomStringConvertible {
 
 /// A task's options in their column: JSON, or NULL for the defaults (most tasks).
 enum TaskOptionsJSON {
+    /// The options last encoded or decoded, with their JSON: the tasks of a batch share theirs, so a session that
+    /// reads and updates thousands of tasks turns them into JSON and back once, not at every row.
+    private static let last = NIOLockedValueBox<(text: String, options: TaskOptions)?>(nil)
+
     static func encode(_ options: TaskOptions) -> String? {
-        guard options != TaskOptions(), let data = try? JSONEncoder().encode(options) else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        guard options != TaskOptions() else { return nil }
+        if let cached = last.withLockedValue({ $0 }), cached.options == options { return cached.text }
+        guard let data = try? JSONEncoder().encode(options) else { return nil }
+        let text = String(decoding: data, as: UTF8.self)
+        last.withLockedValue { $0 = (text, options) }
+        return text
     }
 
     static func decode(_ text: String?) throws -> TaskOptions {
         guard let text else { return TaskOptions() }
+        if let cached = last.withLockedValue({ $0 }), cached.text == text { return cached.options }
         do {
-            return try JSONDecoder().decode(TaskOptions.self, from: Data(text.utf8))
+            let options = try JSONDecoder().decode(TaskOptions.self, from: Data(text.utf8))
+            last.withLockedValue { $0 = (text, options) }
+            return options
         } catch {
             throw StoreDecodingError("a task's options are not valid JSON")
         }

@@ -172,7 +172,7 @@ package final class TaskStore: Sendable {
 
     static func insertOrFind(_ new: NewTask, _ db: Database, now: Double) throws -> (task: StoredTask, created: Bool) {
         var task = StoredTask(
-            id: new.id ?? UUID().uuidString.lowercased(), sequence: 0, url: new.url,
+            id: new.id ?? RandomID.make(), sequence: 0, url: new.url,
             destinationKind: new.destinationKind, destinationPath: new.destinationPath, headers: new.headers,
             checksum: new.checksum, segments: new.segments, priority: new.priority, state: .waiting,
             createdAt: now, updatedAt: now, options: new.options)

@@ -190,9 +190,12 @@ extension DownloadJob {
             directoryLock?.setNote(destination)
         }
         let partial = destination + ".haul-part"
-        let fresh = TransferRecord(
+        var fresh = TransferRecord(
             url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
             partialPath: partial, offset: 0, state: .running, adopted: false)
+        // What the response said of the file (length, validators) is kept from the start: a file that then
+        // arrives in one go needs no other record to be recognised complete on a rerun.
+        fresh.update(from: ResumePoint(offset: 0, validators: point.validators, totalLength: point.totalLength))
         // The record first: a partial file never exists without a record that names it.
         try store.save(fresh, durable: false)
         record = fresh

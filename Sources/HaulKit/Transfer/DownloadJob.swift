@@ -180,7 +180,7 @@ final class DownloadJob {
     /// representation (checked before anything is written); returns `false` when the record is set aside and the
     /// destination is to be treated as any existing file.
     private func takeOver(_ saved: inout TransferRecord) throws -> Bool {
-        guard saved.state != .finished, !saved.adopted else {
+        guard saved.state != .finished, !saved.adopted, !Self.isMovedIntoPlace(saved) else {
             // A finished file of another URL is not "already complete" for this one: the destination just exists.
             if options.overwrite { store.remove(saved.key) }
             return false
@@ -199,12 +199,18 @@ final class DownloadJob {
         return true
     }
 
+    /// A record not marked finished whose partial file is gone and whose destination is a regular file of the
+    /// record's whole length: the partial file was moved into place.
+    static func isMovedIntoPlace(_ saved: TransferRecord) -> Bool {
+        guard saved.state != .finished, !saved.adopted, let total = saved.totalLength,
+              POSIX.fileSize(saved.partialPath) == nil, POSIX.isRegularFile(saved.destinationPath) else { return false }
+        return POSIX.fileSize(saved.destinationPath) == total
+    }
+
     /// Continues a record of this destination: segments, a single stretch of bytes, or a finished file.
     private func restore(_ found: TransferRecord) throws -> DownloadResult? {
         var saved = found
-        if saved.state != .finished, !saved.adopted, POSIX.fileSize(saved.partialPath) == nil,
-           let total = saved.totalLength, POSIX.isRegularFile(saved.destinationPath),
-           POSIX.fileSize(saved.destinationPath) == total, foreignURL == nil {
+        if foreignURL == nil, Self.isMovedIntoPlace(saved), let total = saved.totalLength {
             // Killed between moving the finished file into place and recording that: it is complete.
             saved.state = .finished
             saved.offset = total
