@@ -33,46 +33,48 @@ extension DownloadJob {
         requestURL = url
         let head = RequestSender.head(response)
         let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
-        logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> \(decision)")
-        switch decision {
-        case .redirect(let location):
+        var context = ResponseHeadStep.Context()
+        context.adopted = adoptedPath != nil
+        context.foreign = foreignURL != nil
+        context.probing = probe
+        context.fileOpen = file != nil
+        context.held = point.offset
+        context.heldValidators = point.validators
+        context.rangesTrusted = lifecycle.mayProbeRanges
+        context.segments = options.segments
+        context.minSegmentSize = options.minSegmentSize
+        context.maxConnectionsPerHost = options.maxConnectionsPerHost
+        let step = ResponseHeadStep.decide(decision, context)
+        logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> \(step)")
+        switch step {
+        case .redirectNotFollowed(let location):
             throw HaulError(.httpStatus, "\(url) redirected to \(location), which could not be followed")
         case .retry(let status, let retryAfter):
             throw TransientFailure.status(status, response.status.reasonPhrase, from: url, retryAfter: retryAfter)
-        case .fail(let status):
+        case .refused(let status):
             return .refused(status: status, phrase: response.status.reasonPhrase, url: url)
         case .protocolViolation(let why):
             throw TransientFailure(reason: "\(url): \(why)", kind: .server)
-        case .alreadyComplete:
-            if file == nil {
-                // An empty file answers the range probe with 416 `bytes */0`.
+        case .complete(let recordEmptyFile):
+            if recordEmptyFile {
                 try openDestination(finalURL: url, headers: head.headers)
                 point = ResumePoint(offset: 0, validators: Validators(headers: head.headers), totalLength: 0)
                 try await saveRecordNow()
             }
             return .complete
+        case .adoptedFileDiffers(let why):
+            throw mismatch(adoptedPath ?? "", why)
+        case .adoptedFileUncheckable:
+            let path = adoptedPath ?? ""
+            throw HaulError(.server, "\(path) cannot be checked against the server: it does not support byte ranges (it sent the whole file); it was left unchanged", reason: .cannotVerifyWithoutRanges(path: path))
+        case .foreignBytesDiffer(let why):
+            throw foreignMismatch(foreignURL ?? "", why)
         case .restart(let reason):
-            if let adoptedPath { throw mismatch(adoptedPath, reason.description) }
-            if let foreignURL { throw foreignMismatch(foreignURL, reason.description) }
             try await discardHeldBytes()
             return .restart(reason)
-        case .writeWhole(let info, _):
-            if let adoptedPath {
-                throw HaulError(.server, "\(adoptedPath) cannot be checked against the server: it does not support byte ranges (it sent the whole file); it was left unchanged", reason: .cannotVerifyWithoutRanges(path: adoptedPath))
-            }
-            if let foreignURL {
-                throw foreignMismatch(foreignURL, "the server does not support byte ranges, so they cannot be checked")
-            }
-            if probe { reportSingleConnection(info: info, rangeSupported: false) }
-            if point.offset > 0, point.validators.conflicts(with: info.validators), lifecycle.mayProbeRanges, info.acceptsRanges,
-               options.segments != 1, case .segmented = SegmentationPolicy.decide(
-                   requested: options.segments, info: info, rangeSupported: true,
-                   minSegmentSize: options.minSegmentSize, maxConnectionsPerHost: options.maxConnectionsPerHost) {
-                // A new version that would be split: start over like a fresh download, with every connection.
-                try await discardHeldBytes()
-                return .restart(.resourceChanged("the server sent a new version"))
-            }
-            if point.offset > 0 {
+        case .writeWhole(let info, let announceSingleConnection, let replacingHeldBytes):
+            if announceSingleConnection { reportSingleConnection(info: info, rangeSupported: false) }
+            if replacingHeldBytes {
                 events(.restarted(reason: "the server sent the whole file instead of the rest"))
             }
             heldFromUnknownTotal = false
@@ -83,13 +85,18 @@ extension DownloadJob {
             record?.finalURL = url.absoluteString
             try await saveRecordNow()
             guard try await stream(response.body, overlap: 0) else { return .restart(.overlapMismatch) }
-        case .append(let info, _, let overlap):
+        case .append(let info, let overlap, let connections):
             point.validators = info.validators
             point.totalLength = info.totalLength
             record?.finalURL = url.absoluteString
             if file == nil { try openDestination(finalURL: url, headers: head.headers) }
-            if probe, let parts = segmentParts(info: info) {
+            switch connections {
+            case .segmented(let parts)?:
                 return try await startSegments(parts: parts, probeBody: response.body)
+            case .single(let reason?)?:
+                events(.singleConnection(reason: reason))
+            case .single(nil)?, nil:
+                break
             }
             guard try await stream(response.body, overlap: overlap) else {
                 if let adoptedPath { throw mismatch(adoptedPath, "its last bytes differ from the server's") }

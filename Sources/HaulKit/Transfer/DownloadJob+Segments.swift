@@ -4,20 +4,6 @@ import NIOCore
 import NIOPosix
 
 extension DownloadJob {
-    /// How many connections the first response allows, or `nil` for one (reporting why when it matters).
-    func segmentParts(info: ResourceInfo) -> Int? {
-        let decision = SegmentationPolicy.decide(
-            requested: options.segments, info: info, rangeSupported: true,
-            minSegmentSize: options.minSegmentSize, maxConnectionsPerHost: options.maxConnectionsPerHost)
-        switch decision {
-        case .segmented(let parts):
-            return parts
-        case .single(let reason):
-            if let reason { events(.singleConnection(reason: reason)) }
-            return nil
-        }
-    }
-
     /// Bytes `0..<offset` held from one connection (or a file given to `--continue`): when the rest is worth
     /// splitting, the held bytes' last 64 KiB are checked with a closed range, and the rest continues over
     /// several connections. `nil`: continue over one connection (whose own overlap check then decides).
