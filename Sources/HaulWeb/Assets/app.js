@@ -44,6 +44,7 @@
     frameRequested: false,
     loggedOut: false,
     interactiveMarked: false,
+    eventCount: 0,
   };
 
   const $ = (id) => document.getElementById(id);
@@ -295,6 +296,7 @@
       app.loaded = true;
       $('status-loading').textContent = '';
       $('task-list').dataset.loaded = 'true';
+      if (!performance.getEntriesByName('haul-loaded').length) performance.mark('haul-loaded');
       schedule();
     } catch (err) {
       if (generation !== app.loadGeneration) return;
@@ -354,7 +356,7 @@
       if (app.source !== source) return;
       let event;
       try { event = JSON.parse(message.data); } catch (e) { return; }
-      if (event && typeof event.type === 'string') applyEvent(event);
+      if (event && typeof event.type === 'string') { app.eventCount += 1; applyEvent(event); }
     };
   }
 
@@ -1160,6 +1162,7 @@
   window.haulDashboard = {
     taskCount: () => app.tasks.size,
     loaded: () => app.loaded,
+    eventCount: () => app.eventCount,
     renderedRows: () => document.querySelectorAll('#task-list-inner .row:not([hidden])').length,
   };
 
