@@ -77,7 +77,11 @@ actor ListenerControl {
     /// for another one is an error.
     func start(_ dashboard: WebDashboard, host: String?, port: Int?) async throws -> String {
         if let server {
-            if let host, WebListenPolicy.urlHost(host) != WebListenPolicy.urlHost(server.host) || (port != nil && port != server.port) {
+            func plain(_ host: String) -> String {
+                let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+                return name == "localhost" ? WebListenPolicy.defaultHost : name
+            }
+            if let host, plain(host) != plain(server.host) || (port != nil && port != server.port) {
                 throw HaulError(.usage, "the web dashboard already listens on \(server.url); stop the daemon to move it")
             }
             if host == nil, let port, port != server.port {
