@@ -46,6 +46,10 @@ final class WebHTTPServer: Sendable {
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                     .bind(host: bindHost, port: port) { channel in
                         channel.eventLoop.makeCompletedFuture {
+                            // A connection that neither sends nor receives for two minutes is closed (an event stream
+                            // writes a keepalive every 15 s, so only a stalled one is).
+                            try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: .seconds(120)))
+                            try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                             if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                             return try Connection(wrappingChannelSynchronously: channel)
@@ -61,7 +65,7 @@ final class WebHTTPServer: Sendable {
             }
         }
         let which = configuration.port.map { "port \($0)" } ?? "ports \(ports.first ?? 0)-\(ports.last ?? 0)"
-        throw HaulError(.fileSystem, "the web dashboard could not listen on \(configuration.host) \(which): \(lastError.map { "\($0)" } ?? "no port"); choose another with --port")
+        throw HaulError(.fileSystem, "the web dashboard could not listen on \(configuration.host) \(which): \(lastError.map { "\($0)" } ?? "no port"); choose another port")
     }
 
     private static func context(certificate: String, key: String) throws -> NIOSSLContext {
@@ -181,5 +185,18 @@ final class WebHTTPServer: Sendable {
             (text, seen) = dashboard.pending(session, after: .number(seen))
             try await outbound.write(.body(.byteBuffer(ByteBuffer(string: text.isEmpty ? ": keepalive\n\n" : text))))
         }
+    }
+}
+
+/// Closes its connection when ``IdleStateHandler`` says it has been idle.
+final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }
