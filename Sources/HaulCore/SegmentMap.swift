@@ -24,14 +24,14 @@ public struct SegmentMap: Equatable, Sendable {
         self.active = active
     }
 
-    /// The map of a segmented download: each segment's written prefix is done; the rest of an unfinished segment is
-    /// being fetched.
-    public init(total: Int64, segments: [Segment], limit: Int = maxRanges) {
+    /// The map of a segmented download: each segment's written prefix is done; while it runs, the rest of an
+    /// unfinished segment is being fetched.
+    public init(total: Int64, segments: [Segment], running: Bool = true, limit: Int = maxRanges) {
         var done: [ClosedOpen] = [], active: [ClosedOpen] = []
         for segment in segments {
             let written = min(max(segment.next, segment.start), segment.end)
             if written > segment.start { done.append(ClosedOpen(segment.start, written)) }
-            if written < segment.end { active.append(ClosedOpen(written, segment.end)) }
+            if running, written < segment.end { active.append(ClosedOpen(written, segment.end)) }
         }
         self.init(total: total, done: Self.bounded(done, limit: limit), active: Self.bounded(active, limit: limit))
     }

@@ -82,6 +82,39 @@ import Testing
         }
     }
 
+    @Test func aPausedSegmentedDownloadsMapShowsWhereItsBytesAre() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(8 << 20, seed: 1_416)
+            var resource = Resource(body: body, etag: "\"p\"")
+            resource.faults.throttleBytesPerSecond = 256 << 10
+            server.serve("/paused.bin", resource)
+            try await WebDashboardHarness.with { web in
+                let (cookie, csrf) = try await web.login()
+                let stream = try WebHTTP(port: web.port)
+                defer { stream.close() }
+                try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
+                _ = try stream.read { $0.body.contains(": ready") }
+                let destination = web.sandbox.path("paused.bin")
+                let added = try web.rpc("tasks.add", ["session": "default", "tasks": [["url": server.url("/paused.bin"), "path": destination, "segments": 4,
+                                                                                      "options": ["minSegmentSize": 65_536]]]],
+                                        cookie: cookie, csrf: csrf)
+                let id = try #require((result(added)?["ids"] as? [String])?.first, "\(added)")
+                // Bytes in at least two places, then paused.
+                _ = try stream.read(timeout: .seconds(90)) { reply in Self.segmentMaps(reply.body, id: id).contains { $0.done.count >= 2 } }
+                let paused = try web.rpc("tasks.pause", ["session": "default", "ids": [id]], cookie: cookie, csrf: csrf)
+                #expect(result(paused) != nil, "\(paused)")
+                _ = try stream.read(timeout: .seconds(30)) { $0.body.contains("\"to\":\"paused\"") }
+                let reply = try web.rpc("tasks.segments", ["session": "default", "id": id], cookie: cookie, csrf: csrf)
+                let map = try #require(result(reply), "\(reply)")
+                let done = (map["done"] as? [[NSNumber]])?.map { $0.map(\.intValue) } ?? []
+                #expect(done.count >= 2, "the paused download's bytes are in several places: \(map)")
+                #expect((map["active"] as? [Any])?.isEmpty == true, "nothing is being fetched: \(map)")
+                #expect((map["total"] as? NSNumber)?.intValue == body.count)
+                #expect(done.allSatisfy { $0[0] < $0[1] && $0[1] <= body.count })
+            }
+        }
+    }
+
     /// The `segments` events of task `id` in an event stream's text.
     static func segmentMaps(_ text: String, id: String) -> [(total: Int?, done: [[Int]], active: [[Int]])] {
         text.split(separator: "\n").compactMap { line in

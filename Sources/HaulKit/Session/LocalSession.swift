@@ -300,6 +300,12 @@ package actor LocalSession: SessionBackend {
         if task.state == .running, let latest, let segments = latest.segments, let total = latest.total {
             return SegmentMap(total: total, segments: segments)
         }
+        // A segmented download that is not running: its resume record says which segments hold what.
+        if task.state != .finished, task.state != .running, let path = task.filePath,
+           let record = try? TransferRecordStore(home: configuration.home).load(TransferRecord.key(destinationPath: path)),
+           let segments = record.segments, let total = record.totalLength, total > 0 {
+            return SegmentMap(total: total, segments: segments, running: false)
+        }
         return SegmentMap(total: latest?.total ?? task.total, bytes: latest?.bytes ?? task.bytes, running: task.state == .running)
     }
 

@@ -13,6 +13,8 @@ import Testing
         #expect(map.total == 400)
         #expect(map.done == [R(0, 140), R(300, 400)])
         #expect(map.active == [R(140, 300)])
+        let paused = SegmentMap(total: 400, segments: segments, running: false)
+        #expect(paused.done == map.done && paused.active.isEmpty)
     }
 
     @Test func aCompleteDownloadIsOneDoneRange() {
