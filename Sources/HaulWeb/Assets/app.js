@@ -37,6 +37,7 @@
     historyHead: 0,
     segments: null,          // {id, total, done, active} of the focused task
     segmentsFromStream: false,
+    pruneSelection: false,
     dirtyView: true,
     dirtyRows: true,
     dirtyDetail: true,
@@ -249,7 +250,11 @@
       case 'failed':
         if (event.task) {
           upsertTask(event.task);
-          if (event.task.id === app.focused) loadSegments(event.task.id);
+          if (event.task.id === app.focused) {
+            // Its end: the daemon's map now says where every byte is; no stream reading follows.
+            app.segmentsFromStream = false;
+            loadSegments(event.task.id);
+          }
         }
         break;
       case 'segments':
@@ -429,6 +434,11 @@
     }
     app.view = view;
     app.viewIndex = index;
+    if (app.pruneSelection) {
+      // A new filter or search: what it hides is no longer selected (actions act on what is shown).
+      app.pruneSelection = false;
+      for (const id of Array.from(app.selected)) if (!index.has(id)) app.selected.delete(id);
+    }
     $('task-list-inner').style.height = (view.length * ROW_HEIGHT) + 'px';
     const list = $('task-list');
     list.dataset.count = String(view.length);
@@ -879,7 +889,8 @@
       for (let i = 0; i < adds.length; i += ADD_CHUNK) {
         const chunk = adds.slice(i, i + ADD_CHUNK);
         const result = await rpc('tasks.add', { session: app.session, tasks: chunk, reply: chunk.length > 200 ? 'ids' : 'tasks' });
-        for (const task of (result && result.tasks) || []) upsertTask(task);
+        // The stream may already have told newer news of these tasks (running, progress): keep that.
+        for (const task of (result && result.tasks) || []) if (!app.tasks.has(task.id)) upsertTask(task);
       }
       schedule();
       $('add-form').reset();
@@ -922,6 +933,7 @@
 
   // ------------------------------------------------------------------ speed graph
   function sampleSpeed() {
+    if (app.loggedOut) return;
     let total = 0;
     for (const bps of app.speeds.values()) total += bps;
     app.history[app.historyHead] = total;
@@ -1067,12 +1079,14 @@
       clearTimeout(searchTimer);
       searchTimer = setTimeout(() => {
         app.search = $('search').value.trim().toLowerCase();
+        app.pruneSelection = true;
         app.dirtyView = true;
         schedule();
       }, 120);
     });
     $('filter-state').addEventListener('change', () => {
       app.filter = $('filter-state').value;
+      app.pruneSelection = true;
       app.dirtyView = true;
       schedule();
     });
