@@ -59,7 +59,9 @@ extension WebDashboard {
             let ring = state.rings[session] ?? WebEventRing(run: run, capacity: Self.ringCapacity)
             let replay: WebEventRing<String>.Replay
             switch cursor {
-            case .fresh: return ("", ring.last)
+            // A new stream learns where it stands at once (an `id` without data sets the browser's Last-Event-ID):
+            // if it drops before the first event, its reconnection still replays what it missed.
+            case .fresh: return ("id: \(ring.lastCursor)\n: ready\n\n", ring.last)
             case .header(let text): replay = ring.replay(after: text)
             case .number(let number): replay = ring.replay(after: number)
             }

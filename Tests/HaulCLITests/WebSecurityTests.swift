@@ -115,6 +115,7 @@ import Testing
             try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
             let open = try stream.read { $0.body.contains(": ready") }
             #expect(open.status == 200 && open.header("Content-Type") == "text/event-stream", "\(open)")
+            #expect(open.body.hasPrefix("id: ") && open.body.hasSuffix(".0\n: ready\n\n"), "a new stream learns its cursor first: \(open.body)")
             #expect(!open.has("Access-Control-Allow-Origin"))
         }
     }
@@ -217,7 +218,8 @@ import Testing
             let first = try WebHTTP(port: web.port)
             defer { first.close() }
             try first.send("GET", "/api/events?session=default", headers: headers)
-            _ = try first.read { $0.body.contains(": ready") }
+            let ready = try first.read { $0.body.contains(": ready") }
+            let start = try #require(ready.body.split(separator: "\n").first { $0.hasPrefix("id: ") }.map { String($0.dropFirst(4)) })
             // Three tasks added while paused: three `added` events (and their state changes).
             _ = try web.rpc("session.open", ["session": "default", "configuration": ["maxConcurrentDownloads": 0]], cookie: cookie, csrf: csrf)
             for index in 0..<3 {
@@ -237,6 +239,12 @@ import Testing
             let replayed = try again.read { $0.body.components(separatedBy: "\"type\":\"added\"").count == 3 }
             #expect(!replayed.body.contains("\"type\":\"reset\""), "\(replayed.body)")
             #expect(!replayed.body.contains("id: \(cursor)\n"), "the event at the cursor is not sent again")
+            // A stream that dropped before its first event resumes from the cursor it was given at the start.
+            let fromStart = try WebHTTP(port: web.port)
+            defer { fromStart.close() }
+            try fromStart.send("GET", "/api/events?session=default", headers: headers + [("Last-Event-ID", start)])
+            let all = try fromStart.read { $0.body.components(separatedBy: "\"type\":\"added\"").count == 4 }
+            #expect(!all.body.contains("\"type\":\"reset\""), "\(all.body)")
             for bogus in ["another-run.1", "garbage", String(cursor.split(separator: ".")[0]) + ".999999"] {
                 let reset = try WebHTTP(port: web.port)
                 defer { reset.close() }
