@@ -273,3 +273,45 @@ def test_a_second_browser_without_the_token_gets_nothing(dashboard, nginx, brows
 
     # The first browser still works.
     assert fetch_in_page(first, "GET", "/api/me") == 200
+
+
+def test_session_settings_and_switching_sessions(dashboard, nginx, browsers):
+    from selenium.webdriver.common.keys import Keys
+
+    driver = browsers()
+    log_in(driver, dashboard)
+    add(driver, [nginx["base"] + "/fast/extra-2.bin"], dashboard.downloads)
+    wait_row(driver, "extra-2.bin", lambda r: r["state"] == "finished", "finished")
+
+    concurrency = driver.find_element(By.ID, "session-concurrency")
+    concurrency.clear()
+    concurrency.send_keys("2", Keys.ENTER)
+    WebDriverWait(driver, WAIT).until(lambda d: "At most 2" in d.find_element(By.ID, "toast").text)
+    rate = driver.find_element(By.ID, "session-rate")
+    rate.clear()
+    rate.send_keys("300K", Keys.ENTER)
+    WebDriverWait(driver, WAIT).until(lambda d: "Speed limit" in d.find_element(By.ID, "toast").text)
+
+    # The daemon kept them: a reload reads them back with session.configuration.
+    driver.refresh()
+    WebDriverWait(driver, WAIT).until(
+        lambda d: d.find_element(By.ID, "session-concurrency").get_attribute("value") == "2"
+    )
+    WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "session-rate").get_attribute("value") == "300K")
+
+    # Another session: opened from the page, empty, and the first one's task is back when switching to it.
+    driver.find_element(By.ID, "session-new").click()
+    WebDriverWait(driver, WAIT).until(EC.visibility_of_element_located((By.ID, "session-name")))
+    driver.find_element(By.ID, "session-name").send_keys("second", Keys.ENTER)
+    WebDriverWait(driver, WAIT).until(
+        lambda d: d.execute_script("return document.getElementById('session-select').value") == "second"
+    )
+    WebDriverWait(driver, WAIT).until(
+        lambda d: d.find_element(By.ID, "task-list").get_attribute("data-loaded") == "true"
+    )
+    assert row(driver, "extra-2.bin") is None
+    driver.execute_script(
+        "const s = document.getElementById('session-select'); s.value = 'default';"
+        "s.dispatchEvent(new Event('change'));"
+    )
+    wait_row(driver, "extra-2.bin", lambda r: r["state"] == "finished", "listed again in its session")

@@ -9,6 +9,7 @@
   // ------------------------------------------------------------------ constants
   const ROW_HEIGHT = 52;          // px; must match .row in app.css
   const OVERSCAN = 8;             // rows drawn above and below the visible ones
+  const FIRST_PAGE_LIMIT = 200;   // tasks.list page that draws the first screen
   const PAGE_LIMIT = 2000;        // tasks.list page size while loading in the background
   const ADD_CHUNK = 1000;         // tasks per tasks.add call
   const GRAPH_SECONDS = 300;      // the speed graph shows the last 5 minutes
@@ -283,7 +284,8 @@
     let first = true;
     try {
       for (;;) {
-        const params = { session: app.session, limit: PAGE_LIMIT };
+        // A small first page draws the first screen soon; the rest comes in pages of PAGE_LIMIT behind it.
+        const params = { session: app.session, limit: first ? FIRST_PAGE_LIMIT : PAGE_LIMIT };
         if (cursor) params.cursor = cursor;
         const page = await rpc('tasks.list', params);
         if (generation !== app.loadGeneration) return;
