@@ -315,3 +315,38 @@ def test_session_settings_and_switching_sessions(dashboard, nginx, browsers):
         "s.dispatchEvent(new Event('change'));"
     )
     wait_row(driver, "extra-2.bin", lambda r: r["state"] == "finished", "listed again in its session")
+
+
+def test_dropping_a_text_file_of_urls_or_a_link_opens_the_add_dialog_with_them(dashboard, nginx, browsers):
+    driver = browsers()
+    log_in(driver, dashboard)
+    urls = [nginx["base"] + "/fast/extra-1.bin", nginx["base"] + "/fast/extra-2.bin"]
+    # What the browser hands the page for a dropped file (the drag itself is the OS's, out of a test's reach).
+    driver.execute_script(
+        """
+        const data = new DataTransfer();
+        data.items.add(new File([arguments[0]], 'urls.txt', {type: 'text/plain'}));
+        document.getElementById('task-list').dispatchEvent(
+          new DragEvent('drop', {dataTransfer: data, bubbles: true, cancelable: true}));
+        """,
+        "# two files\n" + "\n".join(urls) + "\nnot a url\n",
+    )
+    WebDriverWait(driver, WAIT).until(EC.visibility_of_element_located((By.ID, "add-urls")))
+    assert driver.find_element(By.ID, "add-urls").get_attribute("value").split("\n") == urls
+    driver.find_element(By.ID, "add-directory").send_keys(dashboard.downloads)
+    submit_add_dialog(driver)
+    for name in ("extra-1.bin", "extra-2.bin"):
+        wait_row(driver, name, lambda r: r["state"] == "finished", "finished")
+        assert sha256_of(os.path.join(dashboard.downloads, name)) == nginx["files"][name]["sha256"]
+
+    # A dragged link.
+    driver.execute_script(
+        """
+        const data = new DataTransfer();
+        data.setData('text/uri-list', arguments[0]);
+        document.body.dispatchEvent(new DragEvent('drop', {dataTransfer: data, bubbles: true, cancelable: true}));
+        """,
+        nginx["base"] + "/fast/small.bin",
+    )
+    WebDriverWait(driver, WAIT).until(EC.visibility_of_element_located((By.ID, "add-urls")))
+    assert driver.find_element(By.ID, "add-urls").get_attribute("value") == nginx["base"] + "/fast/small.bin"
