@@ -350,3 +350,41 @@ def test_dropping_a_text_file_of_urls_or_a_link_opens_the_add_dialog_with_them(d
     )
     WebDriverWait(driver, WAIT).until(EC.visibility_of_element_located((By.ID, "add-urls")))
     assert driver.find_element(By.ID, "add-urls").get_attribute("value") == nginx["base"] + "/fast/small.bin"
+
+
+def test_a_failure_shows_its_reason_and_shift_click_selects_a_range(dashboard, nginx, browsers):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.select import Select
+
+    driver = browsers()
+    log_in(driver, dashboard)
+    names = ["missing-1.bin", "missing-2.bin", "missing-3.bin"]
+    add(driver, [nginx["base"] + "/fast/" + name for name in names], dashboard.downloads)
+    for name in names:
+        failed = wait_row(driver, name, lambda r: r["state"] == "failed", "failed")
+        assert "404" in failed["text"], failed["text"]
+
+    # The filter shows only failed tasks; the search narrows by name.
+    Select(driver.find_element(By.ID, "filter-state")).select_by_value("failed")
+    WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "task-list").get_attribute("data-count") == "3")
+    Select(driver.find_element(By.ID, "filter-state")).select_by_value("finished")
+    WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "task-list").get_attribute("data-count") == "0")
+    Select(driver.find_element(By.ID, "filter-state")).select_by_value("")
+    driver.find_element(By.ID, "search").send_keys("missing-2")
+    WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "task-list").get_attribute("data-count") == "1")
+    driver.find_element(By.ID, "search").send_keys(Keys.CONTROL, "a")
+    driver.find_element(By.ID, "search").send_keys(Keys.BACKSPACE)
+    WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "task-list").get_attribute("data-count") == "3")
+
+    first = click_row(driver, names[0])
+    third = row(driver, names[2])
+    target = driver.find_element(By.CSS_SELECTOR, '.row[data-task-id="%s"] .name' % third["id"])
+    ActionChains(driver).key_down(Keys.SHIFT).click(target).key_up(Keys.SHIFT).perform()
+    WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "selection-count").text == "3 selected")
+    assert first["id"] != third["id"]
+
+    driver.find_element(By.ID, "action-remove").click()
+    for name in names:
+        WebDriverWait(driver, WAIT).until(lambda d: row(d, name) is None, message=name + " to go")
+    assert driver.find_element(By.ID, "selection-count").text == ""
