@@ -65,7 +65,15 @@ final class WebHTTPServer: Sendable {
             }
         }
         let which = configuration.port.map { "port \($0)" } ?? "ports \(ports.first ?? 0)-\(ports.last ?? 0)"
-        throw HaulError(.fileSystem, "the web dashboard could not listen on \(configuration.host) \(which): \(lastError.map { "\($0)" } ?? "no port"); choose another port")
+        let why: String
+        switch lastError {
+        case let error as IOError where error.errnoCode == EADDRINUSE: why = "in use"
+        case let error as IOError where error.errnoCode == EADDRNOTAVAIL: why = "no such address on this machine"
+        case let error as IOError where error.errnoCode == EACCES: why = "not allowed"
+        case let error?: why = "\(error)"
+        case nil: why = "no port"
+        }
+        throw HaulError(.fileSystem, "the web dashboard could not listen on \(configuration.host) \(which) (\(why)); choose another port")
     }
 
     private static func context(certificate: String, key: String) throws -> NIOSSLContext {

@@ -146,6 +146,25 @@ import Testing
         }
     }
 
+    @Test func thePageIsInsideTheBinaryAndABusyPortIsOneLine() async throws {
+        let assets = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/HaulWeb/Assets").standardized.path
+        try await WebDashboardHarness.with { web in
+            for name in ["index.html", "app.js", "app.css"] {
+                let served = try WebHTTP.call(web.port, "GET", name == "index.html" ? "/" : "/" + name)
+                let file = try String(contentsOfFile: assets + "/" + name, encoding: .utf8)
+                #expect(served.status == 200 && served.body == file, "\(name) is served as built in")
+            }
+            // Another daemon asked for the same port says so in one line (besides its log), and exits 2.
+            let sandbox = web.sandbox
+            let socket = sandbox.root + "/other/daemon.sock"
+            try FileManager.default.createDirectory(atPath: sandbox.root + "/other", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let busy = try await sandbox.run(["daemon", "--socket", socket, "--web", "127.0.0.1:\(web.port)"], timeout: .seconds(20))
+            let errors = busy.stderrLines.filter { $0.hasPrefix("haul daemon: error:") }
+            #expect(busy.exitCode == 2 && errors.count == 1 && errors.first?.contains("could not listen") == true, "\(busy.exitCode): \(busy.stderr)")
+            #expect(!RawSocketClient.canConnect(socket), "it did not stay")
+        }
+    }
+
     /// A port nothing listens on now (bound to 0, read, closed).
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
