@@ -165,6 +165,23 @@ import Testing
         }
     }
 
+    @Test func sigtermStopsTheDaemonWithinTwoSecondsWhileAStreamIsOpen() async throws {
+        try await Sandbox.with { sandbox in
+            let daemon = try await DaemonHarness.start(sandbox, ["--web", "127.0.0.1:0"])
+            let link = try await WebDashboardHarness.loginLink(sandbox, socket: DaemonHarness.socket(sandbox))
+            let port = try #require(URLComponents(string: link)?.port)
+            let web = WebDashboardHarness(sandbox: sandbox, daemon: daemon, socket: DaemonHarness.socket(sandbox), port: port)
+            let (cookie, _) = try await web.login()
+            let stream = try WebHTTP(port: port)
+            defer { stream.close() }
+            try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie)])
+            _ = try stream.read { $0.body.contains(": ready") }
+            try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
+            // The stream ended with the daemon.
+            _ = try stream.readAll(timeout: .seconds(5))
+        }
+    }
+
     /// A port nothing listens on now (bound to 0, read, closed).
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
