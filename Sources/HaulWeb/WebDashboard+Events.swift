@@ -7,8 +7,9 @@ extension WebDashboard {
     /// Called by the daemon's service with every event of every session (on its actor: kept short).
     func record(_ session: String, _ event: SessionEvent, _ sequence: Int64?) {
         guard state.withLockedValue({ $0.listening }) else { return }
-        var lines = [DaemonProtocol.encode(event, sequence: sequence).serialized]
         let now = ContinuousClock.now
+        if case .progress(let id, _) = event, !state.withLockedValue({ $0.progressWindow.allow(session + "\u{0}" + id, at: now) }) { return }
+        var lines = [DaemonProtocol.encode(event, sequence: sequence).serialized]
         switch event {
         case .progress(let id, let progress):
             if let segments = progress.segments, let total = progress.total,
@@ -18,9 +19,15 @@ extension WebDashboard {
                 lines.append(JSONValue.object(map).serialized)
             }
         case .finished(let task), .failed(let task):
-            state.withLockedValue { $0.segmentThrottle.forget(session + "\u{0}" + task.id) }
+            state.withLockedValue { state in
+                state.segmentThrottle.forget(session + "\u{0}" + task.id)
+                state.progressWindow.forget(session + "\u{0}" + task.id)
+            }
         case .stateChanged(let id, _, let to) where to != .running:
-            state.withLockedValue { $0.segmentThrottle.forget(session + "\u{0}" + id) }
+            state.withLockedValue { state in
+                state.segmentThrottle.forget(session + "\u{0}" + id)
+                state.progressWindow.forget(session + "\u{0}" + id)
+            }
         default:
             break
         }
