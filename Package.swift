@@ -51,11 +51,33 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The web dashboard: an HTTP(S) server on SwiftNIO bridging a browser onto the daemon's service, and the
+        // page itself (HTML, CSS, JavaScript) embedded in the binary. Its policy decisions live in HaulCore.
+        .target(
+            name: "HaulWeb",
+            dependencies: [
+                "HaulKit",
+                "HaulDaemon",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [
+                .embedInCode("Assets/index.html"),
+                .embedInCode("Assets/app.js"),
+                .embedInCode("Assets/app.css"),
+            ]
+        ),
         .executableTarget(
             name: "haul",
             dependencies: [
                 "HaulKit",
                 "HaulDaemon",
+                "HaulWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

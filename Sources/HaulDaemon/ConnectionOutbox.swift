@@ -4,7 +4,7 @@ import NIOCore
 
 /// The lines waiting to be written to one client, in order. A client that stops reading is not waited for:
 /// droppable lines (progress) are dropped while much is queued, and past a hard limit the connection is closed.
-final class ConnectionOutbox: Sendable {
+package final class ConnectionOutbox: Sendable {
     static let dropProgressAbove = 1 << 20
     static let closeAbove = 4 << 20
 
@@ -14,7 +14,7 @@ final class ConnectionOutbox: Sendable {
     private let queuedBytes = NIOLockedValueBox(0)
     private let onOverflow: @Sendable () -> Void
 
-    init(id: Int, onOverflow: @escaping @Sendable () -> Void) {
+    package init(id: Int, onOverflow: @escaping @Sendable () -> Void) {
         self.id = id
         self.onOverflow = onOverflow
         (lines, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)

@@ -16,7 +16,8 @@ import Darwin
 /// background sessions' transfers.
 package final class DaemonServer: Sendable {
     package let location: DaemonLocation
-    private let service: DaemonService
+    /// What the daemon's methods do: also the web dashboard's bridge (HaulWeb) calls it.
+    package let service: DaemonService
     private let logger: Logger
     private let lock: FileLock
     private let serverChannel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>

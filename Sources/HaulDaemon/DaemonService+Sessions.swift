@@ -39,6 +39,7 @@ extension DaemonService {
     func shutdown() async {
         shuttingDown = true
         sweeper?.cancel()
+        await web?.stop()
         for (_, task) in opening { _ = try? await task.value }
         for (_, task) in closing { await task.value }
         await withTaskGroup(of: Void.self) { group in
@@ -149,7 +150,7 @@ extension DaemonService {
     func activity() async -> (tasks: Int, requests: Int) {
         var tasks = 0
         for session in sessions.values { tasks += await session.activeTaskCount() }
-        return (tasks, inUse.values.reduce(0, +) + opening.count + closing.count)
+        return (tasks, inUse.values.reduce(0, +) + opening.count + closing.count + (web?.openConnections() ?? 0))
     }
 
     // MARK: Closing idle sessions

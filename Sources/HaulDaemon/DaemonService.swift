@@ -8,7 +8,7 @@ import Logging
 /// Sessions are created only by `session.open` and `tasks.add`; every other method fails on a session that
 /// does not exist, and creates nothing. At most ``DaemonLimits/maxOpenSessions`` are open at once, and idle ones
 /// are closed (DaemonService+Sessions.swift).
-actor DaemonService {
+package actor DaemonService {
     let home: HaulHome
     let logger: Logger
     let limits: DaemonLimits
@@ -26,6 +26,10 @@ actor DaemonService {
     var subscribers: [String: [Int: (outbox: ConnectionOutbox, replayedThrough: Int64)]] = [:]
     var sweeper: Task<Void, Never>?
     var shuttingDown = false
+    /// The web dashboard, when the daemon has one (`web.start` starts its listener).
+    var web: (any WebListener)?
+    /// Called with every event of every open session (the web dashboard's event stream).
+    var eventTap: (@Sendable (String, SessionEvent, Int64?) -> Void)?
 
     init(home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) {
         self.home = home
@@ -33,14 +37,14 @@ actor DaemonService {
         self.limits = limits
     }
 
-    func disconnected(_ outbox: ConnectionOutbox) {
+    package func disconnected(_ outbox: ConnectionOutbox) {
         for name in subscribers.keys { subscribers[name]?[outbox.id] = nil }
     }
 
     // MARK: Requests
 
     /// Carries out a request: its result, or the JSON-RPC error to answer with.
-    func handle(_ request: JSONRPC.Request, from outbox: ConnectionOutbox) async -> Result<JSONValue, RPCError> {
+    package func handle(_ request: JSONRPC.Request, from outbox: ConnectionOutbox) async -> Result<JSONValue, RPCError> {
         do {
             return .success(try await perform(request, outbox))
         } catch let error as RPCError {
@@ -64,6 +68,8 @@ actor DaemonService {
             var status = Self.identity
             status["sessions"] = .array(sessions.keys.sorted().map(JSONValue.string))
             return .object(status)
+        case .startWeb:
+            return try await startWeb(params)
         default:
             break
         }
@@ -88,6 +94,16 @@ actor DaemonService {
             guard count >= 0 else { throw RPCError.invalidParams("\"count\" must be 0 or more") }
             _ = try await session(name, configuring: Params(["maxConcurrentDownloads": JSONValue(count)]))
             return [:]
+        case .setRateLimit:
+            let limit = try params.int64("bytesPerSecond")
+            guard params.members["bytesPerSecond"] != nil else { throw RPCError.invalidParams("\"bytesPerSecond\" is required (null for none)") }
+            if let limit, limit < 1 { throw RPCError.invalidParams("\"bytesPerSecond\" must be 1 or more, or null for none") }
+            _ = try await session(name, configuring: Params(["rateLimit": limit.map(JSONValue.init) ?? .null]))
+            return [:]
+        case .sessionConfiguration:
+            return try await configuration(of: name)
+        case .segments:
+            return try await segments(params, in: name)
         case .addTasks:
             let addBudget = DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0)
             return try await add(params, to: name, budget: addBudget)
@@ -133,7 +149,7 @@ actor DaemonService {
             }
             guard let through = try params.int64("through") else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
             return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
-        case .hello, .status:
+        case .hello, .status, .startWeb:
             throw RPCError.methodNotFound(request.method)  // answered above
         }
     }
@@ -293,6 +309,7 @@ actor DaemonService {
 
     func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?) {
         logTask(name, event)
+        eventTap?(name, event, sequence)
         guard let connections = subscribers[name], !connections.isEmpty else { return }
         let line = JSONRPC.notification(
             method: "event", params: ["session": .string(name), "event": DaemonProtocol.encode(event, sequence: sequence)])

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HaulDaemon
 import HaulKit
+import HaulWeb
 import Logging
 import NIOConcurrencyHelpers
 
@@ -11,11 +12,13 @@ struct DaemonCommand: AsyncParsableCommand {
         abstract: "Run the haul daemon in the foreground: it does the downloads of `haul add` and of background sessions.",
         discussion: """
             Logs go to stderr. SIGTERM or Ctrl-C saves every download's progress and exits; the next daemon resumes them. \
-            Exit 8: another daemon is already running on the socket.
+            Exit 8: another daemon is already running on the socket. --web serves the web dashboard (`haul web` \
+            prints its login link) on loopback; another address needs --web-allow-remote, --web-cert and --web-key.
 
             """ + HelpText.examples(
                 "haul daemon                                 # until Ctrl-C or SIGTERM",
                 "haul daemon --socket /tmp/haul.sock --verbose",
+                "haul daemon --web 7711                      # and the web dashboard",
                 "haul daemon stop",
                 "systemctl --user enable --now haul-daemon   # contrib/haul-daemon.service"
             ),
@@ -39,6 +42,46 @@ struct DaemonCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("idle-exit"), parsing: .unconditional, help: "Exit after this many seconds with no task running or waiting and no client (default 0: never; a daemon haul starts by itself uses 600).")
     var idleExit = 0.0
+
+    @Option(name: .customLong("web"), help: "Serve the web dashboard on [HOST:]PORT (default host 127.0.0.1; `haul web` prints the login link).")
+    var web: String?
+
+    @Option(name: .customLong("web-cert"), help: "A PEM certificate (chain): the dashboard speaks HTTPS.")
+    var webCert: String?
+
+    @Option(name: .customLong("web-key"), help: "The PEM private key of --web-cert.")
+    var webKey: String?
+
+    @Flag(name: .customLong("web-allow-remote"), help: "Allow the dashboard on a non-loopback address (needs --web-cert and --web-key).")
+    var webAllowRemote = false
+
+    @Option(name: .customLong("web-allow-host"), help: "Also accept this name in the Host header (repeatable), e.g. the name of a reverse proxy.")
+    var webAllowHost: [String] = []
+
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
+    /// The web dashboard's settings, or the one line saying why they cannot be used.
+    func webConfiguration() -> Result<WebConfiguration, HaulError> {
+        var configuration = WebConfiguration()
+        if let web {
+            guard let (host, port) = WebListenPolicy.parseAddress(web) else {
+                return .failure(HaulError(.usage, "--web takes [HOST:]PORT, e.g. 7711 or 127.0.0.1:7711"))
+            }
+            configuration.host = host
+            configuration.port = port
+        }
+        configuration.certificatePath = webCert.map { Self.absolute($0) }
+        configuration.keyPath = webKey.map { Self.absolute($0) }
+        configuration.allowRemote = webAllowRemote
+        for name in webAllowHost {
+            guard WebAccess.parseHost(name) != nil else { return .failure(HaulError(.usage, "--web-allow-host \(name) is not a host name")) }
+        }
+        configuration.allowedHosts = webAllowHost
+        if let refusal = configuration.refusal { return .failure(HaulError(.usage, refusal)) }
+        return .success(configuration)
+    }
 
     func validate() throws {
         guard maxSessions >= 1, maxSessions <= 10_000 else { throw ValidationError("--max-sessions must be between 1 and 10000") }
@@ -66,6 +109,13 @@ struct DaemonCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let home = HaulHome(environment: environment)
         let location = DaemonLocation(explicit: socket, environment: environment, home: home)
+        let webConfiguration: WebConfiguration
+        switch self.webConfiguration() {
+        case .success(let configuration): webConfiguration = configuration
+        case .failure(let error):
+            Reporter.printError("haul daemon: error: \(error.line)")
+            throw ExitCode(ExitStatus.usage)
+        }
         // Signals are handled from the start: one that arrives while the daemon is still starting stops it
         // as soon as it has started.
         typealias Stopping = (requested: Bool, server: DaemonServer?, task: Task<Void, Never>?)
@@ -87,6 +137,15 @@ struct DaemonCommand: AsyncParsableCommand {
             signals.stop()
             Reporter.printError("haul daemon: error: \(error.line)")
             throw ExitCode(ExitStatus.code(for: error.kind))
+        }
+        let dashboard = WebDashboard(service: server.service, home: home, logger: logger, configuration: webConfiguration)
+        do {
+            try await dashboard.attach(listen: web != nil)
+        } catch {
+            Reporter.printError("haul daemon: error: \((error as? HaulError)?.line ?? "\(error)")")
+            await server.shutdown()
+            signals.stop()
+            throw ExitCode(ExitStatus.usage)
         }
         stopping.withLockedValue { state in
             state.server = server

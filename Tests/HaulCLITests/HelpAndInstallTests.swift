@@ -6,7 +6,7 @@ import Testing
 @Suite struct HelpAndInstallTests {
     static let commands: [[String]] = [
         [], ["get"], ["add"], ["ls"], ["pause"], ["resume"], ["rm"], ["watch"], ["wait"], ["session"], ["session", "set"],
-        ["daemon"], ["daemon", "stop"],
+        ["daemon"], ["daemon", "stop"], ["web"],
     ]
 
     @Test(arguments: commands)

@@ -5,6 +5,8 @@ package enum DaemonMethod: String, CaseIterable, Sendable {
     case status = "daemon.status"
     case openSession = "session.open"
     case setMaxConcurrentDownloads = "session.setMaxConcurrentDownloads"
+    case setRateLimit = "session.setRateLimit"
+    case sessionConfiguration = "session.configuration"
     case addTasks = "tasks.add"
     case listTasks = "tasks.list"
     case pauseTasks = "tasks.pause"
@@ -12,8 +14,11 @@ package enum DaemonMethod: String, CaseIterable, Sendable {
     case cancelTasks = "tasks.cancel"
     case removeTasks = "tasks.remove"
     case setPriority = "tasks.setPriority"
+    case segments = "tasks.segments"
     case subscribe = "events.subscribe"
     case unsubscribe = "events.unsubscribe"
     case listJournal = "journal.list"
     case acknowledgeJournal = "journal.ack"
+    /// Unix socket only: starts the web dashboard's listener and mints a login link (docs/web.md).
+    case startWeb = "web.start"
 }

@@ -292,6 +292,23 @@ package actor LocalSession: SessionBackend {
     func startedFile(_ id: String) -> StartedFile? { startedFiles[id] }
     func latestProgress(_ id: String) -> DownloadProgress? { progress[id] }
 
+    /// Where task `id`'s bytes are: a running segmented download's segments, else its first `bytes`; nil when
+    /// the session has no such task.
+    package func segmentMap(_ id: String) throws -> SegmentMap? {
+        guard let task = try store.task(id: id) else { return nil }
+        let latest = progress[id]
+        if task.state == .running, let latest, let segments = latest.segments, let total = latest.total {
+            return SegmentMap(total: total, segments: segments)
+        }
+        // A segmented download that is not running: its resume record says which segments hold what.
+        if task.state != .finished, task.state != .running, let path = task.filePath,
+           let record = try? TransferRecordStore(home: configuration.home).load(TransferRecord.key(destinationPath: path)),
+           let segments = record.segments, let total = record.totalLength, total > 0 {
+            return SegmentMap(total: total, segments: segments, running: false)
+        }
+        return SegmentMap(total: latest?.total ?? task.total, bytes: latest?.bytes ?? task.bytes, running: task.state == .running)
+    }
+
     /// The task was just written to the store: its next progress is saved a second from now.
     func noteSaved(_ id: String) { lastSaved[id] = ContinuousClock.now }
 

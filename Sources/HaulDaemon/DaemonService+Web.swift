@@ -1,0 +1,79 @@
+import HaulKit
+import Foundation
+
+/// The web dashboard as the daemon sees it: something that can start listening and mint a login link. HaulWeb
+/// implements it; the daemon only forwards `web.start` (Unix socket only) and shuts it down with itself.
+package protocol WebListener: Sendable {
+    /// Starts listening if not yet (on `host`/`port`, or the configured ones) and mints a fresh one-time login
+    /// token: the dashboard's address and its login link.
+    func start(host: String?, port: Int?) async throws -> (url: String, login: String)
+    /// Stops listening and closes every connection.
+    func stop() async
+    /// Browser or script connections open now: while there are any, the daemon is not idle.
+    func openConnections() -> Int
+}
+
+// The methods the web dashboard added to the protocol: `web.start`, `session.configuration`, `tasks.segments`.
+extension DaemonService {
+    /// Attaches the web dashboard (`web.start` starts it) and the tap its event stream reads every event from.
+    package func attach(web: any WebListener, eventTap: @escaping @Sendable (String, SessionEvent, Int64?) -> Void) {
+        self.web = web
+        self.eventTap = eventTap
+    }
+
+    /// Every session that exists: open ones and those with a saved configuration, sorted.
+    package func knownSessions() -> [String] {
+        var names = Set(sessions.keys)
+        let folder = home.path + "/sessions"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where hasSavedConfiguration(name) {
+            if (try? LocalSession.validate(identifier: name)) != nil { names.insert(name) }
+        }
+        return names.sorted()
+    }
+
+    /// `web.start`: `host` and `port` optional.
+    func startWeb(_ params: Params) async throws -> JSONValue {
+        guard let web else { throw HaulError(.usage, "this haul daemon has no web dashboard; update haul and restart the daemon") }
+        let host = try params.string("host")
+        let port = try params.int("port")
+        if let port, !(1...65_535).contains(port) { throw RPCError.invalidParams("\"port\" must be between 1 and 65535") }
+        let (url, login) = try await web.start(host: host, port: port)
+        return ["url": .string(url), "login": .string(login)]
+    }
+
+    /// `session.configuration`: the saved configuration, with the values of default headers hidden (they may be
+    /// credentials).
+    func configuration(of name: String) async throws -> JSONValue {
+        _ = try await session(name)
+        guard var object = configurations[name].map({ DaemonProtocol.encode($0) })?.objectValue else { throw RPCError.noSuchSession(name) }
+        if case .array(let headers)? = object["defaultHeaders"] {
+            object["defaultHeaders"] = .array(headers.map { header in
+                guard var fields = header.objectValue else { return header }
+                fields["value"] = "***"
+                return .object(fields)
+            })
+        }
+        return .object(object)
+    }
+
+    /// `tasks.segments`: where a task's bytes are (docs/protocol.md).
+    func segments(_ params: Params, in name: String) async throws -> JSONValue {
+        let id = try params.requiredString("id")
+        let session = try await session(name)
+        guard let map = try await session.segmentMap(id) else {
+            throw HaulError(.usage, "no task \(id) in session \(name); `haul ls` lists them")
+        }
+        return Self.encode(map, id: id)
+    }
+
+    /// A segment map on the wire: `{"id", "total", "done": [[start, end]], "active": [[start, end]]}`.
+    package static func encode(_ map: SegmentMap, id: String) -> JSONValue {
+        func ranges(_ list: [SegmentMap.ClosedOpen]) -> JSONValue {
+            .array(list.map { .array([JSONValue($0.start), JSONValue($0.end)]) })
+        }
+        return [
+            "id": .string(id), "total": map.total.map(JSONValue.init) ?? .null, "done": ranges(map.done),
+            "active": ranges(map.active),
+        ]
+    }
+}

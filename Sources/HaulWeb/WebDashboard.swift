@@ -1,0 +1,114 @@
+import Foundation
+import HaulDaemon
+import HaulKit
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The daemon's web dashboard: a thin bridge from a browser (or a script with the API key) onto the daemon's own
+/// service, with the daemon owner's rights. Its policy is in HaulCore (``WebAccess``, ``WebLogins``,
+/// ``WebEventRing``, ``SegmentMap``); this is the shell: the listener, the logins' state and the event rings.
+package final class WebDashboard: WebListener, Sendable {
+    let service: DaemonService
+    let home: HaulHome
+    let logger: Logger
+    let configuration: WebConfiguration
+    /// Names this daemon run in event cursors: a cursor from another run gets a `reset`.
+    let run = String(WebSecrets.token().prefix(12))
+    /// The connection the bridge's requests come from, as far as the service is concerned (it never subscribes).
+    let outbox = ConnectionOutbox(id: -1, onOverflow: {})
+    let state = NIOLockedValueBox(State())
+    private let control = ListenerControl()
+
+    static let ringCapacity = 8_192
+
+    struct State {
+        var logins = WebLogins()
+        var listening = false
+        var rings: [String: WebEventRing<String>] = [:]
+        var segmentThrottle = KeyedThrottle(interval: .milliseconds(500))
+        /// About four `progress` events a second per task at most (four in any 950 ms, so that events 250 ms apart
+        /// with a little jitter all pass), even for a session whose progressInterval is shorter.
+        var progressWindow = KeyedRateWindow(count: 4, window: .milliseconds(950))
+        var streams: [Int: (session: String, wake: AsyncStream<Void>.Continuation)] = [:]
+        var nextStream = 0
+        var connections = 0
+    }
+
+    package init(service: DaemonService, home: HaulHome, logger: Logger, configuration: WebConfiguration) {
+        self.service = service
+        self.home = home
+        self.logger = logger
+        self.configuration = configuration
+    }
+
+    /// Attaches the dashboard to the daemon (`web.start` then works); with `listen`, starts listening now.
+    package func attach(listen: Bool) async throws {
+        await service.attach(web: self) { [weak self] session, event, sequence in
+            self?.record(session, event, sequence)
+        }
+        if listen { _ = try await control.start(self, host: nil, port: nil) }
+    }
+
+    // MARK: WebListener
+
+    package func start(host: String?, port: Int?) async throws -> (url: String, login: String) {
+        let url = try await control.start(self, host: host, port: port)
+        let token = WebSecrets.token()
+        state.withLockedValue { $0.logins.mint(token: token, at: .now) }
+        return (url, url + "login?token=" + token)
+    }
+
+    package func openConnections() -> Int { state.withLockedValue { $0.connections } }
+
+    package func stop() async {
+        // The streams end first: the listener waits for its connections.
+        state.withLockedValue { state in
+            state.listening = false
+            for (_, stream) in state.streams { stream.wake.finish() }
+        }
+        await control.stop()
+    }
+}
+
+/// Starts and stops the listener, one call at a time.
+actor ListenerControl {
+    private var server: WebHTTPServer?
+    private var serving: Task<Void, Never>?
+
+    /// The dashboard's address, listening first if not yet. A listener already running keeps its address: asking
+    /// for another one is an error.
+    func start(_ dashboard: WebDashboard, host: String?, port: Int?) async throws -> String {
+        if let server {
+            func plain(_ host: String) -> String {
+                let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+                return name == "localhost" ? WebListenPolicy.defaultHost : name
+            }
+            if let host, plain(host) != plain(server.host) || (port != nil && port != server.port) {
+                throw HaulError(.usage, "the web dashboard already listens on \(server.url); stop the daemon to move it")
+            }
+            if host == nil, let port, port != server.port {
+                throw HaulError(.usage, "the web dashboard already listens on \(server.url); stop the daemon to move it")
+            }
+            return server.url
+        }
+        var configuration = dashboard.configuration
+        if let host { configuration.host = host }
+        if let port { configuration.port = port }
+        if let refusal = configuration.refusal { throw HaulError(.usage, refusal) }
+        let server = try await WebHTTPServer.listen(configuration, dashboard: dashboard)
+        self.server = server
+        dashboard.state.withLockedValue { $0.listening = true }
+        serving = Task { await server.run() }
+        dashboard.logger.info("web dashboard listening on \(server.url)")
+        return server.url
+    }
+
+    func stop() async {
+        guard let server else { return }
+        await server.close()
+        await serving?.value
+        self.server = nil
+        serving = nil
+    }
+}

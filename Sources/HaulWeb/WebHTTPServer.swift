@@ -1,0 +1,210 @@
+import Foundation
+import HaulKit
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// The dashboard's HTTP(S) listener on SwiftNIO: reads each request, asks ``WebRoutes`` for the answer and writes
+/// it, or streams events. Requests on one connection are answered in order.
+final class WebHTTPServer: Sendable {
+    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    let host: String
+    let port: Int
+    let url: String
+    let access: WebAccess
+    private let dashboard: WebDashboard
+    private let channel: NIOAsyncChannel<Connection, Never>
+    private let open = NIOLockedValueBox((next: 0, channels: [Int: Channel]()))
+
+    /// The largest request body (a `tasks.add` of many URLs), as on the Unix socket.
+    static let maxBody = JSONRPC.maxMessageBytes
+
+    private init(host: String, port: Int, url: String, access: WebAccess, dashboard: WebDashboard, channel: NIOAsyncChannel<Connection, Never>) {
+        self.host = host
+        self.port = port
+        self.url = url
+        self.access = access
+        self.dashboard = dashboard
+        self.channel = channel
+    }
+
+    /// Binds the listener: the configured port, or (none given) the default one or the next free one.
+    static func listen(_ configuration: WebConfiguration, dashboard: WebDashboard) async throws -> WebHTTPServer {
+        let tls = try configuration.certificatePath.flatMap { certificate in
+            try configuration.keyPath.map { key in try context(certificate: certificate, key: key) }
+        }
+        let bindHost = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+        let ports = configuration.port.map { [$0] } ?? Array(WebListenPolicy.defaultPort..<(WebListenPolicy.defaultPort + 20))
+        var lastError: (any Error)?
+        for port in ports {
+            do {
+                let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .serverChannelOption(.backlog, value: 256)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .bind(host: bindHost, port: port) { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            // A connection that neither sends nor receives for two minutes is closed (an event stream
+                            // writes a keepalive every 15 s, so only a stalled one is).
+                            try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: .seconds(120)))
+                            try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
+                            if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            return try Connection(wrappingChannelSynchronously: channel)
+                        }
+                    }
+                let bound = channel.channel.localAddress?.port ?? port
+                let urlHost = WebListenPolicy.urlHost(configuration.host, fallback: configuration.allowedHosts.first ?? WebListenPolicy.defaultHost)
+                let url = (tls == nil ? "http://" : "https://") + urlHost + ":\(bound)/"
+                let access = WebAccess(port: bound, secure: tls != nil, extraHosts: configuration.allowedHosts)
+                return WebHTTPServer(host: configuration.host, port: bound, url: url, access: access, dashboard: dashboard, channel: channel)
+            } catch {
+                lastError = error
+            }
+        }
+        let which = configuration.port.map { "port \($0)" } ?? "ports \(ports.first ?? 0)-\(ports.last ?? 0)"
+        let why: String
+        switch lastError {
+        case let error as IOError where error.errnoCode == EADDRINUSE: why = "in use"
+        case let error as IOError where error.errnoCode == EADDRNOTAVAIL: why = "no such address on this machine"
+        case let error as IOError where error.errnoCode == EACCES: why = "not allowed"
+        case let error?: why = "\(error)"
+        case nil: why = "no port"
+        }
+        throw HaulError(.fileSystem, "the web dashboard could not listen on \(configuration.host) \(which) (\(why)); choose another port")
+    }
+
+    private static func context(certificate: String, key: String) throws -> NIOSSLContext {
+        do {
+            let chain = try NIOSSLCertificate.fromPEMFile(certificate).map { NIOSSLCertificateSource.certificate($0) }
+            let privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
+            let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(privateKey))
+            return try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw HaulError(.usage, "could not use --web-cert \(certificate) and --web-key \(key) (\(error)); give PEM files of a certificate and its key")
+        }
+    }
+
+    /// Serves connections until ``close()``.
+    func run() async {
+        do {
+            try await withThrowingDiscardingTaskGroup { group in
+                try await channel.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        let id = open.withLockedValue { state in
+                            state.next += 1
+                            state.channels[state.next] = connection.channel
+                            return state.next
+                        }
+                        group.addTask {
+                            await self.serve(connection)
+                            self.open.withLockedValue { _ = $0.channels.removeValue(forKey: id) }
+                        }
+                    }
+                }
+            }
+        } catch {
+            dashboard.logger.debug("the web listener ended: \(error)")
+        }
+    }
+
+    /// Stops listening and closes every connection (event streams included).
+    func close() async {
+        try? await channel.channel.close()
+        for (_, channel) in open.withLockedValue({ $0.channels }) { channel.close(promise: nil) }
+    }
+
+    // MARK: One connection
+
+    private func serve(_ connection: Connection) async {
+        dashboard.state.withLockedValue { $0.connections += 1 }
+        defer { dashboard.state.withLockedValue { $0.connections -= 1 } }
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var parts = inbound.makeAsyncIterator()
+                // Each turn reads one request; ends when the client closes or a request asks to.
+                while let part = try await parts.next() {
+                    guard case .head(let head) = part else { continue }
+                    var body = ByteBuffer(), tooLarge = false
+                    reading: while let part = try await parts.next() {
+                        switch part {
+                        case .body(var chunk):
+                            if body.readableBytes + chunk.readableBytes > Self.maxBody { tooLarge = true } else { body.writeBuffer(&chunk) }
+                        case .end: break reading
+                        case .head: return
+                        }
+                    }
+                    let request = WebRequest(head: head, body: tooLarge ? nil : body)
+                    let answer: WebAnswer
+                    if tooLarge {
+                        answer = .text(.payloadTooLarge, "the request is too large")
+                    } else {
+                        answer = await WebRoutes.answer(request, access, dashboard)
+                    }
+                    switch answer {
+                    case .full(let response):
+                        try await write(response, to: outbound, head: head)
+                        guard head.isKeepAlive, !tooLarge else { return }
+                    case .events(let session, let cursor):
+                        try await stream(session, from: cursor, to: outbound, head: head)
+                        return
+                    }
+                }
+            }
+        } catch {
+            dashboard.logger.debug("a web connection ended: \(error)")
+        }
+    }
+
+    private func write(_ response: WebResponse, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead) async throws {
+        var headers = WebRoutes.commonHeaders
+        for (name, value) in response.headers { headers.replaceOrAdd(name: name, value: value) }
+        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
+        if !head.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+        try await outbound.write(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers)))
+        if head.method != .HEAD, !response.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body)))) }
+        try await outbound.write(.end(nil))
+    }
+
+    /// Streams a session's events as Server-Sent Events until the client goes away or the dashboard stops; a
+    /// `: keepalive` comment every 15 s.
+    private func stream(_ session: String, from cursor: WebDashboard.Cursor, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+                        head: HTTPRequestHead) async throws {
+        var headers = WebRoutes.commonHeaders
+        headers.replaceOrAdd(name: "Content-Type", value: "text/event-stream")
+        headers.replaceOrAdd(name: "X-Accel-Buffering", value: "no")
+        try await outbound.write(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)))
+        let (id, wake) = dashboard.openStream(session)
+        defer { dashboard.closeStream(id) }
+        let keepalive = Task { [dashboard] in
+            // Ends when the stream closes (cancelled).
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(15))
+                _ = dashboard.state.withLockedValue { $0.streams[id]?.wake.yield() }
+            }
+        }
+        defer { keepalive.cancel() }
+        var (text, seen) = dashboard.pending(session, after: cursor)
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: text.isEmpty ? ": ready\n\n" : text))))
+        // Each turn waits to be woken (events, or the keepalive) and ends when the stream is finished.
+        for await _ in wake {
+            (text, seen) = dashboard.pending(session, after: .number(seen))
+            try await outbound.write(.body(.byteBuffer(ByteBuffer(string: text.isEmpty ? ": keepalive\n\n" : text))))
+        }
+    }
+}
+
+/// Closes its connection when ``IdleStateHandler`` says it has been idle.
+final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}

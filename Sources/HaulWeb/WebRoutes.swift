@@ -1,0 +1,209 @@
+import Foundation
+import HaulDaemon
+import HaulKit
+import NIOCore
+import NIOHTTP1
+
+/// A request as the routes see it.
+struct WebRequest: Sendable {
+    var method: String
+    var target: String
+    var headers: HTTPHeaders
+    /// nil when it was too large.
+    var body: ByteBuffer?
+
+    init(head: HTTPRequestHead, body: ByteBuffer?) {
+        method = head.method.rawValue
+        target = head.uri
+        headers = head.headers
+        self.body = body
+    }
+
+    /// The single value of a header; nil when absent or repeated (a repeated `Host` or `Origin` is refused).
+    func header(_ name: String) -> String? {
+        let values = headers[name]
+        return values.count == 1 ? values[0] : nil
+    }
+}
+
+/// A full answer.
+struct WebResponse: Sendable {
+    var status: HTTPResponseStatus
+    var headers: [(String, String)] = []
+    var body: [UInt8] = []
+
+    static func text(_ status: HTTPResponseStatus, _ text: String) -> WebResponse {
+        WebResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array((text + "\n").utf8))
+    }
+
+    static func json(_ status: HTTPResponseStatus, _ value: JSONValue) -> WebResponse {
+        WebResponse(status: status, headers: [("Content-Type", "application/json")], body: Array(value.serialized.utf8))
+    }
+
+    static func error(_ status: HTTPResponseStatus, _ message: String) -> WebResponse {
+        json(status, ["error": .string(message)])
+    }
+}
+
+/// What the server does with a request: a full answer, or an event stream.
+enum WebAnswer: Sendable {
+    case full(WebResponse)
+    case events(session: String, cursor: WebDashboard.Cursor)
+}
+
+extension WebAnswer {
+    static func text(_ status: HTTPResponseStatus, _ text: String) -> WebAnswer { .full(.text(status, text)) }
+}
+
+/// The dashboard's routes (docs/web.md). Every decision is ``WebAccess``'s or ``WebLogins``'s; this reads the
+/// request and writes the answer.
+enum WebRoutes {
+    static let contentSecurityPolicy =
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+    /// On every answer. Never `Access-Control-Allow-Origin`.
+    static let commonHeaders: HTTPHeaders = [
+        "Content-Security-Policy": contentSecurityPolicy,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Frame-Options": "DENY",
+        "Cross-Origin-Opener-Policy": "same-origin",
+        "Cross-Origin-Resource-Policy": "same-origin",
+    ]
+
+    static let cookieName = "haul_session"
+
+    static func answer(_ request: WebRequest, _ access: WebAccess, _ dashboard: WebDashboard) async -> WebAnswer {
+        // The Host first: a name that is not ours (DNS rebinding) gets nothing else.
+        let host = request.header("Host")
+        guard let host, access.allowsHost(host) else { return .full(WebResponse(status: .misdirectedRequest)) }
+        guard let target = WebAccess.splitTarget(request.target) else { return .text(.badRequest, "bad request") }
+        let query = target.query
+        switch WebAccess.route(method: request.method, path: target.path) {
+        case .notFound:
+            return .text(.notFound, "not found")
+        case .methodNotAllowed(let allow):
+            var response = WebResponse.error(.methodNotAllowed, "method not allowed")
+            response.headers.append(("Allow", allow))
+            return .full(response)
+        case .asset(let path):
+            guard let asset = WebAssets.asset(at: path) else { return .text(.notFound, "not found") }
+            return .full(WebResponse(status: .ok, headers: [("Content-Type", asset.contentType)], body: asset.bytes))
+        case .login:
+            return .full(login(query["token"], secure: access.secure, dashboard))
+        case .me:
+            return .full(await me(request, dashboard))
+        case .rpc:
+            return .full(await rpc(request, host: host, access, dashboard))
+        case .events:
+            return events(request, query: query, host: host, access, dashboard)
+        }
+    }
+
+    // MARK: Login
+
+    static let spentPage = """
+        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Haul</title></head><body>\
+        <p>This login link was already used or has expired: run <code>haul web</code> again.</p></body></html>
+        """
+
+    private static func login(_ token: String?, secure: Bool, _ dashboard: WebDashboard) -> WebResponse {
+        let cookie = WebSecrets.token(), csrf = WebSecrets.token()
+        let spent = dashboard.state.withLockedValue { state -> Bool in
+            guard let token, state.logins.spend(token: token, at: .now) else { return false }
+            state.logins.open(session: cookie, csrf: csrf, at: .now)
+            return true
+        }
+        guard spent else {
+            return WebResponse(status: .forbidden, headers: [("Content-Type", "text/html; charset=utf-8")], body: Array(spentPage.utf8))
+        }
+        dashboard.logger.info("web dashboard: a browser logged in")
+        let flags = "; HttpOnly; SameSite=Strict; Path=/" + (secure ? "; Secure" : "")
+        return WebResponse(status: .seeOther, headers: [("Location", "/"), ("Set-Cookie", cookieName + "=" + cookie + flags)])
+    }
+
+    /// The CSRF token of the request's login session (its cookie), if it has one.
+    private static func loggedIn(_ request: WebRequest, _ dashboard: WebDashboard) -> WebLogins.Session? {
+        let cookie = WebAccess.cookie(cookieName, in: request.headers["Cookie"].joined(separator: "; "))
+        return dashboard.state.withLockedValue { $0.logins.session(cookie, at: .now) }
+    }
+
+    /// Whether the request carries the API key (`Authorization: Bearer …`).
+    private static func hasAPIKey(_ request: WebRequest, _ dashboard: WebDashboard) -> Bool? {
+        guard let offered = WebAccess.bearer(request.header("Authorization")) else { return nil }
+        guard let key = WebSecrets.apiKey(home: dashboard.home) else { return false }
+        return WebAccess.constantTimeEquals(key, offered)
+    }
+
+    private static func me(_ request: WebRequest, _ dashboard: WebDashboard) async -> WebResponse {
+        guard let session = loggedIn(request, dashboard) else { return .error(.unauthorized, "not logged in") }
+        let sessions = await dashboard.service.knownSessions()
+        return .json(.ok, [
+            "csrf": .string(session.csrf), "sessions": .array(sessions.map(JSONValue.string)), "version": .string(HaulVersion.string),
+        ])
+    }
+
+    // MARK: RPC
+
+    private static func rpc(_ request: WebRequest, host: String, _ access: WebAccess, _ dashboard: WebDashboard) async -> WebResponse {
+        let origin = request.header("Origin")
+        if let key = hasAPIKey(request, dashboard) {
+            guard key else { return .error(.unauthorized, "wrong API key") }
+            guard access.allowsOptionalOrigin(origin, host: host) else { return .error(.forbidden, "foreign origin") }
+        } else {
+            guard let session = loggedIn(request, dashboard) else { return .error(.unauthorized, "not logged in") }
+            guard access.isOwnOrigin(origin, host: host) else { return .error(.forbidden, "foreign origin") }
+            guard let csrf = request.header("X-CSRF-Token"), WebAccess.constantTimeEquals(session.csrf, csrf) else {
+                return .error(.forbidden, "missing or wrong CSRF token")
+            }
+        }
+        guard request.header("Content-Type")?.lowercased().hasPrefix("application/json") == true else {
+            return .error(.unsupportedMediaType, "send Content-Type: application/json")
+        }
+        guard let body = request.body, let value = JSONValue.parse(body.readableBytesView), let call = value.objectValue,
+              let method = call["method"]?.stringValue else {
+            return .error(.badRequest, "the body must be {\"method\": \"…\", \"params\": {…}}")
+        }
+        guard WebAccess.bridges(method) else { return .error(.forbidden, "\(method) cannot be called from the dashboard") }
+        let params: Params
+        switch call["params"] {
+        case nil, .null?: params = Params()
+        case .object(let members)?: params = Params(members)
+        default: return .error(.badRequest, "\"params\" must be an object")
+        }
+        let result = await dashboard.service.handle(JSONRPC.Request(id: .number(1), method: method, params: params), from: dashboard.outbox)
+        switch result {
+        case .success(let value):
+            let answer = JSONValue.object(["result": value])
+            guard answer.serialized.utf8.count <= DaemonProtocol.maxResponseBytes else {
+                return .json(.ok, errorObject(.haul(HaulError(.server, "the answer to \(method) is too large; ask for less (see \"limit\")"))))
+            }
+            return .json(.ok, answer)
+        case .failure(let error):
+            return .json(.ok, errorObject(error))
+        }
+    }
+
+    private static func errorObject(_ error: RPCError) -> JSONValue {
+        var object: [String: JSONValue] = ["code": JSONValue(error.code), "message": .string(error.message)]
+        if let data = error.data { object["data"] = data }
+        return ["error": .object(object)]
+    }
+
+    // MARK: Events
+
+    private static func events(_ request: WebRequest, query: [String: String], host: String, _ access: WebAccess, _ dashboard: WebDashboard) -> WebAnswer {
+        if let key = hasAPIKey(request, dashboard) {
+            guard key else { return .full(.error(.unauthorized, "wrong API key")) }
+        } else {
+            guard loggedIn(request, dashboard) != nil else { return .full(.error(.unauthorized, "not logged in")) }
+        }
+        guard access.allowsOptionalOrigin(request.header("Origin"), host: host) else { return .full(.error(.forbidden, "foreign origin")) }
+        let session = query["session"] ?? "default"
+        guard (try? LocalSession.validate(identifier: session)) != nil else { return .full(.error(.badRequest, "bad session name")) }
+        let cursor = request.header("Last-Event-ID") ?? query["lastEventId"]
+        return .events(session: session, cursor: cursor.map { WebDashboard.Cursor.header($0) } ?? WebDashboard.Cursor.fresh)
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import HaulKit
+import HaulWeb
+
+/// `haul web`: the web dashboard's one-time login link (the daemon starts its listener if needed).
+struct WebCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "web",
+        abstract: "Print a one-time login link to the daemon's web dashboard (starting it if needed).",
+        discussion: """
+            The link logs one browser in and is then spent (it expires after 5 minutes); run `haul web` again for \
+            another. The dashboard listens on 127.0.0.1 (port 7711, or the next free one) unless the daemon was \
+            started with --web. Scripts use the API key instead: `Authorization: Bearer KEY` on POST /api/rpc \
+            (docs/web.md).
+
+            """ + HelpText.examples(
+                "haul web                     # open the printed address in a browser",
+                "haul web --port 8080",
+                "haul web --api-key           # for scripts; kept in $HAUL_HOME/web/api-key"
+            ))
+
+    @Option(help: "The address to listen on when the dashboard is not running yet (default 127.0.0.1).")
+    var host: String?
+
+    @Option(parsing: .unconditional, help: "The port to listen on when the dashboard is not running yet (default 7711 or the next free one).")
+    var port: Int?
+
+    @Flag(name: .customLong("api-key"), help: "Print the API key for scripts (created on first use) instead of a login link.")
+    var apiKey = false
+
+    @Option(help: "The daemon's control socket (default: $HAUL_SOCKET, else $XDG_RUNTIME_DIR/haul/daemon.sock, else $HAUL_HOME/run/daemon.sock).")
+    var socket: String?
+
+    @Flag(name: .customLong("no-autostart"), help: "Fail instead of starting a daemon when none is running.")
+    var noAutostart = false
+
+    func run() async throws {
+        if apiKey {
+            do {
+                let key = try WebSecrets.apiKeyCreatingIfNeeded(home: HaulHome(environment: ProcessInfo.processInfo.environment))
+                print(key)
+                return
+            } catch {
+                throw CLIFailure.exit(error)
+            }
+        }
+        if let port, !(1...65_535).contains(port) {
+            Reporter.printError("haul: error: --port must be between 1 and 65535")
+            throw ExitCode(ExitStatus.usage)
+        }
+        var options = DaemonClientOptions()
+        options.socket = socket
+        options.noAutostart = noAutostart
+        options.session = "default"
+        do {
+            let connection = try await options.connect()
+            var params: [String: JSONValue] = [:]
+            if let host { params["host"] = .string(host) }
+            if let port { params["port"] = JSONValue(port) }
+            let answer = try await connection.client.call(.startWeb, .object(params))
+            await connection.close()
+            guard let login = answer["login"]?.stringValue else {
+                throw HaulError(.server, "the daemon did not answer with a login link; update haul and restart the daemon")
+            }
+            print(login)
+        } catch let error as RPCError where error.code == -32601 {
+            throw CLIFailure.exit(HaulError(.usage, "the running haul daemon has no web dashboard; stop it (`haul daemon stop`) and run `haul web` again"))
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+#if os(Linux)
+import Foundation
+import Testing
+
+/// A real `haul daemon --web 127.0.0.1:0` in a sandbox, and the calls the dashboard's tests make of it.
+struct WebDashboardHarness {
+    let sandbox: Sandbox
+    let daemon: HaulRun
+    let socket: String
+    let port: Int
+
+    var origin: String { "http://127.0.0.1:\(port)" }
+
+    /// Starts the daemon with its dashboard on a free loopback port, runs `body`, then checks it stops on SIGTERM.
+    static func with(_ extra: [String] = [], _ body: (WebDashboardHarness) async throws -> Void) async throws {
+        try await Sandbox.with { sandbox in
+            let daemon = try await DaemonHarness.start(sandbox, ["--web", "127.0.0.1:0"] + extra)
+            let socket = DaemonHarness.socket(sandbox)
+            let link = try await loginLink(sandbox, socket: socket)
+            guard let port = URLComponents(string: link)?.port else { throw HarnessError("no port in \(link)") }
+            let harness = WebDashboardHarness(sandbox: sandbox, daemon: daemon, socket: socket, port: port)
+            try await body(harness)
+            try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
+        }
+    }
+
+    /// `haul web`: its only stdout line, the login link.
+    static func loginLink(_ sandbox: Sandbox, socket: String) async throws -> String {
+        let result = try await sandbox.run(["web", "--socket", socket, "--no-autostart"])
+        guard result.exitCode == 0, result.stdoutLines.count == 1 else { throw HarnessError("haul web: \(result.exitCode) \(result.stdout) \(result.stderr)") }
+        return result.stdoutLines[0]
+    }
+
+    func loginLink() async throws -> String { try await Self.loginLink(sandbox, socket: socket) }
+
+    /// The path and query of a login link (`/login?token=…`).
+    static func target(_ link: String) -> String {
+        guard let components = URLComponents(string: link) else { return link }
+        return components.path + "?" + (components.percentEncodedQuery ?? "")
+    }
+
+    /// Logs in with a fresh link: the session cookie (`haul_session=…`) and its CSRF token.
+    func login() async throws -> (cookie: String, csrf: String) {
+        let reply = try WebHTTP.call(port, "GET", Self.target(try await loginLink()))
+        guard reply.status == 303, let setCookie = reply.header("Set-Cookie"),
+              let cookie = setCookie.split(separator: ";").first.map(String.init) else { throw HarnessError("login: \(reply)") }
+        let me = try WebHTTP.call(port, "GET", "/api/me", headers: [("Cookie", cookie)])
+        guard me.status == 200, let csrf = me.json?["csrf"] as? String else { throw HarnessError("/api/me: \(me)") }
+        return (cookie, csrf)
+    }
+
+    /// `POST /api/rpc` with the given credentials (the dashboard's own Origin unless `origin` says otherwise).
+    func rpc(_ method: String, _ params: [String: Any] = [:], cookie: String?, csrf: String?, origin: String?? = .none,
+             extra: [(String, String)] = []) throws -> WebReply {
+        var headers: [(String, String)] = [("Content-Type", "application/json")]
+        if let cookie { headers.append(("Cookie", cookie)) }
+        if let csrf { headers.append(("X-CSRF-Token", csrf)) }
+        switch origin {
+        case .none: headers.append(("Origin", self.origin))
+        case .some(.some(let value)): headers.append(("Origin", value))
+        case .some(.none): break
+        }
+        let body = try JSONSerialization.data(withJSONObject: ["method": method, "params": params])
+        return try WebHTTP.call(port, "POST", "/api/rpc", headers: headers + extra, body: String(decoding: body, as: UTF8.self))
+    }
+
+    /// `tasks.list` of session `default` through the Unix socket (not the dashboard): what really happened.
+    func tasksOverSocket() throws -> [[String: Any]] {
+        let reply = try RawSocketClient(path: socket).call("tasks.list", ["session": "default"], id: 1)
+        if reply.isNoSuchSession { return [] }
+        return reply.result?["tasks"] as? [[String: Any]] ?? []
+    }
+}
+#endif

@@ -1,0 +1,200 @@
+#if os(Linux)
+import Foundation
+import HaulTestSupport
+import Testing
+
+/// What the dashboard does through its bridge, against a real daemon: the session's settings, live segment maps
+/// on the event stream, removing a task with its file, and `haul web` starting the listener by itself.
+@Suite(.serialized) struct WebBridgeTests {
+    func result(_ reply: WebReply) -> [String: Any]? { reply.json?["result"] as? [String: Any] }
+    func errorCode(_ reply: WebReply) -> Int? { ((reply.json?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue }
+
+    @Test func theSessionsSpeedLimitAndConcurrencyChangeAndShowWithoutSecrets() async throws {
+        try await WebDashboardHarness.with { web in
+            let (cookie, csrf) = try await web.login()
+            let open = try web.rpc("session.open", ["session": "default", "configuration": ["defaultHeaders": [["name": "Authorization", "value": "Bearer s3cret"]]]],
+                                   cookie: cookie, csrf: csrf)
+            #expect(result(open) != nil, "\(open)")
+            for bad in [0, -5] as [Any] + ["fast", 1.5] {
+                let reply = try web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": bad], cookie: cookie, csrf: csrf)
+                #expect(errorCode(reply) == -32602, "\(bad): \(reply)")
+            }
+            let missing = try web.rpc("session.setRateLimit", ["session": "default"], cookie: cookie, csrf: csrf)
+            #expect(errorCode(missing) == -32602, "\(missing)")
+            let set = try web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": 500_000], cookie: cookie, csrf: csrf)
+            #expect(result(set) != nil, "\(set)")
+            let concurrency = try web.rpc("session.setMaxConcurrentDownloads", ["session": "default", "count": 2], cookie: cookie, csrf: csrf)
+            #expect(result(concurrency) != nil, "\(concurrency)")
+            let shown = try web.rpc("session.configuration", ["session": "default"], cookie: cookie, csrf: csrf)
+            let configuration = try #require(result(shown), "\(shown)")
+            #expect((configuration["rateLimit"] as? NSNumber)?.intValue == 500_000)
+            #expect((configuration["maxConcurrentDownloads"] as? NSNumber)?.intValue == 2)
+            #expect(!shown.body.contains("s3cret"), "a default header's value is never shown: \(shown.body)")
+            #expect(shown.body.contains("Authorization"), "its name is")
+            let none = try web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": NSNull()], cookie: cookie, csrf: csrf)
+            #expect(result(none) != nil, "\(none)")
+            let after = try #require(result(try web.rpc("session.configuration", ["session": "default"], cookie: cookie, csrf: csrf)))
+            #expect(after["rateLimit"] is NSNull, "\(after)")
+            let other = try web.rpc("session.configuration", ["session": "nope"], cookie: cookie, csrf: csrf)
+            #expect(errorCode(other) == -32001, "a session that does not exist: \(other)")
+            #expect(!DaemonHarness.sessionFolders(web.sandbox).contains("nope"), "and it is not created")
+        }
+    }
+
+    @Test func aThrottledSegmentedDownloadsMapIsPushedWhileItRuns() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(4 << 20, seed: 1_415)
+            var resource = Resource(body: body, etag: "\"s\"")
+            resource.faults.throttleBytesPerSecond = 1 << 20
+            server.serve("/slow.bin", resource)
+            try await WebDashboardHarness.with { web in
+                let (cookie, csrf) = try await web.login()
+                let stream = try WebHTTP(port: web.port)
+                defer { stream.close() }
+                try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
+                _ = try stream.read { $0.body.contains(": ready") }
+                let destination = web.sandbox.path("slow.bin")
+                let added = try web.rpc("tasks.add", ["session": "default", "tasks": [["url": server.url("/slow.bin"), "path": destination, "segments": 4,
+                                                                                      "options": ["minSegmentSize": 65_536]]]],
+                                        cookie: cookie, csrf: csrf)
+                let id = try #require((result(added)?["ids"] as? [String])?.first, "\(added)")
+                // Two different maps while it runs, then the end.
+                let events = try stream.read(timeout: .seconds(90)) { reply in
+                    Self.segmentMaps(reply.body, id: id).count >= 2 && Set(Self.segmentMaps(reply.body, id: id).map(\.done)).count >= 2
+                }
+                let maps = Self.segmentMaps(events.body, id: id)
+                for map in maps {
+                    #expect(map.total == body.count)
+                    #expect(map.done.count <= 256 && map.active.count <= 256)
+                    let covered = (map.done + map.active).sorted { $0[0] < $1[0] }
+                    #expect(covered.first?[0] == 0 && covered.last?[1] == body.count, "done and active cover the file: \(map)")
+                }
+                let live = try web.rpc("tasks.segments", ["session": "default", "id": id], cookie: cookie, csrf: csrf)
+                #expect(result(live)?["active"] != nil, "\(live)")
+                _ = try stream.read(timeout: .seconds(90)) { $0.body.contains("\"type\":\"finished\"") }
+                #expect(contentMismatch(destination, expected: body) == nil)
+                // Removing it with its file: the file goes.
+                let removed = try web.rpc("tasks.remove", ["session": "default", "ids": [id], "deleteFile": true], cookie: cookie, csrf: csrf)
+                #expect(result(removed) != nil, "\(removed)")
+                try await eventually("the file is deleted") { !fileExists(destination) }
+                #expect(try web.tasksOverSocket().isEmpty)
+            }
+        }
+    }
+
+    @Test func aPausedSegmentedDownloadsMapShowsWhereItsBytesAre() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(8 << 20, seed: 1_416)
+            var resource = Resource(body: body, etag: "\"p\"")
+            resource.faults.throttleBytesPerSecond = 256 << 10
+            server.serve("/paused.bin", resource)
+            try await WebDashboardHarness.with { web in
+                let (cookie, csrf) = try await web.login()
+                let stream = try WebHTTP(port: web.port)
+                defer { stream.close() }
+                try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
+                _ = try stream.read { $0.body.contains(": ready") }
+                let destination = web.sandbox.path("paused.bin")
+                let added = try web.rpc("tasks.add", ["session": "default", "tasks": [["url": server.url("/paused.bin"), "path": destination, "segments": 4,
+                                                                                      "options": ["minSegmentSize": 65_536]]]],
+                                        cookie: cookie, csrf: csrf)
+                let id = try #require((result(added)?["ids"] as? [String])?.first, "\(added)")
+                // Bytes in at least two places, then paused.
+                _ = try stream.read(timeout: .seconds(90)) { reply in Self.segmentMaps(reply.body, id: id).contains { $0.done.count >= 2 } }
+                let paused = try web.rpc("tasks.pause", ["session": "default", "ids": [id]], cookie: cookie, csrf: csrf)
+                #expect(result(paused) != nil, "\(paused)")
+                _ = try stream.read(timeout: .seconds(30)) { $0.body.contains("\"to\":\"paused\"") }
+                let reply = try web.rpc("tasks.segments", ["session": "default", "id": id], cookie: cookie, csrf: csrf)
+                let map = try #require(result(reply), "\(reply)")
+                let done = (map["done"] as? [[NSNumber]])?.map { $0.map(\.intValue) } ?? []
+                #expect(done.count >= 2, "the paused download's bytes are in several places: \(map)")
+                #expect((map["active"] as? [Any])?.isEmpty == true, "nothing is being fetched: \(map)")
+                #expect((map["total"] as? NSNumber)?.intValue == body.count)
+                #expect(done.allSatisfy { $0[0] < $0[1] && $0[1] <= body.count })
+            }
+        }
+    }
+
+    /// The `segments` events of task `id` in an event stream's text.
+    static func segmentMaps(_ text: String, id: String) -> [(total: Int?, done: [[Int]], active: [[Int]])] {
+        text.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("data: "), line.contains("\"type\":\"segments\""),
+                  let object = (try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8))) as? [String: Any],
+                  object["id"] as? String == id else { return nil }
+            func ranges(_ key: String) -> [[Int]] { (object[key] as? [[NSNumber]])?.map { $0.map(\.intValue) } ?? [] }
+            return ((object["total"] as? NSNumber)?.intValue, ranges("done"), ranges("active"))
+        }
+    }
+
+    @Test func haulWebStartsTheDashboardOnTheAskedPortAndKeepsIt() async throws {
+        try await Sandbox.with { sandbox in
+            let daemon = try await DaemonHarness.start(sandbox)
+            let socket = DaemonHarness.socket(sandbox)
+            let port = try Self.freePort()
+            let first = try await sandbox.run(["web", "--socket", socket, "--port", String(port)])
+            #expect(first.exitCode == 0 && first.stdoutLines.count == 1, "\(first.stdout) \(first.stderr)")
+            #expect(first.stdout.hasPrefix("http://127.0.0.1:\(port)/login?token="), "\(first.stdout)")
+            let second = try await sandbox.run(["web", "--socket", socket])
+            #expect(second.stdout.hasPrefix("http://127.0.0.1:\(port)/login?token=") && second.stdout != first.stdout, "a fresh token each time")
+            let moved = try await sandbox.run(["web", "--socket", socket, "--port", String(port == 65_535 ? port - 1 : port + 1)])
+            #expect(moved.exitCode == 2 && moved.stdout.isEmpty && moved.stderrLines.count == 1, "\(moved.stderr)")
+            let remote = try await sandbox.run(["web", "--socket", socket, "--host", "0.0.0.0"])
+            #expect(remote.exitCode == 2 && remote.stderrLines.count == 1, "\(remote.stderr)")
+            let page = try WebHTTP.call(port, "GET", "/")
+            #expect(page.status == 200)
+            try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
+        }
+    }
+
+    @Test func thePageIsInsideTheBinaryAndABusyPortIsOneLine() async throws {
+        let assets = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/HaulWeb/Assets").standardized.path
+        try await WebDashboardHarness.with { web in
+            for name in ["index.html", "app.js", "app.css"] {
+                let served = try WebHTTP.call(web.port, "GET", name == "index.html" ? "/" : "/" + name)
+                let file = try String(contentsOfFile: assets + "/" + name, encoding: .utf8)
+                #expect(served.status == 200 && served.body == file, "\(name) is served as built in")
+            }
+            // Another daemon asked for the same port says so in one line (besides its log), and exits 2.
+            let sandbox = web.sandbox
+            let socket = sandbox.root + "/other/daemon.sock"
+            try FileManager.default.createDirectory(atPath: sandbox.root + "/other", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let busy = try await sandbox.run(["daemon", "--socket", socket, "--web", "127.0.0.1:\(web.port)"], timeout: .seconds(20))
+            let errors = busy.stderrLines.filter { $0.hasPrefix("haul daemon: error:") }
+            #expect(busy.exitCode == 2 && errors.count == 1 && errors.first?.contains("could not listen") == true, "\(busy.exitCode): \(busy.stderr)")
+            #expect(!RawSocketClient.canConnect(socket), "it did not stay")
+        }
+    }
+
+    @Test func sigtermStopsTheDaemonWithinTwoSecondsWhileAStreamIsOpen() async throws {
+        try await Sandbox.with { sandbox in
+            let daemon = try await DaemonHarness.start(sandbox, ["--web", "127.0.0.1:0"])
+            let link = try await WebDashboardHarness.loginLink(sandbox, socket: DaemonHarness.socket(sandbox))
+            let port = try #require(URLComponents(string: link)?.port)
+            let web = WebDashboardHarness(sandbox: sandbox, daemon: daemon, socket: DaemonHarness.socket(sandbox), port: port)
+            let (cookie, _) = try await web.login()
+            let stream = try WebHTTP(port: port)
+            defer { stream.close() }
+            try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie)])
+            _ = try stream.read { $0.body.contains(": ready") }
+            try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
+            // The stream ended with the daemon.
+            _ = try stream.readAll(timeout: .seconds(5))
+        }
+    }
+
+    /// A port nothing listens on now (bound to 0, read, closed).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw HarnessError("could not find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+#endif
