@@ -168,6 +168,9 @@ final class WebHTTPServer: Sendable {
         try await outbound.write(.end(nil))
     }
 
+    /// How long a woken event stream waits for more events before it writes (at most five writes a second).
+    static let gatherEvents: Duration = .milliseconds(200)
+
     /// Streams a session's events as Server-Sent Events until the client goes away or the dashboard stops; a
     /// `: keepalive` comment every 15 s.
     private func stream(_ session: String, from cursor: WebDashboard.Cursor, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
@@ -188,8 +191,11 @@ final class WebHTTPServer: Sendable {
         defer { keepalive.cancel() }
         var (text, seen) = dashboard.pending(session, after: cursor)
         try await outbound.write(.body(.byteBuffer(ByteBuffer(string: text.isEmpty ? ": ready\n\n" : text))))
-        // Each turn waits to be woken (events, or the keepalive) and ends when the stream is finished.
+        // Each turn waits to be woken (events, or the keepalive) and ends when the stream is finished. After a wake it
+        // lets the events of the next moment gather: 50 running downloads send some 200 events a second, and one
+        // write for each cost the daemon more than everything else the page asks of it (bench/web-dashboard.sh).
         for await _ in wake {
+            try await Task.sleep(for: Self.gatherEvents)
             (text, seen) = dashboard.pending(session, after: .number(seen))
             try await outbound.write(.body(.byteBuffer(ByteBuffer(string: text.isEmpty ? ": keepalive\n\n" : text))))
         }
