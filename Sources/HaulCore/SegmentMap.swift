@@ -1,6 +1,6 @@
 /// Where a download's bytes are: the byte ranges written and those being fetched, merged and bounded for the
 /// dashboard's segment map. Ranges are `[start, end)` with `end` exclusive. Pure.
-public struct SegmentMap: Equatable, Sendable {
+package struct SegmentMap: Equatable, Sendable {
     /// At most this many ranges in each list: closer ones are joined across their smallest gaps.
     public static let maxRanges = 256
 

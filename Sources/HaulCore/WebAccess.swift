@@ -3,7 +3,7 @@
 ///
 /// The shell (HaulWeb) asks these questions of every request, in this order: ``allowsHost(_:)`` (else 421),
 /// ``route(method:path:)`` (else 404/405), then the route's own login, CSRF and ``isOwnOrigin(_:host:)`` checks.
-public struct WebAccess: Sendable, Equatable {
+package struct WebAccess: Sendable, Equatable {
     /// The port the listener is bound to: a `Host` naming another port is refused.
     public let port: Int
     /// Whether the listener speaks TLS (the dashboard's own origin is then `https://…`).

@@ -3,7 +3,7 @@
 ///
 /// A cursor is `<run>.<number>`: `run` names this daemon run, so a cursor from an earlier run (or one the ring no
 /// longer holds) answers ``Replay/reset``: the page reloads its list instead of missing events.
-public struct WebEventRing<Element: Sendable>: Sendable {
+package struct WebEventRing<Element: Sendable>: Sendable {
     public let run: String
     public let capacity: Int
     private var storage: [Element] = []

@@ -1,6 +1,6 @@
 /// Where the web dashboard may listen: loopback by default; any other address only when the user asks for it
 /// explicitly (`--web-allow-remote`) and with TLS (`--web-cert`, `--web-key`). Pure.
-public enum WebListenPolicy {
+package enum WebListenPolicy {
     /// The port `haul web` and `--web` use when none is given (the next free one if it is taken).
     public static let defaultPort = 7711
     public static let defaultHost = "127.0.0.1"

@@ -3,7 +3,7 @@
 ///
 /// A token is spent by its first use and expires after ``tokenLifetime``. A session expires after
 /// ``sessionLifetime`` without a request. Both tables are bounded: the oldest entries make room.
-public struct WebLogins: Sendable {
+package struct WebLogins: Sendable {
     public static let tokenLifetime: Duration = .seconds(300)
     public static let sessionLifetime: Duration = .seconds(7 * 24 * 3_600)
     public static let maxTokens = 32

@@ -82,28 +82,14 @@ import Testing
         #expect(throttle.count == 2)
     }
 
-    @Test func theRateWindowLetsAtMostCountEventsInAnyWindow() {
-        var window = KeyedRateWindow(count: 4, window: .seconds(1))
+    /// The dashboard's progress throttle: a session's 250 ms events, with jitter, pass every other one.
+    @Test func progressEventsPassAboutTwiceASecond() {
+        var throttle = KeyedThrottle(interval: .milliseconds(450))
         let start = ContinuousClock.now
-        // Every 10 ms for 10 s: never more than 4 in any second, and 4 in each.
-        var sent: [Duration] = []
-        for step in 0..<1_000 {
-            let at = Duration.milliseconds(step * 10)
-            let allowed = window.allow("t", at: start + at)
-            if allowed { sent.append(at) }
-        }
-        #expect(sent.count == 40)
-        for index in sent.indices.dropFirst(4) { #expect(sent[index] - sent[index - 4] >= .seconds(1)) }
-        // With a 950 ms window, events 250 ms apart all pass, even a little early.
-        var steady = KeyedRateWindow(count: 4, window: .milliseconds(950))
         var passed = 0
         for step in 0..<40 {
-            let allowed = steady.allow("t", at: start + .milliseconds(step * 250 - (step % 3 == 0 ? 5 : 0)))
-            if allowed { passed += 1 }
+            if throttle.allow("t", at: start + .milliseconds(step * 250 + (step % 3 == 0 ? 10 : 0))) { passed += 1 }
         }
-        #expect(passed == 40)
-        let other = steady.allow("u", at: start)
-        steady.forget("t")
-        #expect(other && steady.keys == 1)
+        #expect(passed == 20, "10 s of 250 ms events: two a second")
     }
 }
