@@ -49,15 +49,10 @@ import Testing
             server.serve("/slow.bin", resource)
             try await WebDashboardHarness.with { web in
                 let (cookie, csrf) = try await web.login()
-                let stream = try WebHTTP(port: web.port)
+                let stream = try web.openEventStream(cookie: cookie)
                 defer { stream.close() }
-                try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
-                _ = try stream.read { $0.body.contains(": ready") }
                 let destination = web.sandbox.path("slow.bin")
-                let added = try web.rpc("tasks.add", ["session": "default", "tasks": [["url": server.url("/slow.bin"), "path": destination, "segments": 4,
-                                                                                      "options": ["minSegmentSize": 65_536]]]],
-                                        cookie: cookie, csrf: csrf)
-                let id = try #require((result(added)?["ids"] as? [String])?.first, "\(added)")
+                let id = try web.add(server.url("/slow.bin"), to: destination, segments: 4, options: ["minSegmentSize": 65_536], cookie: cookie, csrf: csrf)
                 // Two different maps while it runs, then the end.
                 let events = try stream.read(timeout: .seconds(90)) { reply in
                     Self.segmentMaps(reply.body, id: id).count >= 2 && Set(Self.segmentMaps(reply.body, id: id).map(\.done)).count >= 2
@@ -90,15 +85,10 @@ import Testing
             server.serve("/paused.bin", resource)
             try await WebDashboardHarness.with { web in
                 let (cookie, csrf) = try await web.login()
-                let stream = try WebHTTP(port: web.port)
+                let stream = try web.openEventStream(cookie: cookie)
                 defer { stream.close() }
-                try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
-                _ = try stream.read { $0.body.contains(": ready") }
                 let destination = web.sandbox.path("paused.bin")
-                let added = try web.rpc("tasks.add", ["session": "default", "tasks": [["url": server.url("/paused.bin"), "path": destination, "segments": 4,
-                                                                                      "options": ["minSegmentSize": 65_536]]]],
-                                        cookie: cookie, csrf: csrf)
-                let id = try #require((result(added)?["ids"] as? [String])?.first, "\(added)")
+                let id = try web.add(server.url("/paused.bin"), to: destination, segments: 4, options: ["minSegmentSize": 65_536], cookie: cookie, csrf: csrf)
                 // Bytes in at least two places, then paused.
                 _ = try stream.read(timeout: .seconds(90)) { reply in Self.segmentMaps(reply.body, id: id).contains { $0.done.count >= 2 } }
                 let paused = try web.rpc("tasks.pause", ["session": "default", "ids": [id]], cookie: cookie, csrf: csrf)

@@ -187,14 +187,10 @@ import Testing
             server.serve("/file.bin", Resource(body: body, etag: "\"w\""))
             try await WebDashboardHarness.with { web in
                 let (cookie, csrf) = try await web.login()
-                let stream = try WebHTTP(port: web.port)
+                let stream = try web.openEventStream(cookie: cookie)
                 defer { stream.close() }
-                try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
-                _ = try stream.read { $0.body.contains(": ready") }
                 let destination = web.sandbox.path("file.bin")
-                let added = try web.rpc("tasks.add", ["session": "default", "tasks": [["url": server.url("/file.bin"), "path": destination, "segments": 4]]],
-                                        cookie: cookie, csrf: csrf)
-                let id = try #require(((added.json?["result"] as? [String: Any])?["ids"] as? [String])?.first, "\(added)")
+                let id = try web.add(server.url("/file.bin"), to: destination, segments: 4, cookie: cookie, csrf: csrf)
                 // The stream tells of the end: no polling.
                 let events = try stream.read(timeout: .seconds(60)) { $0.body.contains("\"type\":\"finished\"") }
                 #expect(events.body.contains("\"type\":\"added\""), "\(events.body.prefix(2_000))")

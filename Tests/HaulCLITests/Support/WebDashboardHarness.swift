@@ -64,6 +64,29 @@ struct WebDashboardHarness {
         return try WebHTTP.call(port, "POST", "/api/rpc", headers: headers + extra, body: String(decoding: body, as: UTF8.self))
     }
 
+    /// The event stream of session `default`, opened with `cookie` from the dashboard's own Origin and read up to
+    /// its `: ready` (from then on, every event of the session comes on it).
+    func openEventStream(cookie: String) throws -> WebHTTP {
+        let stream = try WebHTTP(port: port)
+        do {
+            try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", origin)])
+            _ = try stream.read { $0.body.contains(": ready") }
+        } catch {
+            stream.close()
+            throw error
+        }
+        return stream
+    }
+
+    /// Adds a download of `url` to `destination` through the bridge; returns its task id.
+    func add(_ url: String, to destination: String, segments: Int, options: [String: Any] = [:], cookie: String, csrf: String) throws -> String {
+        var task: [String: Any] = ["url": url, "path": destination, "segments": segments]
+        if !options.isEmpty { task["options"] = options }
+        let added = try rpc("tasks.add", ["session": "default", "tasks": [task]], cookie: cookie, csrf: csrf)
+        guard let id = ((added.json?["result"] as? [String: Any])?["ids"] as? [String])?.first else { throw HarnessError("tasks.add: \(added)") }
+        return id
+    }
+
     /// `tasks.list` of session `default` through the Unix socket (not the dashboard): what really happened.
     func tasksOverSocket() throws -> [[String: Any]] {
         let reply = try RawSocketClient(path: socket).call("tasks.list", ["session": "default"], id: 1)
