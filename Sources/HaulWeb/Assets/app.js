@@ -452,41 +452,34 @@
   const rowPool = [];     // row elements, reused
   let rowsShown = 0;
 
+  /** A new element of `tag` with `className` (the rows' cells). */
+  function element(tag, className) {
+    const node = document.createElement(tag);
+    node.className = className;
+    return node;
+  }
+
   function makeRow() {
-    const row = document.createElement('div');
-    row.className = 'row';
+    const row = element('div', 'row');
     row.setAttribute('role', 'listitem');
-    const checkCell = document.createElement('span');
-    checkCell.className = 'col-check';
-    const check = document.createElement('input');
+    const checkCell = element('span', 'col-check');
+    const check = element('input', 'row-check');
     check.type = 'checkbox';
-    check.className = 'row-check';
     checkCell.appendChild(check);
-    const nameCell = document.createElement('span');
-    nameCell.className = 'col-name';
-    const name = document.createElement('span');
-    name.className = 'name';
-    const sub = document.createElement('span');
-    sub.className = 'sub';
+    const nameCell = element('span', 'col-name');
+    const name = element('span', 'name');
+    const sub = element('span', 'sub');
     nameCell.append(name, sub);
-    const progressCell = document.createElement('span');
-    progressCell.className = 'col-progress';
-    const progress = document.createElement('progress');
-    progress.className = 'progress';
+    const progressCell = element('span', 'col-progress');
+    const progress = element('progress', 'progress');
     progress.max = 1000;
-    const percent = document.createElement('span');
-    percent.className = 'percent';
+    const percent = element('span', 'percent');
     progressCell.append(progress, percent);
-    const bytes = document.createElement('span');
-    bytes.className = 'col-bytes';
-    const speed = document.createElement('span');
-    speed.className = 'col-speed';
-    const eta = document.createElement('span');
-    eta.className = 'col-eta';
-    const stateCell = document.createElement('span');
-    stateCell.className = 'col-state';
-    const state = document.createElement('span');
-    state.className = 'badge';
+    const bytes = element('span', 'col-bytes');
+    const speed = element('span', 'col-speed');
+    const eta = element('span', 'col-eta');
+    const stateCell = element('span', 'col-state');
+    const state = element('span', 'badge');
     stateCell.appendChild(state);
     row.append(checkCell, nameCell, progressCell, bytes, speed, eta, stateCell);
     row._parts = { check, name, sub, progress, percent, bytes, speed, eta, state };
