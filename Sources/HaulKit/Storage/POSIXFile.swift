@@ -172,6 +172,17 @@ final class PartialFile: Sendable {
         }
     }
 
+    func write(_ bytes: [UInt8], at offset: Int64) throws(HaulError) {
+        // `withUnsafeBytes` rethrows untyped: the only error it can pass on is the HaulError of `write`.
+        do {
+            try bytes.withUnsafeBytes { raw in try write(raw, at: offset) }
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw HaulError(.fileSystem, "could not write \(path): \(error)")
+        }
+    }
+
     func read(count: Int, at offset: Int64) throws(HaulError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
         var done = 0

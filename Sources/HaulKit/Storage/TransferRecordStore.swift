@@ -83,13 +83,7 @@ package struct TransferRecordStore: Sendable {
         var padded = bytes
         let old = try file.size()
         if old > Int64(padded.count) { padded += repeatElement(UInt8(ascii: " "), count: Int(old) - padded.count) }
-        do {
-            try padded.withUnsafeBytes { raw in try file.write(raw, at: 0) }
-        } catch let error as HaulError {
-            throw error
-        } catch {
-            throw HaulError(.fileSystem, "could not write \(path): \(error)")
-        }
+        try file.write(padded, at: 0)
     }
 
     /// Writes `bytes` to `path + ".tmp"` (0600), fsyncs it, renames it over `path` and fsyncs the folder.
@@ -98,13 +92,7 @@ package struct TransferRecordStore: Sendable {
         let file = try PartialFile(path: temporary, create: true, private: true)
         defer { file.close() }
         try file.truncate(to: 0)
-        do {
-            try bytes.withUnsafeBytes { raw in try file.write(raw, at: 0) }
-        } catch let error as HaulError {
-            throw error
-        } catch {
-            throw HaulError(.fileSystem, "could not write \(temporary): \(error)")
-        }
+        try file.write(bytes, at: 0)
         try file.sync()
         try POSIX.rename(temporary, path)
         POSIX.syncDirectory(directory)
