@@ -126,12 +126,7 @@ bench_need_space "$need_mb"
 
 # ---------------------------------------------------------------- test file + nginx
 bench_test_file "$WWW/$FILE_NAME" "$FILE_BYTES"
-NGX_EXTRA="        location /slow/ {
-            alias $WWW/;
-            limit_rate $LIMIT;
-        }
-"
-bench_start_nginx "slow/$FILE_NAME"
+bench_start_throttled_nginx "$FILE_NAME" "$LIMIT"
 URL_BASE="http://127.0.0.1:$PORT"
 log "nginx (pid $NGINX_PID) serving $URL_BASE/slow/$FILE_NAME at $LIMIT per connection (~${DL_SECONDS}s per download)"
 

@@ -213,6 +213,17 @@ bench_start_nginx() {
     die "could not start nginx (see $NGX_PREFIX/logs/error.log)"
 }
 
+# Starts nginx with a /slow/ location serving $WWW at `limit_rate RATE` per connection, checked with FILE
+# (a name in $WWW): the downloads of the daemon benchmarks keep running for as long as they measure.
+bench_start_throttled_nginx() { # file rate
+    NGX_EXTRA="        location /slow/ {
+            alias $WWW/;
+            limit_rate $2;
+        }
+"
+    bench_start_nginx "slow/$1"
+}
+
 # ---------------------------------------------------------------- runner
 bench_reset_dirs() {
     rm -rf "$DL_DIR" "$HAUL_HOME_DIR"    # output, *.haul-part, *.aria2, haul state

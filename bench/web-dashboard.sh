@@ -78,12 +78,7 @@ trap 'exit 143' TERM
 
 bench_need_space 200
 bench_test_file "$WWW/$FILE_NAME" $((64 * 1024 * 1024))
-NGX_EXTRA="        location /slow/ {
-            alias $WWW/;
-            limit_rate $LIMIT;
-        }
-"
-bench_start_nginx "slow/$FILE_NAME"
+bench_start_throttled_nginx "$FILE_NAME" "$LIMIT"
 URL="http://127.0.0.1:$PORT/slow/$FILE_NAME"
 log "nginx (pid $NGINX_PID) serves $URL at $LIMIT per connection"
 
