@@ -108,6 +108,9 @@ actor ListenerControl {
     func stop() async {
         guard let server else { return }
         await server.close()
+        // Cancelled too: a stream that is gathering events (WebHTTPServer.gatherEvents) ends now, not after its pause,
+        // so that the daemon still stops within its two seconds of SIGTERM.
+        serving?.cancel()
         await serving?.value
         self.server = nil
         serving = nil
