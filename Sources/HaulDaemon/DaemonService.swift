@@ -197,7 +197,7 @@ package actor DaemonService {
             var options = DownloadOptions(url: request.url, destination: destination)
             request.options.apply(to: &options)
             do {
-                try TransferEngine.checkDestination(options, home: home)
+                try TransferEngine.checkDestination(options, records: existing?.engine.store ?? TransferRecordStore(home: home))
             } catch {
                 // Adding the same task again returns it: its own file is no conflict.
                 if case .file(let path) = destination, try existing?.store.tasks()

@@ -6,7 +6,7 @@ package actor LocalSession: SessionBackend {
     nonisolated let identifier: String
     let configuration: SessionConfiguration
     package nonisolated let store: TaskStore
-    let engine: TransferEngine
+    package nonisolated let engine: TransferEngine
     private let lock: FileLock
     private var maxConcurrent: Int
     let rateLimiter: RateLimiter?
@@ -66,7 +66,9 @@ package actor LocalSession: SessionBackend {
         // Every download the session may run against one host gets a connection (more than 8 would
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)
-        self.engine = TransferEngine(home: configuration.home, configuration: engineConfiguration)
+        // The tasks' resume records live in the session's store with the tasks (one store for a task's progress).
+        self.engine = TransferEngine(
+            records: SessionRecords(store: store, files: TransferRecordStore(home: configuration.home)), configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
         self.rateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
         // Tasks still stored as running were running when the last process stopped. One that two processes in
@@ -302,7 +304,7 @@ package actor LocalSession: SessionBackend {
         }
         // A segmented download that is not running: its resume record says which segments hold what.
         if task.state != .finished, task.state != .running, let path = task.filePath,
-           let record = try? TransferRecordStore(home: configuration.home).load(TransferRecord.key(destinationPath: path)),
+           let record = try? engine.store.load(TransferRecord.key(destinationPath: path)),
            let segments = record.segments, let total = record.totalLength, total > 0 {
             return SegmentMap(total: total, segments: segments, running: false)
         }

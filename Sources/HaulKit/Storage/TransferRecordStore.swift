@@ -54,7 +54,7 @@ package struct TransferRecordStore: Sendable {
     /// Replaces the record atomically and durably; `durable: false` writes it in place without fsyncs, for records
     /// whose loss costs nothing: one that only names a new partial file (offset 0), or the final one (a complete
     /// destination is recognised anyway).
-    public func save(_ record: TransferRecord, durable: Bool = true) throws(HaulError) {
+    public func save(_ record: TransferRecord, durable: Bool) throws(HaulError) {
         try save(record, key: record.key, durable: durable)
     }
 
@@ -104,7 +104,7 @@ package struct TransferRecordStore: Sendable {
 
     /// Takes the per-destination lock so that two processes never write the same partial file; released on exit
     /// or crash. `what` names the destination in the error.
-    func lock(_ key: String, what: String) throws(HaulError) -> FileLock {
+    package func lock(_ key: String, what: String) throws(HaulError) -> FileLock {
         try inDirectory { () throws(HaulError) in
             try FileLock(
                 path: "\(directory)/\(key).lock",

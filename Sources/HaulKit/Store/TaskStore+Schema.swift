@@ -57,6 +57,16 @@ extension TaskStore {
                 PRAGMA user_version = 3;
                 """)
         }
+        // v4: the resume state of the session's downloads (``TransferRecord`` as JSON, keyed like the record files
+        // under `transfers/`), and the name each `--dir` download chose, so that a session's task keeps its progress in
+        // this one file instead of a record file and a lock file per download (``SessionRecords``).
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: """
+                CREATE TABLE transfer (key TEXT PRIMARY KEY NOT NULL, record TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE choice (key TEXT PRIMARY KEY NOT NULL, path TEXT NOT NULL) WITHOUT ROWID;
+                PRAGMA user_version = 4;
+                """)
+        }
         return migrator
     }
 

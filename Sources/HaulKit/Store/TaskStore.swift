@@ -8,7 +8,7 @@ import GRDB
 /// `synchronous = NORMAL` a power loss may undo the last commits, but never damages the file.
 package final class TaskStore: Sendable {
     /// The schema this build reads and writes.
-    public static let schemaVersion = 3
+    public static let schemaVersion = 4
 
     /// The SQLite file.
     public let path: String

@@ -5,11 +5,11 @@ import NIOPosix
 /// Makes progress durable in the background: fsync the partial file, then save the record, so the recorded
 /// offset never runs ahead of durable bytes. One checkpoint is in flight at a time; the transfer keeps streaming.
 final class Checkpointer {
-    private let store: TransferRecordStore
+    private let store: any ResumeRecords
     private var pending: EventLoopFuture<Void>?
     private let busy = NIOLockedValueBox(false)
 
-    init(store: TransferRecordStore) {
+    init(store: any ResumeRecords) {
         self.store = store
     }
 

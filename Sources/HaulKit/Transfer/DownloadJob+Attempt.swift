@@ -194,7 +194,7 @@ extension DownloadJob {
             destination = "\(directory)/\(free)"
             locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
             // Remembered before the partial file exists, so that a rerun after kill -9 finds the same name.
-            directoryLock?.setNote(destination)
+            directoryChoice?.remember(destination)
         }
         let partial = destination + ".haul-part"
         var fresh = TransferRecord(

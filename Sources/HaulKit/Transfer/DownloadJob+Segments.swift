@@ -122,7 +122,7 @@ extension DownloadJob {
 
 /// Progress events and durable checkpoints for a segmented download, called from a timer while connections run.
 final class SegmentMonitor: @unchecked Sendable {
-    private let store: TransferRecordStore
+    private let store: any ResumeRecords
     private let record: TransferRecord
     private let file: PartialFile
     private let events: @Sendable (DownloadEvent) -> Void
@@ -132,7 +132,7 @@ final class SegmentMonitor: @unchecked Sendable {
     private var meter = ProgressMeter()
     private var lastCheckpoint = ContinuousClock.now
 
-    init(store: TransferRecordStore, record: TransferRecord, file: PartialFile,
+    init(store: any ResumeRecords, record: TransferRecord, file: PartialFile,
          events: @escaping @Sendable (DownloadEvent) -> Void, checkpointInterval: Duration, startTime: ContinuousClock.Instant) {
         self.store = store
         self.record = record

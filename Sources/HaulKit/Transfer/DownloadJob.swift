@@ -43,7 +43,7 @@ final class DownloadJob {
     let engine: TransferEngine
     let options: DownloadOptions
     let events: @Sendable (DownloadEvent) -> Void
-    let store: TransferRecordStore
+    let store: any ResumeRecords
     let checkpointer: Checkpointer
     let clock = ContinuousClock()
     let startTime: ContinuousClock.Instant
@@ -81,10 +81,10 @@ final class DownloadJob {
     var meter = ProgressMeter()
     /// The session's shared limit, else this download's own (as a segmented download's coordinator does).
     let rateLimiter: RateLimiter?
-    /// The destination's lock (and for `--dir`, the lock of the URL's name choice), held for the whole run.
+    /// The destination's lock, held for the whole run.
     var locks: [FileLock] = []
-    /// For `--dir`: the lock of this URL's name choice in that folder, whose note remembers the name chosen.
-    var directoryLock: FileLock?
+    /// For `--dir`: this URL's name choice in that folder, which remembers the name chosen (held for the whole run).
+    var directoryChoice: (any DirectoryChoice)?
 
     init(engine: TransferEngine, options: DownloadOptions, events: @escaping @Sendable (DownloadEvent) -> Void) {
         self.engine = engine
@@ -112,6 +112,7 @@ final class DownloadJob {
         defer {
             file?.close()
             locks.forEach { $0.release() }
+            directoryChoice?.release()
             connections.releaseAll(connectionID, host: host)
         }
         do {
@@ -139,12 +140,10 @@ final class DownloadJob {
             destination = path
         case .directory(let directory):
             try POSIX.makeDirectories(directory)
-            let choice = TransferRecord.directoryKey(url: options.url, directory: directory)
-            let lock = try store.lock(choice, what: "\(Redaction.url(options.url)) in \(directory)")
-            locks.append(lock)
-            directoryLock = lock
+            let choice = try store.choice(url: options.url, directory: directory)
+            directoryChoice = choice
             // The name is chosen from the first response, unless an earlier run chose it already.
-            guard let chosen = store.chosenDestination(choice) else { return nil }
+            guard let chosen = choice.chosen else { return nil }
             destination = chosen
         }
         locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
@@ -152,7 +151,7 @@ final class DownloadJob {
             if saved.url != options.url.absoluteString {
                 if case .directory = options.destination {
                     // A stale note: that name belongs to another URL's download now. Choose a name afresh.
-                    directoryLock?.setNote("")
+                    directoryChoice?.forget()
                     return nil
                 }
                 guard try takeOver(&saved) else { return try checkDestination(destination) }
@@ -160,7 +159,7 @@ final class DownloadJob {
             return try restore(saved)
         }
         if case .directory = options.destination {
-            directoryLock?.setNote("")
+            directoryChoice?.forget()
             return nil
         }
         return try checkDestination(destination)

@@ -4,6 +4,11 @@ extension TransferEngine {
     /// `overwrite` or `continuePartial`). For a queue (`haul add`, the daemon's `tasks.add`) to refuse at once
     /// what would otherwise fail later, out of sight. Messages match the download's own.
     public static func checkDestination(_ options: DownloadOptions, home: HaulHome) throws(HaulError) {
+        try checkDestination(options, records: TransferRecordStore(home: home))
+    }
+
+    /// The same check, with the records of `records` (a session's, where its tasks' records are).
+    package static func checkDestination(_ options: DownloadOptions, records: any ResumeRecords) throws(HaulError) {
         switch options.destination {
         case .standardOutput:
             return
@@ -17,7 +22,7 @@ extension TransferEngine {
             if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
             guard POSIX.exists(path), !options.overwrite, !options.continuePartial else { return }
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
-            let record = try? TransferRecordStore(home: home).load(TransferRecord.key(destinationPath: path))
+            let record = try? records.load(TransferRecord.key(destinationPath: path))
             if record?.url == options.url.absoluteString { return }
             throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
         }

@@ -38,14 +38,20 @@ public final class TransferEngine: Sendable {
     private let proxiedClients = NIOLockedValueBox<[ProxyEndpoint: HTTPClient]>([:])
     private let isShutDown = NIOLockedValueBox(false)
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
-    let store: TransferRecordStore
+    /// The resume records: files under `HAUL_HOME/transfers/`, or a session's store (``SessionRecords``).
+    package let store: any ResumeRecords
     let configuration: Configuration
     /// Each host's connections, shared fairly between this engine's downloads.
     let connections: HostConnections
 
-    public init(home: HaulHome, configuration: Configuration = Configuration()) {
+    public convenience init(home: HaulHome, configuration: Configuration = Configuration()) {
+        self.init(records: TransferRecordStore(home: home), configuration: configuration)
+    }
+
+    /// An engine keeping its downloads' resume records in `records` (a session's store).
+    package init(records: any ResumeRecords, configuration: Configuration = Configuration()) {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
-        store = TransferRecordStore(home: home)
+        store = records
         self.configuration = configuration
         connections = HostConnections(limit: configuration.maxConnectionsPerHost)
     }
@@ -175,7 +181,7 @@ extension TransferEngine {
     private func destinationPath(_ options: DownloadOptions) -> String? {
         switch options.destination {
         case .file(let path): return path
-        case .directory(let directory): return store.chosenDestination(TransferRecord.directoryKey(url: options.url, directory: directory))
+        case .directory(let directory): return store.chosenDestination(url: options.url, directory: directory)
         case .standardOutput: return nil
         }
     }

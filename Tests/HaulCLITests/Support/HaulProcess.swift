@@ -1,4 +1,5 @@
 import Foundation
+import HaulKit
 import Testing
 
 #if canImport(Glibc)
@@ -230,14 +231,30 @@ final class Sandbox: @unchecked Sendable {
         try await start(arguments).wait(timeout: timeout)
     }
 
-    /// The resume records under `$HAUL_HOME/transfers`, decoded as JSON objects.
+    /// The resume records, decoded as JSON objects: the files under `$HAUL_HOME/transfers` (`haul get`), then those
+    /// in each session's store (a batch's or the daemon's tasks).
     func records() -> [[String: Any]] {
         let folder = home + "/transfers"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return names.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
-            guard let data = FileManager.default.contents(atPath: folder + "/" + name) else { return nil }
-            return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        var texts: [Data] = names.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
+            FileManager.default.contents(atPath: folder + "/" + name)
         }
+        for store in sessionStores() {
+            let records = SessionRecords(store: store, files: TransferRecordStore(home: HaulHome(path: home)))
+            texts += ((try? records.allRecordTexts()) ?? []).map { Data($0.utf8) }
+        }
+        return texts.compactMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }
+    }
+
+    /// The task stores of the sessions under `$HAUL_HOME/sessions` (also the daemon's).
+    func sessionStores() -> [TaskStore] {
+        let enumerator = FileManager.default.enumerator(atPath: home + "/sessions")
+        var stores: [TaskStore] = []
+        while let name = enumerator?.nextObject() as? String {
+            guard name.hasSuffix("/tasks.sqlite"), let store = try? TaskStore(path: home + "/sessions/" + name) else { continue }
+            stores.append(store)
+        }
+        return stores
     }
 
     /// The `offset` of the only resume record, if there is exactly one.

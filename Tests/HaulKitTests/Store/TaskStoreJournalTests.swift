@@ -57,8 +57,9 @@ import Testing
         do {
             let store = try TaskStore(path: sandbox.storePath)
             _ = try store.add(sandbox.newTask(1, id: "kept"))
-            // Undo v3 and v2, as a store written by an older haul would be.
+            // Undo v4, v3 and v2, as a store written by an older haul would be.
             try store.execute(sql: """
+                DROP TABLE transfer; DROP TABLE choice; DELETE FROM grdb_migrations WHERE identifier = 'v4';
                 ALTER TABLE task DROP COLUMN errorReason; DELETE FROM grdb_migrations WHERE identifier = 'v3';
                 DROP TABLE journal; ALTER TABLE task DROP COLUMN options; DELETE FROM grdb_migrations WHERE identifier = 'v2';
                 PRAGMA user_version = 1
@@ -75,8 +76,11 @@ import Testing
             let store = try TaskStore(path: sandbox.storePath)
             _ = try store.add(sandbox.newTask(1, id: "old"))
             _ = try store.update(id: "old") { $0.fail(HaulError(.network, "connection reset")) }
-            // Undo v3, as a store written by the previous haul would be.
-            try store.execute(sql: "ALTER TABLE task DROP COLUMN errorReason; DELETE FROM grdb_migrations WHERE identifier = 'v3'; PRAGMA user_version = 2")
+            // Undo v4 and v3, as a store written by an earlier haul would be.
+            try store.execute(sql: """
+                DROP TABLE transfer; DROP TABLE choice; DELETE FROM grdb_migrations WHERE identifier = 'v4';
+                ALTER TABLE task DROP COLUMN errorReason; DELETE FROM grdb_migrations WHERE identifier = 'v3'; PRAGMA user_version = 2
+                """)
         }
         let store = try TaskStore(path: sandbox.storePath)
         let old = try #require(try store.task(id: "old"))

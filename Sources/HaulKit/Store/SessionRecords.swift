@@ -1,0 +1,123 @@
+import Foundation
+import GRDB
+
+/// The resume records of a session's downloads, kept in the session's task store (tables `transfer` and `choice`)
+/// beside the tasks themselves: one store holds a session task's progress, and a download of a batch creates no
+/// record file and no name-choice lock file under `HAUL_HOME/transfers/` (the largest per-file cost of thousands of
+/// tiny files was creating those inodes).
+///
+/// Each save is one transaction of the store (WAL, `synchronous = NORMAL`): durable against a crash of the process;
+/// after a power loss the store may hold an earlier record, which never claims bytes that were not fsync'd before
+/// it was saved (``Checkpointer``), so a resume from it is only longer, never wrong.
+///
+/// Destination locks stay files, as they must hold across processes. A record file left by `haul get` (or by a
+/// session of an earlier haul) for the same destination is read when the store has none, so its bytes are continued.
+package struct SessionRecords: ResumeRecords {
+    let store: TaskStore
+    let files: TransferRecordStore
+
+    package init(store: TaskStore, files: TransferRecordStore) {
+        self.store = store
+        self.files = files
+    }
+
+    package func load(_ key: String) throws(HaulError) -> TransferRecord? {
+        let text: String?
+        do {
+            text = try store.read { db in
+                try String.fetchOne(try db.cachedStatement(sql: "SELECT record FROM transfer WHERE key = ?"), arguments: [key])
+            }
+        } catch {
+            throw Self.storeError(error)
+        }
+        guard let text else { return try files.load(key) }
+        do {
+            return try JSONDecoder().decode(TransferRecord.self, from: Data(text.utf8))
+        } catch {
+            throw HaulError(.fileSystem, "the resume state of a download in \(store.path) is damaged; remove the task and add it again")
+        }
+    }
+
+    package func save(_ record: TransferRecord, durable: Bool) throws(HaulError) {
+        let text: String
+        do { text = String(decoding: try JSONEncoder().encode(record), as: UTF8.self) } catch {
+            throw HaulError(.fileSystem, "could not encode the resume state: \(error)")
+        }
+        let key = record.key
+        do {
+            try store.write { db in
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO transfer (key, record) VALUES (?, ?)").execute(arguments: [key, text])
+            }
+        } catch {
+            throw Self.storeError(error)
+        }
+        // A record file this destination had (a `haul get` the task continues) is the session's now.
+        files.remove(key)
+    }
+
+    /// Every record in the store, as its JSON text (for `haul clean`'s report and for tests).
+    package func allRecordTexts() throws -> [String] {
+        try store.read { db in try String.fetchAll(db, sql: "SELECT record FROM transfer ORDER BY key") }
+    }
+
+    package func remove(_ key: String) {
+        _ = try? store.write { db in
+            try db.cachedStatement(sql: "DELETE FROM transfer WHERE key = ?").execute(arguments: [key])
+        }
+        files.remove(key)
+    }
+
+    package func lock(_ key: String, what: String) throws(HaulError) -> FileLock {
+        try files.lock(key, what: what)
+    }
+
+    package func choice(url: URL, directory: String) throws(HaulError) -> any DirectoryChoice {
+        let key = TransferRecord.directoryKey(url: url, directory: directory)
+        return StoredChoice(records: self, key: key, chosen: chosen(key) ?? files.chosenDestination(key))
+    }
+
+    package func chosenDestination(url: URL, directory: String) -> String? {
+        let key = TransferRecord.directoryKey(url: url, directory: directory)
+        return chosen(key) ?? files.chosenDestination(key)
+    }
+
+    private func chosen(_ key: String) -> String? {
+        let path = try? store.read { db in
+            try String.fetchOne(try db.cachedStatement(sql: "SELECT path FROM choice WHERE key = ?"), arguments: [key])
+        }
+        return path.flatMap { $0 }
+    }
+
+    fileprivate func setChoice(_ key: String, _ path: String?) {
+        _ = try? store.write { db in
+            if let path {
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO choice (key, path) VALUES (?, ?)").execute(arguments: [key, path])
+            } else {
+                try db.cachedStatement(sql: "DELETE FROM choice WHERE key = ?").execute(arguments: [key])
+            }
+        }
+    }
+
+    private static func storeError(_ error: any Error) -> HaulError {
+        error as? HaulError ?? HaulError(.fileSystem, "the session store could not be used: \(error)")
+    }
+}
+
+/// A `--dir` download's choice kept in the session's store. It takes no lock of its own: the session runs a task once
+/// at a time, and another process downloading the same URL into the same folder either meets the destination's lock
+/// (busy) or, once this one's partial file exists, chooses another free name: never the same partial file.
+private final class StoredChoice: DirectoryChoice {
+    let records: SessionRecords
+    let key: String
+    let chosen: String?
+
+    init(records: SessionRecords, key: String, chosen: String?) {
+        self.records = records
+        self.key = key
+        self.chosen = chosen
+    }
+
+    func remember(_ path: String) { records.setChoice(key, path) }
+    func forget() { records.setChoice(key, nil) }
+    func release() {}
+}
