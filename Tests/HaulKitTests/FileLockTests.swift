@@ -24,6 +24,31 @@ import Testing
         probe.release()
     }
 
+    /// Destination locks are bytes of one shared file: a key is held by one owner at a time, also within one
+    /// process, other keys stay free, and taking them creates no file per key.
+    @Test func keyedLocksInOneFileExcludeTheSameKeyOnly() throws {
+        let path = try temporaryPath()
+        let folder = (path as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let a = String(repeating: "a", count: 64), b = String(repeating: "b", count: 64)
+        guard case .missing = FileLock.takeExisting(key: a, among: path) else { Issue.record("no file yet"); return }
+        let first = try FileLock(key: a, among: path, busy: HaulError(.busy, "busy"))
+        guard case .held = FileLock.takeExisting(key: a, among: path) else { Issue.record("held by the lock above"); return }
+        let busy = #expect(throws: HaulError.self) { try FileLock(key: a, among: path, busy: HaulError(.busy, "a is busy")) }
+        #expect(busy?.message == "a is busy")
+        let other = try FileLock(key: b, among: path, busy: HaulError(.busy, "busy"))
+        #if os(Linux)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["a.lock"], "one file for every key")
+        #endif
+        first.release()
+        guard case .taken(let probe) = FileLock.takeExisting(key: a, among: path) else { Issue.record("free after release"); return }
+        guard case .held = FileLock.takeExisting(key: b, among: path) else { Issue.record("b is still held"); return }
+        probe.release()
+        other.release()
+        let again = try FileLock(key: b, among: path, busy: HaulError(.busy, "busy"))
+        again.release()
+    }
+
     @Test func aLockFileDeletedUnderAWaiterIsNotTrustedByIt() async throws {
         let path = try temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }

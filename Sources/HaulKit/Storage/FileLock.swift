@@ -45,6 +45,84 @@ package final class FileLock: Sendable {
 
     private init(descriptor: Int32) { fd = descriptor }
 
+    /// Takes the lock of `key` among the many kept in the one file at `path`, or throws `busy` when another
+    /// download (of this process or another) holds it.
+    ///
+    /// On Linux it is a one-byte open-file-description lock (`F_OFD_SETLK`) at an offset derived from `key`: a
+    /// download takes its destination's lock without creating a file, and in a batch of thousands of tiny files
+    /// creating a lock inode per file was the largest cost (ext4's inode allocation, and the folder's lock). Held by
+    /// this open file description only, released on ``release()`` or exit, like `flock`. Elsewhere (no OFD locks) it
+    /// is the `flock` of the file `path.key`.
+    package convenience init(key: String, among path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
+        #if os(Linux)
+        if let fd = try Self.acquireRange(Self.offset(of: key), in: path, busy: busy) {
+            self.init(descriptor: fd)
+            return
+        }
+        #endif
+        try self.init(path: "\(path).\(key)", busy: busy())
+    }
+
+    /// Takes the lock of `key` in the file at `path` if it is free, without waiting (for `haul clean`).
+    package static func takeExisting(key: String, among path: String) -> Probe {
+        #if os(Linux)
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return errno == ENOENT ? .missing : .held }
+        guard lockRange(fd, offset(of: key)) else {
+            close(fd)
+            return .held
+        }
+        return .taken(FileLock(descriptor: fd))
+        #else
+        return takeExisting("\(path).\(key)")
+        #endif
+    }
+
+    #if os(Linux)
+    /// `F_OFD_SETLK` (asm-generic/fcntl.h; not exported by Swift's Glibc module).
+    private static let ofdSetLock: Int32 = 37
+
+    /// Where `key`'s byte is: its first 60 bits (a digest's hex digits, or a hash of any other text).
+    static func offset(of key: String) -> Int64 {
+        if key.utf8.count >= 15, let value = Int64(key.prefix(15), radix: 16) { return value }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int64(hash >> 4)
+    }
+
+    /// Locks the byte at `offset` for writing on `fd`'s open file description; false when another holds it.
+    private static func lockRange(_ fd: Int32, _ offset: Int64) -> Bool {
+        var range = flock()
+        range.l_type = Int16(F_WRLCK)
+        range.l_whence = Int16(SEEK_SET)
+        range.l_start = off_t(offset)
+        range.l_len = 1
+        return fcntl(fd, ofdSetLock, &range) == 0
+    }
+
+    /// The locked descriptor, or `nil` when the kernel has no OFD locks (before Linux 3.15).
+    private static func acquireRange(_ offset: Int64, in path: String, busy: () -> HaulError) throws(HaulError) -> Int32? {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw POSIX.error("opening", path) }
+        // As for `flock`: a lock just released may be held a moment longer by a child between fork and exec.
+        var attempts = 0
+        while !lockRange(fd, offset) {
+            let reason = errno
+            guard reason != EINVAL else {
+                close(fd)
+                return nil
+            }
+            attempts += 1
+            guard attempts < 25 else {
+                close(fd)
+                throw busy()
+            }
+            usleep(20_000)
+        }
+        return fd
+    }
+    #endif
+
     /// What ``takeExisting(_:)`` found.
     package enum Probe {
         /// No file at the path.

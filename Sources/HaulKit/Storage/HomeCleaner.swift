@@ -40,6 +40,16 @@ package struct HomeCleaner: Sendable {
             let chosen = FileLock.note(at: lockPath(key)).flatMap { $0.hasPrefix("/") ? TransferRecord.key(destinationPath: $0) : nil }
             inventory.locks.append(HomeCleanup.Lock(key: key, held: held, chosenRecordKey: chosen))
         }
+        // A download's destination lock is a byte of `transfers/locks`: a record or temporary file whose lock is
+        // held there belongs to a running download.
+        let lockFiles = Set(lockKeys)
+        for key in Set(inventory.records.map(\.key) + inventory.temporaries) where !lockFiles.contains(key) {
+            switch FileLock.takeExisting(key: key, among: records.locksPath) {
+            case .held: inventory.locks.append(HomeCleanup.Lock(key: key, held: true))
+            case .taken(let lock): lock.release()
+            case .missing: break
+            }
+        }
         for name in batchSessionNames() {
             let lock = FileLock.takeExisting(sessionFolder(name) + "/session.lock")
             if case .held = lock {
@@ -108,8 +118,12 @@ package struct HomeCleaner: Sendable {
         }
     }
 
-    /// Runs `body` holding the lock of `key` (if it has a lock file); false when another process holds it.
+    /// Runs `body` holding the lock of `key` (its byte of `transfers/locks`, and its lock file if an earlier haul
+    /// left one); false when another process holds it.
     private func underLock(_ key: String, _ body: () -> Bool) -> Bool {
+        let range = FileLock.takeExisting(key: key, among: records.locksPath)
+        if case .held = range { return false }
+        defer { if case .taken(let lock) = range { lock.release() } }
         switch FileLock.takeExisting(lockPath(key)) {
         case .held: return false
         case .missing: return body()

@@ -57,7 +57,7 @@ final class LockNoteChoice: DirectoryChoice {
 extension TransferRecordStore: ResumeRecords {
     package func choice(url: URL, directory: String) throws(HaulError) -> any DirectoryChoice {
         let key = TransferRecord.directoryKey(url: url, directory: directory)
-        let lock = try self.lock(key, what: "\(Redaction.url(url)) in \(directory)")
+        let lock = try noteLock(key, what: "\(Redaction.url(url)) in \(directory)")
         return LockNoteChoice(lock: lock, chosen: chosenDestination(key))
     }
 

@@ -102,13 +102,26 @@ package struct TransferRecordStore: Sendable {
         POSIX.unlink(recordPath(key))
     }
 
-    /// Takes the per-destination lock so that two processes never write the same partial file; released on exit
-    /// or crash. `what` names the destination in the error.
+    /// Takes the per-destination lock so that two downloads never write the same partial file; released on exit
+    /// or crash. `what` names the destination in the error. It is `key`'s byte in the one file `transfers/locks`
+    /// (``FileLock/init(key:among:busy:)``): no file per download.
     package func lock(_ key: String, what: String) throws(HaulError) -> FileLock {
         try inDirectory { () throws(HaulError) in
             try FileLock(
-                path: "\(directory)/\(key).lock",
+                key: key, among: locksPath,
                 busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first", reason: .busy))
+        }
+    }
+
+    /// The file holding the destinations' locks.
+    package var locksPath: String { directory + "/locks" }
+
+    /// Takes the lock file `transfers/KEY.lock`, whose note remembers the name a `--dir` download chose.
+    func noteLock(_ key: String, what: String) throws(HaulError) -> FileLock {
+        try inDirectory { () throws(HaulError) in
+            try FileLock(
+                path: "\(directory)/\(key).lock",
+                busy: HaulError(.busy, "another haul process is already downloading \(what); wait for it or stop it first", reason: .busy))
         }
     }
 

@@ -30,7 +30,13 @@ package struct SessionRecords: ResumeRecords {
         } catch {
             throw Self.storeError(error)
         }
-        guard let text else { return try files.load(key) }
+        guard let text else {
+            // A record file this destination had (a `haul get` the task continues) becomes the session's.
+            guard let carried = try files.load(key) else { return nil }
+            try save(carried, durable: true)
+            files.remove(key)
+            return carried
+        }
         do {
             return try JSONDecoder().decode(TransferRecord.self, from: Data(text.utf8))
         } catch {
@@ -51,8 +57,6 @@ package struct SessionRecords: ResumeRecords {
         } catch {
             throw Self.storeError(error)
         }
-        // A record file this destination had (a `haul get` the task continues) is the session's now.
-        files.remove(key)
     }
 
     /// Every record in the store, as its JSON text (for `haul clean`'s report and for tests).
