@@ -28,7 +28,7 @@ struct ConnectionOptions: ParsableArguments {
     /// The proxy settings from `--proxy`, `--noproxy` and the environment's proxy variables.
     func proxies() throws -> ProxyChoice {
         let explicit = try proxy.map { try ProxyEndpoint(parsing: $0) }
-        return ProxyChoice.from(explicit: explicit, noProxy: noproxy, environment: ProcessInfo.processInfo.environment)
+        return ProxyChoice.from(explicit: explicit, noProxy: noproxy, environment: ProcessEnvironment.values)
     }
 
     /// The TLS settings from the options and `SSL_CERT_FILE`/`SSL_CERT_DIR`, with absolute paths (a task may be
@@ -36,7 +36,7 @@ struct ConnectionOptions: ParsableArguments {
     func tls() throws -> TLSTrust {
         let given = TLSTrust(caFile: cacert, caDirectory: capath, insecure: insecure, clientCertificate: cert, clientKey: key)
         try given.validate()
-        return TLSTrust.resolving(given, environment: ProcessInfo.processInfo.environment).mappingPaths(absolutePath)
+        return TLSTrust.resolving(given, environment: ProcessEnvironment.values).mappingPaths(absolutePath)
     }
 
     /// Sets the download's proxies and TLS trust; checks the proxy chosen for its URL.

@@ -59,9 +59,17 @@ package struct SessionRecords: ResumeRecords {
         }
     }
 
-    /// Every record in the store, as its JSON text (for `haul clean`'s report and for tests).
-    package func allRecordTexts() throws -> [String] {
-        try store.read { db in try String.fetchAll(db, sql: "SELECT record FROM transfer ORDER BY key") }
+    /// Every record in the session store at `path`, as JSON text, read without writing to the file (another
+    /// process may be working on it); none when it has no records table yet.
+    package static func recordTexts(inStoreAt path: String) throws -> [String] {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        return try queue.read { db in
+            guard try db.tableExists("transfer") else { return [] }
+            return try String.fetchAll(db, sql: "SELECT record FROM transfer ORDER BY key")
+        }
     }
 
     package func remove(_ key: String) {

@@ -59,12 +59,28 @@ final class StreamDownload {
 
     var shownPath: String { targetPath ?? "-" }
 
+    /// Opens a device, FIFO or socket for writing. A FIFO without a reader is waited for in steps of 50 ms
+    /// (`O_NONBLOCK` gives `ENXIO` until one opens it) rather than in a blocking `open`, which would hold one of the few
+    /// concurrency threads (two on a 2-core machine) everything else runs on, the reader perhaps among it, and
+    /// could not be interrupted by Ctrl-C.
+    static func openForWriting(_ path: String) async throws -> Int32 {
+        while true {
+            let fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            if fd >= 0 {
+                let flags = fcntl(fd, F_GETFL)
+                if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+                return fd
+            }
+            guard errno == ENXIO else { throw POSIX.error("opening", path) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     func run() async throws -> DownloadResult {
         let fd: Int32
         if let targetPath {
             // O_NOFOLLOW: the path was checked to be a device, FIFO or socket itself, not a link to something.
-            fd = open(targetPath, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW)
-            guard fd >= 0 else { throw POSIX.error("opening", targetPath) }
+            fd = try await Self.openForWriting(targetPath)
         } else {
             fd = STDOUT_FILENO
         }

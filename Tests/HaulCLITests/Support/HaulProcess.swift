@@ -239,22 +239,13 @@ final class Sandbox: @unchecked Sendable {
         var texts: [Data] = names.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
             FileManager.default.contents(atPath: folder + "/" + name)
         }
-        for store in sessionStores() {
-            let records = SessionRecords(store: store, files: TransferRecordStore(home: HaulHome(path: home)))
-            texts += ((try? records.allRecordTexts()) ?? []).map { Data($0.utf8) }
+        let sessions = (try? FileManager.default.contentsOfDirectory(atPath: home + "/sessions")) ?? []
+        for name in sessions.sorted() {
+            let path = home + "/sessions/" + name + "/tasks.sqlite"
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            texts += ((try? SessionRecords.recordTexts(inStoreAt: path)) ?? []).map { Data($0.utf8) }
         }
         return texts.compactMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }
-    }
-
-    /// The task stores of the sessions under `$HAUL_HOME/sessions` (also the daemon's).
-    func sessionStores() -> [TaskStore] {
-        let enumerator = FileManager.default.enumerator(atPath: home + "/sessions")
-        var stores: [TaskStore] = []
-        while let name = enumerator?.nextObject() as? String {
-            guard name.hasSuffix("/tasks.sqlite"), let store = try? TaskStore(path: home + "/sessions/" + name) else { continue }
-            stores.append(store)
-        }
-        return stores
     }
 
     /// The `offset` of the only resume record, if there is exactly one.
