@@ -368,7 +368,7 @@ private struct StoreRows: CustomStringConvertible {
     }
 
     private static func capture(_ executable: String, _ arguments: [String]) throws -> Data {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let stdout = Pipe(), stderr = Pipe()

@@ -385,7 +385,7 @@ import Glibc
                 print("closed" if data == b"" else "answered " + data.decode())
                 """
             func connect(as uid: Int) throws -> String {
-                let process = Process()
+                let process = ChildProcess()
                 process.executableURL = URL(fileURLWithPath: try ExternalTools.requirePython())
                 process.arguments = ["-c", script, link, String(uid)]
                 let pipe = Pipe()

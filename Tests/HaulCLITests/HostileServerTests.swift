@@ -231,7 +231,7 @@ import Glibc
                 #expect(chmod(shared, 0o1777) == 0)
                 #expect(chmod(box.root, 0o755) == 0 && chmod(box.work, 0o755) == 0)
                 try writeBytes(Array("victim's data".utf8), to: secret)
-                let planter = Process()
+                let planter = ChildProcess()
                 planter.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
                 planter.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "ln", "-s", secret, shared + "/report.pdf.haul-part"]
                 try planter.run()

@@ -13,7 +13,7 @@ final class Tinyproxy: @unchecked Sendable {
 
     let port: Int
     let folder: String
-    private let process = Process()
+    private let process = ChildProcess()
 
     init(basicAuth: (String, String)? = nil) throws {
         guard let binary = Self.binary else { throw HarnessError("tinyproxy is not installed: apt-get install tinyproxy") }

@@ -20,7 +20,7 @@ private func killMidDownload(_ box: Sandbox, _ args: [String], partial: String) 
 
 /// Runs `/bin/sh -c script` (bounded).
 private func shell(_ script: String) async throws {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", script]
     try process.run()

@@ -59,16 +59,37 @@ package struct SessionRecords: ResumeRecords {
         }
     }
 
-    /// Every record in the session store at `path`, as JSON text, read without writing to the file (another
-    /// process may be working on it); none when it has no records table yet.
-    package static func recordTexts(inStoreAt path: String) throws -> [String] {
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.busyMode = .timeout(5)
-        let queue = try DatabaseQueue(path: path, configuration: configuration)
-        return try queue.read { db in
-            guard try db.tableExists("transfer") else { return [] }
-            return try String.fetchAll(db, sql: "SELECT record FROM transfer ORDER BY key")
+    /// Reads the records of another process's session store, over one connection kept open (for tests that look
+    /// again and again while a download runs): nothing is migrated or written.
+    package final class Reader: @unchecked Sendable {
+        private let queue: DatabaseQueue
+        private let path: String
+        private let inode: UInt64
+
+        /// `nil` when there is no store at `path`.
+        package init?(path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(5)
+            guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+            self.queue = queue
+            self.path = path
+            self.inode = UInt64(info.st_ino)
+        }
+
+        /// Whether the file at the path is still the one this reader has open.
+        package var isCurrent: Bool {
+            var info = stat()
+            return stat(path, &info) == 0 && UInt64(info.st_ino) == inode
+        }
+
+        /// Every record, as JSON text; none when the store has no records table yet.
+        package func recordTexts() throws -> [String] {
+            try queue.read { db in
+                guard try db.tableExists("transfer") else { return [] }
+                return try String.fetchAll(db, sql: "SELECT record FROM transfer ORDER BY key")
+            }
         }
     }
 

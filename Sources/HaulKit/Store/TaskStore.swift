@@ -28,6 +28,8 @@ package final class TaskStore: Sendable {
         var configuration = Configuration()
         configuration.label = "haul.tasks"
         configuration.busyMode = .timeout(10)
+        // Two readers are plenty for one session, and each holds three descriptors (the file, its -wal and -shm).
+        configuration.maximumReaderCount = 2
         // GRDB opens the pool in WAL mode with synchronous = NORMAL.
         pool = try Self.mapErrors(path: path) {
             let pool = try DatabasePool(path: path, configuration: configuration)

@@ -57,7 +57,7 @@ extension DownloadJob {
             throw TransientFailure(reason: "\(url): \(why)", kind: .server)
         case .complete(let recordEmptyFile):
             if recordEmptyFile {
-                try openDestination(finalURL: url, headers: head.headers)
+                try await openDestination(finalURL: url, headers: head.headers)
                 point = ResumePoint(offset: 0, validators: Validators(headers: head.headers), totalLength: 0)
                 try await saveRecordNow()
             }
@@ -78,7 +78,7 @@ extension DownloadJob {
                 events(.restarted(reason: "the server sent the whole file instead of the rest"))
             }
             heldFromUnknownTotal = false
-            try openDestination(finalURL: url, headers: head.headers)
+            try await openDestination(finalURL: url, headers: head.headers)
             point = ResumePoint(offset: 0, validators: info.validators, totalLength: info.totalLength)
             try file?.truncate(to: 0)
             hasher = options.checksum.map { Checksummer($0.algorithm) }
@@ -89,7 +89,7 @@ extension DownloadJob {
             point.validators = info.validators
             point.totalLength = info.totalLength
             record?.finalURL = url.absoluteString
-            if file == nil { try openDestination(finalURL: url, headers: head.headers) }
+            if file == nil { try await openDestination(finalURL: url, headers: head.headers) }
             switch connections {
             case .segmented(let parts)?:
                 return try await startSegments(parts: parts, probeBody: response.body)
@@ -173,7 +173,7 @@ extension DownloadJob {
     }
 
     /// Picks the destination (for `--dir`, from the response) and opens the partial file.
-    private func openDestination(finalURL: URL, headers: HTTPFields) throws {
+    private func openDestination(finalURL: URL, headers: HTTPFields) async throws {
         if let record {
             if file == nil { file = try PartialFile(path: record.partialPath, create: true) }
             return
@@ -193,8 +193,6 @@ extension DownloadJob {
             }
             destination = "\(directory)/\(free)"
             locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
-            // Remembered before the partial file exists, so that a rerun after kill -9 finds the same name.
-            directoryChoice?.remember(destination)
         }
         let partial = destination + ".haul-part"
         var fresh = TransferRecord(
@@ -203,8 +201,14 @@ extension DownloadJob {
         // What the response said of the file (length, validators) is kept from the start: a file that then
         // arrives in one go needs no other record to be recognised complete on a rerun.
         fresh.update(from: ResumePoint(offset: 0, validators: point.validators, totalLength: point.totalLength))
-        // The record first: a partial file never exists without a record that names it.
-        try store.save(fresh, durable: false)
+        // The record first: a partial file never exists without a record that names it. A `--dir` download's name
+        // is remembered before that, so that a rerun after kill -9 finds the same name. Both on the blocking-I/O
+        // threads: a session's store may be busy (a WAL checkpoint's fsync) and must not hold a concurrency thread.
+        let store = self.store, choice = directoryChoice, saved = fresh
+        try await BlockingIO.run {
+            choice?.remember(destination)
+            try store.save(saved, durable: false)
+        }
         record = fresh
         file = try PartialFile(path: partial, create: true)
     }

@@ -386,7 +386,8 @@ final class DownloadJob {
         record.adopted = false
         record.segments = nil
         self.record = record
-        try store.save(record, durable: false)
+        let store = self.store, finished = record
+        try await BlockingIO.run { try store.save(finished, durable: false) }
         emitProgress()
         let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: lifecycle.fetched, checksum: options.checksum, alreadyComplete: false)
         events(.finished(result))

@@ -1,4 +1,5 @@
 import Foundation
+import HaulTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +25,7 @@ func runCommand(
     }
     _ = FileManager.default.createFile(atPath: logs + ".stdout", contents: nil)
     _ = FileManager.default.createFile(atPath: logs + ".stderr", contents: nil)
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     process.currentDirectoryURL = URL(fileURLWithPath: directory)

@@ -1,4 +1,5 @@
 import Foundation
+import HaulTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -100,9 +101,9 @@ final class ExternalServer: @unchecked Sendable {
     let prefix: String
     /// The folder the server serves files from.
     let documentRoot: String
-    private let process: Process
+    private let process: ChildProcess
 
-    init(name: String, port: Int, prefix: String, documentRoot: String, process: Process) {
+    init(name: String, port: Int, prefix: String, documentRoot: String, process: ChildProcess) {
         self.name = name
         self.port = port
         self.prefix = prefix
@@ -143,7 +144,7 @@ final class ExternalServer: @unchecked Sendable {
     static func with<T>(
         name: String,
         documentRoot: (String) -> String,
-        launch: (_ prefix: String, _ port: Int) throws -> Process,
+        launch: (_ prefix: String, _ port: Int) throws -> ChildProcess,
         _ body: (ExternalServer) async throws -> T
     ) async throws -> T {
         let prefix = NSTemporaryDirectory() + "haul-\(name)-" + UUID().uuidString
@@ -178,8 +179,8 @@ final class ExternalServer: @unchecked Sendable {
     }
 }
 
-func launchProcess(_ executable: String, _ arguments: [String], logsIn prefix: String) throws -> Process {
-    let process = Process()
+func launchProcess(_ executable: String, _ arguments: [String], logsIn prefix: String) throws -> ChildProcess {
+    let process = ChildProcess()
     #if os(Linux)
     // A child inherits the signal mask of the test thread that starts it, which blocks SIGTERM (seen in
     // /proc/PID/status: SigBlk). A server that does not unblock it itself (apache2, lighttpd, Python) ignores

@@ -40,9 +40,9 @@ final class HTTPSNginx: @unchecked Sendable {
     let ports: [Role: Int]
     /// The bytes of `/file.bin` and `/auth/file.bin`.
     let file: [UInt8]
-    private let process: Process
+    private let process: ChildProcess
 
-    private init(prefix: String, certificates: TestCertificates, ports: [Role: Int], file: [UInt8], process: Process) {
+    private init(prefix: String, certificates: TestCertificates, ports: [Role: Int], file: [UInt8], process: ChildProcess) {
         self.prefix = prefix
         self.certificates = certificates
         self.ports = ports

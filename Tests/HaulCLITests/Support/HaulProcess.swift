@@ -1,4 +1,5 @@
 import Foundation
+import HaulTestSupport
 import HaulKit
 import Testing
 
@@ -118,7 +119,7 @@ struct HaulResult {
 
 /// One running `haul` process; stdout and stderr go to files so the child never blocks on a full pipe.
 final class HaulRun: @unchecked Sendable {
-    let process: Process
+    let process: ChildProcess
     let arguments: [String]
     private let stdoutPath: String
     private let stderrPath: String
@@ -130,7 +131,7 @@ final class HaulRun: @unchecked Sendable {
         stderrPath = logPrefix + ".stderr"
         FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process = Process()
+        process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.environment = environment
@@ -186,6 +187,7 @@ final class Sandbox: @unchecked Sendable {
     private var logs: String { root + "/logs" }
     private let lock = NSLock()
     private var runs: [HaulRun] = []
+    private var readers: [String: SessionRecords.Reader] = [:]
 
     private init() throws {
         root = NSTemporaryDirectory() + "haul-cli-" + UUID().uuidString
@@ -241,11 +243,19 @@ final class Sandbox: @unchecked Sendable {
         }
         let sessions = (try? FileManager.default.contentsOfDirectory(atPath: home + "/sessions")) ?? []
         for name in sessions.sorted() {
-            let path = home + "/sessions/" + name + "/tasks.sqlite"
-            guard FileManager.default.fileExists(atPath: path) else { continue }
-            texts += ((try? SessionRecords.recordTexts(inStoreAt: path)) ?? []).map { Data($0.utf8) }
+            guard let reader = sessionReader(home + "/sessions/" + name + "/tasks.sqlite") else { continue }
+            texts += ((try? reader.recordTexts()) ?? []).map { Data($0.utf8) }
         }
         return texts.compactMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }
+    }
+
+    /// A reader of the session store at `path`, opened once and kept while the file is the same (tests look often).
+    private func sessionReader(_ path: String) -> SessionRecords.Reader? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let open = readers[path], open.isCurrent { return open }
+        readers[path] = SessionRecords.Reader(path: path)
+        return readers[path]
     }
 
     /// The `offset` of the only resume record, if there is exactly one.

@@ -1,4 +1,5 @@
 import Foundation
+import HaulTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -71,7 +72,7 @@ enum RealServerTools {
     /// The `python3` on PATH, when it can import Twisted's web server (`pip install twisted`).
     static let twistedPython: String? = {
         guard let python = ExternalTools.python3 else { return nil }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-c", "import twisted.web.static"]
         process.standardInput = FileHandle.nullDevice

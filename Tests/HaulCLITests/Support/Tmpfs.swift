@@ -1,9 +1,10 @@
 import Foundation
+import HaulTestSupport
 
 /// Small tmpfs mounts for real "disk full" conditions (needs root, like `FileSystemErrorTests`).
 enum Tmpfs {
     private static func run(_ arguments: [String]) -> Bool {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice

@@ -9,8 +9,9 @@ import Testing
 @Suite struct ConnectionSharingTests {
     @Test func aSmallDownloadGetsAConnectionFromASegmentedOneThatHoldsThemAll() async throws {
         try await withHarness { server, engine, sandbox in
-            // 8 segments of 512 KiB at 100 KB/s each; the small file is a tenth of one segment at the same pace.
-            let big = TestData.bytes(4 << 20, seed: 61)
+            // 8 segments of 2 MiB at 100 KB/s each (20 s: more than socket buffers hold while the test process is
+            // starved, as it can be for seconds while the whole suite starts); the small file is 50 KB at that pace.
+            let big = TestData.bytes(16 << 20, seed: 61)
             var slow = Resource(body: big, etag: "\"big\"")
             slow.faults.throttleBytesPerSecond = 100_000
             server.serve("/big", slow)
@@ -22,7 +23,7 @@ import Testing
             let bigLog = EventLog()
             var bigOptions = try testOptions(server.url("/big"), .file(sandbox.path("big")))
             bigOptions.segments = 8
-            bigOptions.minSegmentSize = 128 * 1024
+            bigOptions.minSegmentSize = 512 * 1024
             bigOptions.progressInterval = .milliseconds(50)
             let bigDownload = Task { try await engine.download(bigOptions, events: bigLog.append) }
             // Every connection busy: eight segment requests arrived.

@@ -21,7 +21,7 @@ import Testing
         try await withHarness { server, _, sandbox in
             let body = TestData.bytes(1_000_000, seed: 160)
             var throttled = Resource(body: body, etag: "\"s\"")
-            throttled.faults.throttleBytesPerSecond = 400_000
+            throttled.faults.throttleBytesPerSecond = 100_000
             server.serve("/named.bin", throttled)
             let url = try UserInput.url(server.url("/named.bin"))
             let folder = sandbox.path("in")

@@ -156,9 +156,11 @@ func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () a
 
     @Test func pauseKeepsProgressAndResumeFinishesExact() async throws {
         try await withHarness { server, _, sandbox in
-            let body = TestData.bytes(1_000_000, seed: 9)
+            // 20 s at this pace: still running when paused, even when the whole suite starving the process for
+            // seconds lets the server's bytes pile up meanwhile.
+            let body = TestData.bytes(4_000_000, seed: 9)
             var resource = Resource(body: body, etag: "\"p\"")
-            resource.faults.throttleBytesPerSecond = 500_000
+            resource.faults.throttleBytesPerSecond = 200_000
             server.serve("/f", resource)
             let session = try await DownloadSession(identifier: "pause", configuration: sessionConfiguration(sandbox))
             let task = try await session.add(DownloadRequest(url: try UserInput.url(server.url("/f")), destination: .file(sandbox.path("f"))))
