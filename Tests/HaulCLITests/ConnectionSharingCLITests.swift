@@ -56,7 +56,9 @@ struct ConnectionSharingCLITests {
     /// The same in the daemon: a small task added while a large segmented one holds every connection to the host
     /// ends while the large one is far from done.
     @Test func aDaemonSessionSharesTheHostsConnectionsToo() async throws {
-        try await withNginx(throttledRate: "256k") { nginx in
+        // 32 KiB/s per connection: a segment of 1 MiB takes 32 s, longer than the test process may be starved while
+        // the whole suite starts, so no segment can end whole before the small task has even been added.
+        try await withNginx(throttledRate: "32k") { nginx in
             let big = TestData.bytes(8 << 20, seed: 73)
             let small = TestData.bytes(100_000, seed: 74)
             try nginx.put("throttled/big.bin", big)

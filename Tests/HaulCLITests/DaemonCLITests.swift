@@ -109,11 +109,12 @@ import Glibc
 
     @Test func waitOutlivesADaemonCrashByStartingANewOne() async throws {
         try await withTestServer { server in
-            // 2 MiB at 256 KiB/s: 8 s, so the daemon is surely killed mid-download even on a busy machine, and
-            // the next one fetches the rest within seconds (the server cannot be switched to full speed for the
-            // next daemon alone: its throttle applies to the running response too).
+            // 2 MiB at 64 KiB/s: 32 s, so the daemon is surely killed mid-download even when the test process is
+            // starved for seconds while the suite starts, and the next one fetches the rest within the wait's minute
+            // (the server cannot be switched to full speed for the next daemon alone: its throttle applies to the
+            // running response too).
             let source = TestData.bytes(2 << 20, seed: 511)
-            serve(server, "/c.bin", source, rate: 256 << 10)
+            serve(server, "/c.bin", source, rate: 64 << 10)
             try await Sandbox.with { box in
                 let added = try await box.run(["add", server.url("/c.bin"), "-o", "c.bin"])
                 let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
