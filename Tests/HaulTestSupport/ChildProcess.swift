@@ -30,6 +30,7 @@ public final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var pid: pid_t = 0
     private var status: Int32?
+    private var ended: ContinuousClock.Instant?
 
     public init() {}
 
@@ -87,10 +88,18 @@ public final class ChildProcess: @unchecked Sendable {
             var raw: Int32 = 0
             var reaped = waitpid(started, &raw, 0)
             while reaped < 0, errno == EINTR { reaped = waitpid(started, &raw, 0) }
-            let ended = reaped == started ? raw : 0
-            lock.withLock { status = ended }
+            let code = reaped == started ? raw : 0
+            let now = ContinuousClock.now
+            lock.withLock {
+                status = code
+                ended = now
+            }
         }.start()
     }
+
+    /// When it ended, as seen by the thread that waits for it: how long something took to stop, without the delay
+    /// of a test that polls on a busy cooperative pool.
+    public var endedAt: ContinuousClock.Instant? { lock.withLock { ended } }
 
     /// Whether it still runs.
     public var isRunning: Bool {

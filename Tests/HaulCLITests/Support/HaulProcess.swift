@@ -149,6 +149,8 @@ final class HaulRun: @unchecked Sendable {
     }
 
     var pid: Int32 { process.processIdentifier }
+    /// When the process ended (seen the moment it did), or `nil` while it runs.
+    var endedAt: ContinuousClock.Instant? { process.endedAt }
     var isRunning: Bool { process.isRunning }
 
     func signal(_ number: Int32) {
