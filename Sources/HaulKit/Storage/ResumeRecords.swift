@@ -5,7 +5,8 @@ import struct Foundation.URL
 /// (``SessionRecords``), so that a session task's progress lives in one store.
 ///
 /// Either way a record is keyed by its destination's path (``TransferRecord/key(destinationPath:)``), and each
-/// destination has a lock file, which must hold across processes whatever store its record is in.
+/// destination has a lock (its byte of `transfers/locks`), which must hold across processes whatever store its record
+/// is in.
 package protocol ResumeRecords: Sendable {
     /// The record under `key`, `nil` when there is none; throws when it is unreadable.
     func load(_ key: String) throws(HaulError) -> TransferRecord?

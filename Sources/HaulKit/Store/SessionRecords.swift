@@ -10,8 +10,9 @@ import GRDB
 /// after a power loss the store may hold an earlier record, which never claims bytes that were not fsync'd before
 /// it was saved (``Checkpointer``), so a resume from it is only longer, never wrong.
 ///
-/// Destination locks stay files, as they must hold across processes. A record file left by `haul get` (or by a
-/// session of an earlier haul) for the same destination is read when the store has none, so its bytes are continued.
+/// Destination locks stay in `transfers/locks` (``TransferRecordStore/lock(_:what:)``), as they must hold across
+/// processes. A record file left by `haul get` (or by a session of an earlier haul) for the same destination is taken
+/// into the store when the store has none, so its bytes are continued.
 package struct SessionRecords: ResumeRecords {
     let store: TaskStore
     let files: TransferRecordStore
