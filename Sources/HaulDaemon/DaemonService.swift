@@ -194,14 +194,12 @@ package actor DaemonService {
                 throw HaulError(.usage, "the task id \(id) is taken by another URL (\(Redaction.url(task.url))); choose another --id")
             }
             guard let destination = request.destination else { continue }
-            var options = DownloadOptions(url: request.url, destination: destination)
-            request.options.apply(to: &options)
             do {
-                try TransferEngine.checkDestination(options, records: existing?.engine.store ?? TransferRecordStore(home: home))
+                try TransferEngine.checkDestination(DownloadOptions(request.spec), records: existing?.engine.store ?? TransferRecordStore(home: home))
             } catch {
                 // Adding the same task again returns it: its own file is no conflict.
                 if case .file(let path) = destination, try existing?.store.tasks()
-                    .contains(where: { $0.url == request.url.absoluteString && $0.destinationPath == path }) == true { continue }
+                    .contains(where: { $0.url == request.url.absoluteString && $0.destination == .file(path) }) == true { continue }
                 throw error
             }
         }

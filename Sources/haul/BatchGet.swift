@@ -11,9 +11,9 @@ struct BatchGet {
         var requests: [DownloadRequest] = []
         do {
             for url in urls {
-                var request = DownloadRequest(try command.makeOptions(url: url))
+                var request = DownloadRequest(try command.makeSpec(url: url))
                 // --limit-rate caps the whole batch: the session's limit, not each task's.
-                request.options.rateLimit = nil
+                request.rateLimit = nil
                 requests.append(request)
             }
         } catch let error as InputError {
@@ -23,7 +23,6 @@ struct BatchGet {
         command.connection.warnIfInsecure()
         var configuration = SessionConfiguration()
         configuration.maxConcurrentDownloads = command.jobs
-        configuration.retry = requests.isEmpty ? RetryPolicy() : (try? command.makeOptions(url: urls[0]).retry) ?? RetryPolicy()
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
         let identifier = BatchGet.identifier(for: requests)

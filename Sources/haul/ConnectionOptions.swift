@@ -40,12 +40,12 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     /// Sets the download's proxies and TLS trust; checks the proxy chosen for its URL.
-    func apply(to options: inout DownloadOptions) throws {
+    func apply(to spec: inout DownloadSpec) throws {
         let proxies = try proxies()
-        _ = try proxies.proxy(for: options.url)
-        options.proxies = proxies
+        _ = try proxies.proxy(for: spec.url)
+        spec.proxies = proxies
         let trust = try tls()
-        options.tls = trust.isDefault ? nil : trust
+        spec.tls = trust.isDefault ? nil : trust
     }
 
     /// The one warning `--insecure` deserves, on stderr.

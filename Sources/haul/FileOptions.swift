@@ -113,8 +113,9 @@ struct FileOptions: ParsableArguments {
         if urls > 1, continuePartial { throw InputError("--continue works with one URL and -o") }
     }
 
-    /// Checks every value before any network or file activity.
-    func makeOptions(url: String) throws -> DownloadOptions {
+    /// The download these flags describe for `url`: the one place the CLI makes a ``DownloadSpec``. Checks every
+    /// value before any network or file activity; a flag left at its default leaves the spec's member unset.
+    func makeSpec(url: String) throws -> DownloadSpec {
         let parsedURL = try UserInput.url(url)
         if output != nil, directory != nil { throw InputError("use either -o PATH or --dir DIR, not both") }
         if continuePartial, output == nil { throw InputError("--continue needs -o PATH: the partial file to continue") }
@@ -125,7 +126,7 @@ struct FileOptions: ParsableArguments {
         guard retryWait.isFinite, retryWait >= 0, retryWait <= 86_400 else {
             throw InputError("--retry-wait must be a number of seconds between 0 and 86400")
         }
-        let destination: DownloadOptions.Destination
+        let destination: DownloadSpec.Destination
         if let output {
             guard !output.isEmpty else { throw InputError("-o needs a path") }
             if FileOptions.standardOutputNames.contains(output) {
@@ -137,23 +138,24 @@ struct FileOptions: ParsableArguments {
         } else {
             destination = .directory(absolutePath(directory ?? "."))
         }
-        var options = DownloadOptions(url: parsedURL, destination: destination)
-        options.overwrite = overwrite
-        options.continuePartial = continuePartial
-        options.checksum = try checksum.map { try Checksum(parsing: $0) }
-        options.headers = HTTPFields(try headers.map { try UserInput.header($0) })
-        if let credentials = try credentials(for: parsedURL), !options.headers.contains("authorization") {
+        var spec = DownloadSpec(url: parsedURL, destination: destination)
+        spec.overwrite = overwrite
+        spec.continuePartial = continuePartial
+        spec.checksum = try checksum.map { try Checksum(parsing: $0) }
+        spec.headers = HTTPFields(try headers.map { try UserInput.header($0) })
+        if let credentials = try credentials(for: parsedURL), !spec.headers.contains("authorization") {
             // As a header it travels with the task to the daemon; it is sent to the URL's origin only.
-            options.headers.append("Authorization", credentials.authorization)
+            spec.headers.append("Authorization", credentials.authorization)
         }
-        options.rateLimit = try limitRate.map { try Self.byteCount($0, "--limit-rate") }
-        options.segments = segments
-        options.maxConnectionsPerHost = maxConnectionsPerHost
-        if let minSegmentSize { options.minSegmentSize = try Self.byteCount(minSegmentSize, "--min-segment-size") }
-        options.allowInsecureRedirects = allowInsecureRedirects
-        options.keepsRemoteTime = !noRemoteTime
-        options.failFastBeforeData = true
-        options.retry = RetryPolicy(maxRetries: retries, baseDelay: .milliseconds(Int64(retryWait * 1000)))
-        return options
+        spec.rateLimit = try limitRate.map { try Self.byteCount($0, "--limit-rate") }
+        spec.segments = segments
+        let defaults = DownloadOptions(url: parsedURL, destination: destination)
+        if maxConnectionsPerHost != defaults.maxConnectionsPerHost { spec.maxConnectionsPerHost = maxConnectionsPerHost }
+        if let minSegmentSize { spec.minSegmentSize = try Self.byteCount(minSegmentSize, "--min-segment-size") }
+        spec.allowInsecureRedirects = allowInsecureRedirects
+        if noRemoteTime { spec.keepsRemoteTime = false }
+        if retries != defaults.retry.maxRetries { spec.maxRetries = retries }
+        if Duration.milliseconds(Int64(retryWait * 1000)) != defaults.retry.baseDelay { spec.retryWait = retryWait }
+        return spec
     }
 }

@@ -129,8 +129,9 @@ struct GetCommand: AsyncParsableCommand {
         return all
     }
 
-    /// Checks every input before any network or file activity.
-    func makeOptions(url: String) throws -> DownloadOptions {
+    /// The spec of the download of `url`, from the file and connection flags. Checks every input before any
+    /// network or file activity.
+    func makeSpec(url: String) throws -> DownloadSpec {
         if quiet, json { throw InputError("use either --quiet or --json, not both") }
         if json, let output = file.output, FileOptions.standardOutputNames.contains(output) {
             throw InputError("-o - writes the file to standard output, where --json would write too; use one of them")
@@ -138,14 +139,22 @@ struct GetCommand: AsyncParsableCommand {
         for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout), ("--max-time", maxTime ?? 1)] {
             guard value.isFinite, value > 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
         }
-        var options = try file.makeOptions(url: url)
-        try connection.apply(to: &options)
+        var spec = try file.makeSpec(url: url)
+        try connection.apply(to: &spec)
         // A destination the download would refuse is refused now, before any connection (exit 2).
         do {
-            try TransferEngine.checkDestination(options, home: HaulHome(environment: ProcessEnvironment.values))
+            try TransferEngine.checkDestination(DownloadOptions(spec), home: HaulHome(environment: ProcessEnvironment.values))
         } catch {
             throw InputError(error.line)
         }
+        return spec
+    }
+
+    /// What the engine runs for one URL: its spec, and, for a person at a terminal, failing fast when the server
+    /// cannot be reached at all.
+    func makeOptions(url: String) throws -> DownloadOptions {
+        var options = DownloadOptions(try makeSpec(url: url))
+        options.failFastBeforeData = true
         return options
     }
 }

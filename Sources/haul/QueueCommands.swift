@@ -64,10 +64,10 @@ struct AddCommand: AsyncParsableCommand {
         }
         guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
         return try all.map { url in
-            var options = try file.makeOptions(url: url)
-            try connection.apply(to: &options)
-            var request = DownloadRequest(options, priority: priority, id: id)
-            if let onComplete, !onComplete.isEmpty { request.options.completionCommand = onComplete }
+            var spec = try file.makeSpec(url: url)
+            try connection.apply(to: &spec)
+            if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
+            let request = DownloadRequest(spec, priority: priority, id: id)
             return DaemonProtocol.encode(request)
         }
     }

@@ -119,9 +119,7 @@ struct SessionBench {
 
         // ---- store-level references (not the session API), each on a fresh store file
         let destination = home + "/downloads/127.0.0.1"
-        let newTasks = requests.map {
-            NewTask(url: $0.url.absoluteString, destinationKind: "directory", destinationPath: destination)
-        }
+        let newTasks = requests.map { DownloadRequest(url: $0.url, destination: .directory(destination)) }
         let single = try TaskStore(path: home + "/store-reference/single.sqlite")
         let singleStart = clock.now
         for task in newTasks { _ = try single.add(task) }

@@ -140,7 +140,7 @@ package enum DaemonProtocol {
             "rateLimit": configuration.rateLimit.map(JSONValue.init) ?? .null,
             "completionCommand": JSONValue(configuration.completionCommand),
             "defaultDirectory": JSONValue(configuration.defaultDirectory),
-            "defaultHeaders": encode(configuration.defaultHeaders),
+            "defaultHeaders": DownloadSpec.json(configuration.defaultHeaders),
             "resumeRunningTasksOnRelaunch": .bool(configuration.resumeRunningTasksOnRelaunch),
             "stallTimeout": .number(configuration.stallTimeout.seconds),
             "progressInterval": .number(configuration.progressInterval.seconds),
@@ -168,7 +168,7 @@ package enum DaemonProtocol {
             if let folder, !folder.hasPrefix("/") { throw .invalidParams("\"defaultDirectory\" must be an absolute path") }
             configuration.defaultDirectory = folder
         }
-        if let headers = try params.objects("defaultHeaders") { configuration.defaultHeaders = try decodeHeaders(headers, "defaultHeaders") }
+        if let headers = try params.objects("defaultHeaders") { configuration.defaultHeaders = try DownloadSpec.headers(headers, "defaultHeaders") }
         if let resume = try params.bool("resumeRunningTasksOnRelaunch") { configuration.resumeRunningTasksOnRelaunch = resume }
         if let seconds = try params.double("stallTimeout") {
             guard seconds > 0, seconds < 86_400 else { throw .invalidParams("\"stallTimeout\" must be between 0 and 86400 seconds") }
@@ -182,127 +182,37 @@ package enum DaemonProtocol {
 
     // MARK: Additions
 
+    /// A `tasks.add` entry: the request's spec (``DownloadSpec`` in its one JSON shape) with `priority` and `id`.
     public static func encode(_ request: DownloadRequest) -> JSONValue {
-        var object: [String: JSONValue] = ["url": .string(request.url.absoluteString), "priority": JSONValue(request.priority)]
-        switch request.destination {
-        case .file(let path)?: object["path"] = .string(path)
-        case .directory(let folder)?: object["directory"] = .string(folder)
-        case .standardOutput?, nil: break
-        }
-        if !request.headers.fields.isEmpty { object["headers"] = encode(request.headers) }
-        if let checksum = request.checksum { object["checksum"] = .string(checksum.description) }
-        if let segments = request.segments { object["segments"] = JSONValue(segments) }
+        var object = request.spec.jsonMembers
+        object["priority"] = JSONValue(request.priority)
         if let id = request.id { object["id"] = .string(id) }
-        if request.options != TaskOptions() { object["options"] = encode(request.options) }
         return .object(object)
     }
 
-    static func encode(_ options: TaskOptions) -> JSONValue {
-        var object: [String: JSONValue] = [:]
-        if options.overwrite { object["overwrite"] = true }
-        if options.continuePartial { object["continue"] = true }
-        if let limit = options.rateLimit { object["rateLimit"] = JSONValue(limit) }
-        if let retries = options.maxRetries { object["retries"] = JSONValue(retries) }
-        if let wait = options.retryWait { object["retryWait"] = .number(wait) }
-        if let size = options.minSegmentSize { object["minSegmentSize"] = JSONValue(size) }
-        if let count = options.maxConnectionsPerHost { object["maxConnectionsPerHost"] = JSONValue(count) }
-        if options.allowInsecureRedirects { object["allowInsecureRedirects"] = true }
-        if let keeps = options.keepsRemoteTime { object["remoteTime"] = .bool(keeps) }
-        if let command = options.completionCommand { object["completionCommand"] = .string(command) }
-        if let proxies = options.proxies {
-            var proxy: [String: JSONValue] = [:]
-            if let explicit = proxies.explicit { proxy["url"] = .string(explicit.url) }
-            if let noProxy = proxies.noProxy { proxy["noProxy"] = .string(noProxy) }
-            if !proxies.environment.isEmpty { proxy["environment"] = .object(proxies.environment.mapValues { .string($0) }) }
-            object["proxy"] = .object(proxy)
-        }
-        if let tls = options.tls {
-            var trust: [String: JSONValue] = [:]
-            if let file = tls.caFile { trust["caFile"] = .string(file) }
-            if let folder = tls.caDirectory { trust["caDirectory"] = .string(folder) }
-            if tls.insecure { trust["insecure"] = true }
-            if let certificate = tls.clientCertificate { trust["clientCertificate"] = .string(certificate) }
-            if let key = tls.clientKey { trust["clientKey"] = .string(key) }
-            object["tls"] = .object(trust)
-        }
-        if let credentials = options.credentials {
-            object["credentials"] = .object(["user": .string(credentials.user), "password": .string(credentials.password)])
-        }
-        return .object(object)
-    }
-
-    static func decodeOptions(_ params: Params) throws(RPCError) -> TaskOptions {
-        var options = TaskOptions()
-        options.overwrite = try params.bool("overwrite") ?? false
-        options.continuePartial = try params.bool("continue") ?? false
-        options.rateLimit = try params.int64("rateLimit")
-        options.maxRetries = try params.int("retries")
-        options.retryWait = try params.double("retryWait")
-        options.minSegmentSize = try params.int64("minSegmentSize")
-        options.maxConnectionsPerHost = try params.int("maxConnectionsPerHost")
-        options.allowInsecureRedirects = try params.bool("allowInsecureRedirects") ?? false
-        options.keepsRemoteTime = try params.bool("remoteTime")
-        options.completionCommand = try params.string("completionCommand")
-        if let proxy = try params.object("proxy") {
-            var environment: [String: String] = [:]
-            if let variables = try proxy.object("environment") {
-                for name in ProxyChoice.variables {
-                    if let value = try variables.string(name) { environment[name] = value }
-                }
-            }
-            var explicit: ProxyEndpoint?
-            if let text = try proxy.string("url") {
-                do { explicit = try ProxyEndpoint(parsing: text) } catch { throw .invalidParams("\"proxy.url\": \(error.message)") }
-            }
-            options.proxies = ProxyChoice(explicit: explicit, noProxy: try proxy.string("noProxy"), environment: environment)
-        }
-        if let tls = try params.object("tls") {
-            options.tls = TLSTrust(
-                caFile: try tls.string("caFile"), caDirectory: try tls.string("caDirectory"), insecure: try tls.bool("insecure") ?? false,
-                clientCertificate: try tls.string("clientCertificate"), clientKey: try tls.string("clientKey"))
-            // The daemon runs in another folder: a relative path would name another file there.
-            for path in [options.tls?.caFile, options.tls?.caDirectory, options.tls?.clientCertificate, options.tls?.clientKey] {
-                if let path, !path.hasPrefix("/") { throw .invalidParams("\"tls\": \(path) is not an absolute path") }
-            }
-        }
-        if let credentials = try params.object("credentials") {
-            options.credentials = Credentials(user: try credentials.requiredString("user"), password: try credentials.string("password") ?? "")
-        }
-        do { try options.validate() } catch { throw .invalidParams("\"options\": \(error.message)") }
-        return options
-    }
-
+    /// Reads a `tasks.add` entry. Paths must be absolute: the daemon runs in another folder.
     public static func decodeRequest(_ params: Params) throws(RPCError) -> DownloadRequest {
         let text = try params.requiredString("url")
         guard text.utf8.count <= maxURLBytes else { throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes") }
-        let url: URL
-        do { url = try UserInput.url(text) } catch { throw .invalidParams("\"url\": \(error.message)") }
-        guard url.absoluteString.utf8.count <= maxURLBytes else {
-            throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes once encoded")
-        }
-        var request = DownloadRequest(url: url)
-        let path = try params.string("path"), folder = try params.string("directory")
-        for (key, value) in [("path", path), ("directory", folder)] where (value?.utf8.count ?? 0) > maxPathBytes {
+        for key in ["path", "directory"] where (try params.string(key)?.utf8.count ?? 0) > maxPathBytes {
             throw .invalidParams("\"\(key)\" is longer than \(maxPathBytes) bytes")
         }
-        switch (path, folder) {
-        case (let path?, nil):
-            guard path.hasPrefix("/") else { throw .invalidParams("\"path\" must be an absolute path") }
-            request.destination = .file(path)
-        case (nil, let folder?):
-            guard folder.hasPrefix("/") else { throw .invalidParams("\"directory\" must be an absolute path") }
-            request.destination = .directory(folder)
-        case (nil, nil): break
-        case (.some, .some): throw .invalidParams("give \"path\" or \"directory\", not both")
+        let spec = try DownloadSpec(json: params)
+        guard spec.url.absoluteString.utf8.count <= maxURLBytes else {
+            throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes once encoded")
         }
-        if let headers = try params.objects("headers") { request.headers = try decodeHeaders(headers, "headers") }
-        if let checksum = try params.string("checksum") {
-            do { request.checksum = try Checksum(parsing: checksum) } catch { throw .invalidParams("\"checksum\": \(error.message)") }
+        switch spec.destination {
+        case .file(let path)?: guard path.hasPrefix("/") else { throw .invalidParams("\"path\" must be an absolute path") }
+        case .directory(let folder)?: guard folder.hasPrefix("/") else { throw .invalidParams("\"directory\" must be an absolute path") }
+        case .standardOutput?, nil: break
         }
-        if let segments = try params.int("segments") {
-            guard segments >= 1, segments <= 64 else { throw .invalidParams("\"segments\" must be between 1 and 64") }
-            request.segments = segments
+        // The daemon runs in another folder: a relative path would name another file there.
+        if let tls = spec.tls {
+            for path in [tls.caFile, tls.caDirectory, tls.clientCertificate, tls.clientKey] {
+                if let path, !path.hasPrefix("/") { throw .invalidParams("\"tls\": \(path) is not an absolute path") }
+            }
         }
+        var request = DownloadRequest(spec)
         request.priority = try params.int("priority") ?? 0
         if let id = try params.string("id") {
             guard !id.isEmpty else { throw .invalidParams("\"id\" cannot be empty") }
@@ -311,27 +221,6 @@ package enum DaemonProtocol {
             }
             request.id = id
         }
-        if let options = try params.object("options") { request.options = try decodeOptions(options) }
-        if request.options.continuePartial, path == nil {
-            throw .invalidParams("\"options\": continue needs \"path\": the partial file to continue")
-        }
         return request
-    }
-
-    static func encode(_ headers: HTTPFields) -> JSONValue {
-        .array(headers.fields.map { ["name": .string($0.name), "value": .string($0.value)] })
-    }
-
-    static func decodeHeaders(_ objects: [Params], _ key: String) throws(RPCError) -> HTTPFields {
-        var fields = HTTPFields()
-        for object in objects {
-            let name = try object.requiredString("name"), value = try object.requiredString("value")
-            guard !name.isEmpty, !name.contains(where: { $0 == ":" || $0.isWhitespace || $0.isNewline }),
-                  !value.contains(where: \.isNewline) else {
-                throw .invalidParams("\"\(key)\" holds an invalid header field \"\(name)\"")
-            }
-            fields.append(name, value)
-        }
-        return fields
     }
 }

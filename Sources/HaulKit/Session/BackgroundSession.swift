@@ -79,17 +79,11 @@ actor BackgroundSession: SessionBackend {
         let encoded = requests.map { request in
             var request = request
             // Relative paths, and tasks without a destination, are about this process's folder, not the daemon's.
-            switch request.destination {
-            case .file(let path)?: request.destination = .file(absolutePath(path))
-            case .directory(let folder)?: request.destination = .directory(absolutePath(folder))
-            case .standardOutput?: break
-            case nil: request.destination = .directory(absolutePath(configuration.defaultDirectory ?? "."))
-            }
+            request.spec = request.spec.anchored(defaultDirectory: configuration.defaultDirectory ?? ".", absolutePath)
             // The session's proxies and TLS trust travel with each task: the daemon's own environment is not this
             // process's. Certificate paths, like destinations, are this process's.
-            if request.options.proxies == nil, configuration.proxies != ProxyChoice() { request.options.proxies = configuration.proxies }
-            let tls = (request.options.tls ?? configuration.tls).mappingPaths(absolutePath)
-            if !tls.isDefault { request.options.tls = tls }
+            if request.proxies == nil, configuration.proxies != ProxyChoice() { request.proxies = configuration.proxies }
+            if request.tls == nil, !configuration.tls.isDefault { request.tls = configuration.tls.mappingPaths(absolutePath) }
             return DaemonProtocol.encode(request)
         }
         // Added in chunks that fit a message each, then read back a page at a time.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A shell command run after a download finishes or fails (a session's ``SessionConfiguration/completionCommand``,
-/// a task's ``TaskOptions/completionCommand``, `haul get --on-complete`), with the task in its environment:
+/// a task's ``DownloadSpec/completionCommand``, `haul get --on-complete`), with the task in its environment:
 /// `HAUL_SESSION`, `HAUL_TASK_ID`, `HAUL_TASK_URL` (any `user:password@` shown as `***@`), `HAUL_TASK_STATE`,
 /// `HAUL_TASK_PATH`, `HAUL_TASK_BYTES` and `HAUL_TASK_ERROR`.
 public struct CompletionCommand: Sendable {

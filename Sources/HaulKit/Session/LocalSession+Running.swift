@@ -10,7 +10,7 @@ extension LocalSession {
                 continue
             }
             guard let next = TaskTransitions.apply(command, to: task.state) else { continue }
-            if command == .cancel, let options = options(for: task) { engine.discardPartialData(options) }
+            if command == .cancel { engine.discardPartialData(options(for: task)) }
             try setState(id, next)
         }
         await schedule()
@@ -38,11 +38,7 @@ extension LocalSession {
 
     private func start(_ task: StoredTask) {
         noteHost(task.id, Self.host(of: task.url))
-        guard let options = options(for: task) else {
-            try? setState(task.id, .running)
-            finish(task.id, .failure(HaulError(.usage, "the task's URL or checksum is not valid")))
-            return
-        }
+        let options = options(for: task)
         // Counted before the transfer begins: if this process dies during it, the next one knows.
         if let old = try? store.recordStart(id: task.id), old != .running {
             emit(.stateChanged(id: task.id, from: old, to: .running))
@@ -110,8 +106,8 @@ extension LocalSession {
             if failure.kind == .interrupted {
                 try? store.clearStarts(ids: [id])
                 if let file { _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total } }
-                if intent == .cancel, let task = try? store.task(id: id), let options = options(for: task) {
-                    engine.discardPartialData(options)
+                if intent == .cancel, let task = try? store.task(id: id) {
+                    engine.discardPartialData(options(for: task))
                     try? setState(id, .cancelled)
                     markEnded()
                 } else {
@@ -141,7 +137,7 @@ extension LocalSession {
         if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
         let snapshot = self.snapshot(of: stored.task)
         emit(state == .finished ? .finished(snapshot) : .failed(snapshot), sequence: stored.sequence)
-        completionHooks(snapshot, own: stored.task.options.completionCommand)
+        completionHooks(snapshot, own: stored.task.spec.completionCommand)
     }
 
     func setState(_ id: String, _ state: TaskState) throws {
@@ -163,25 +159,9 @@ extension LocalSession {
         }
     }
 
-    /// The engine's options for a stored task, or `nil` when its stored fields are not usable.
-    func options(for task: StoredTask) -> DownloadOptions? {
-        guard let url = try? UserInput.url(task.url), let destination = task.destination else { return nil }
-        var options = DownloadOptions(url: url, destination: destination)
-        var headers = HTTPFields(configuration.defaultHeaders.fields.filter { field in
-            !task.headers.contains { $0.name.lowercased() == field.name.lowercased() }
-        })
-        for field in task.headers { headers.append(field.name, field.value) }
-        options.headers = headers
-        if let checksum = task.checksum {
-            guard let parsed = try? Checksum(parsing: checksum) else { return nil }
-            options.checksum = parsed
-        }
-        options.segments = task.segments
-        options.retry = configuration.retry
-        options.sharedRateLimiter = rateLimiter
-        options.progressInterval = configuration.progressInterval
-        task.options.apply(to: &options)
-        return options
+    /// The engine's options for a stored task: its spec merged with the session's defaults.
+    func options(for task: StoredTask) -> DownloadOptions {
+        DownloadOptions(task.spec, defaults: downloadDefaults)
     }
 
     func snapshot(of task: StoredTask) -> TaskSnapshot {
@@ -201,7 +181,7 @@ extension LocalSession {
         TaskSnapshot(
             id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: progress?.bytes ?? task.bytes,
             total: progress?.total ?? task.total, bytesPerSecond: progress?.bytesPerSecond,
-            filePath: task.filePath ?? (task.destinationKind == NewTask.fileKind ? task.destinationPath : nil),
+            filePath: task.filePath ?? Self.filePath(of: task.destination),
             error: task.error)
     }
 

@@ -9,7 +9,8 @@ package actor LocalSession: SessionBackend {
     package nonisolated let engine: TransferEngine
     private let lock: FileLock
     private var maxConcurrent: Int
-    let rateLimiter: RateLimiter?
+    /// What a task's spec is merged with to run: the session's folder, headers, retries, shared rate limit.
+    let downloadDefaults: DownloadDefaults
     private var running: [String: Task<Void, Never>] = [:]
     /// What the user asked of a running task that is stopping.
     private var stopping: [String: TaskCommand] = [:]
@@ -70,7 +71,13 @@ package actor LocalSession: SessionBackend {
         self.engine = TransferEngine(
             records: SessionRecords(store: store, files: TransferRecordStore(home: configuration.home)), configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
-        self.rateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
+        var defaults = DownloadDefaults()
+        defaults.directory = configuration.defaultDirectory ?? "."
+        defaults.headers = configuration.defaultHeaders
+        defaults.retry = configuration.retry
+        defaults.sharedRateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
+        defaults.progressInterval = configuration.progressInterval
+        self.downloadDefaults = defaults
         // Tasks still stored as running were running when the last process stopped. One that two processes in
         // a row died running (it may be what kills them) fails instead of being resumed a third time.
         let stale = try store.tasks(in: .running)
@@ -89,7 +96,7 @@ package actor LocalSession: SessionBackend {
 
     /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
     package func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
-        let results = try store.add(requests.map(newTask(for:)))
+        let results = try store.add(requests.map(anchored))
         for (task, created) in results where created {
             noteStored(task)
             emit(.added(snapshot(of: task)))
@@ -98,18 +105,11 @@ package actor LocalSession: SessionBackend {
         return results.map { snapshot(of: $0.task) }
     }
 
-    private func newTask(for request: DownloadRequest) -> NewTask {
-        let destination = request.destination ?? .directory(absolutePath(configuration.defaultDirectory ?? "."))
-        let absolute: DownloadOptions.Destination
-        switch destination {
-        case .file(let file): absolute = .file(absolutePath(file))
-        case .directory(let folder): absolute = .directory(absolutePath(folder))
-        case .standardOutput: absolute = .standardOutput
-        }
-        return NewTask(
-            id: request.id, url: request.url.absoluteString, destination: absolute,
-            headers: request.headers.fields, checksum: request.checksum?.description, segments: request.segments,
-            priority: request.priority, options: request.options)
+    /// The request as the store keeps it: paths absolute, and the session's default folder when it names none.
+    private func anchored(_ request: DownloadRequest) -> DownloadRequest {
+        var anchored = request
+        anchored.spec = request.spec.anchored(defaultDirectory: configuration.defaultDirectory ?? ".", absolutePath)
+        return anchored
     }
 
     /// Applies `command` to the tasks `ids` (every task when `nil`).
@@ -121,12 +121,11 @@ package actor LocalSession: SessionBackend {
         for id in try ids ?? store.tasks().map(\.id) {
             guard let task = try store.task(id: id) else { continue }
             if running[id] != nil { await stop(id, as: .cancel) }
-            if let options = self.options(for: task) {
-                if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
-                    POSIX.unlink(path)
-                }
-                engine.discardPartialData(options)
+            let options = self.options(for: task)
+            if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
+                POSIX.unlink(path)
             }
+            engine.discardPartialData(options)
             try store.remove(ids: [id])
             forget(id)
         }
@@ -252,6 +251,12 @@ package actor LocalSession: SessionBackend {
 
     /// The host a task counts against for the per-host cap.
     static func host(of url: String) -> String { URL(string: url)?.host ?? "" }
+
+    /// The file a task's destination names from the start (a folder's file is named by the server later).
+    static func filePath(of destination: DownloadSpec.Destination?) -> String? {
+        if case .file(let path)? = destination { return path }
+        return nil
+    }
     func isRunning(_ id: String) -> Bool { running[id] != nil }
     func track(_ id: String, _ task: Task<Void, Never>) { running[id] = task }
 

@@ -8,11 +8,11 @@ public struct SessionConfiguration: Sendable {
     public var maxDownloadsPerHost = 8
     public var retry = RetryPolicy()
     public var stallTimeout: Duration = .seconds(30)
-    /// Which proxy each download goes through (none by default); a task's own ``TaskOptions/proxies`` win. A
+    /// Which proxy each download goes through (none by default); a task's own ``DownloadSpec/proxies`` win. A
     /// background session sends these with each task it adds.
     public var proxies = ProxyChoice()
     /// Trusted CAs, `insecure` and client certificate for every download (the system's trust store by default);
-    /// a task's own ``TaskOptions/tls`` wins. A background session sends these with each task it adds.
+    /// a task's own ``DownloadSpec/tls`` wins. A background session sends these with each task it adds.
     public var tls = TLSTrust()
     /// Bytes per second for all the session's downloads together, or `nil` for no limit.
     public var rateLimit: Int64?
@@ -62,36 +62,32 @@ public struct DaemonEndpoint: Sendable, Equatable {
     }
 }
 
-/// What to download: the URL and, optionally, where, how and under which id.
+/// A download to add to a session: its ``DownloadSpec``, a priority and optionally an id of the caller's.
+///
+/// The spec's members read and write through the request (`request.url`, `request.overwrite`).
+@dynamicMemberLookup
 public struct DownloadRequest: Sendable {
-    public var url: URL
-    /// `nil`: the session's default folder under the server's name.
-    public var destination: DownloadOptions.Destination?
-    public var headers = HTTPFields()
-    public var checksum: Checksum?
-    public var segments: Int?
+    /// What to download, where and how.
+    public var spec: DownloadSpec
     /// Higher runs first.
     public var priority = 0
     /// A caller-chosen id (like YCDownloadSession's `fileId`); adding the same id again returns the existing task.
     public var id: String?
-    /// Overwrite, continue, per-task rate limit, retries and the like.
-    public var options = TaskOptions()
 
-    public init(url: URL, destination: DownloadOptions.Destination? = nil) {
-        self.url = url
-        self.destination = destination
+    /// `destination` `nil`: the session's default folder under the server's name.
+    public init(url: URL, destination: DownloadSpec.Destination? = nil) {
+        spec = DownloadSpec(url: url, destination: destination)
     }
 
-    /// The request for the download `options` describe (URL, destination, headers, checksum, segments and
-    /// the ``TaskOptions``).
-    public init(_ options: DownloadOptions, priority: Int = 0, id: String? = nil) {
-        self.init(url: options.url, destination: options.destination)
-        headers = options.headers
-        checksum = options.checksum
-        segments = options.segments
-        self.options = TaskOptions(options)
+    public init(_ spec: DownloadSpec, priority: Int = 0, id: String? = nil) {
+        self.spec = spec
         self.priority = priority
         self.id = id
+    }
+
+    public subscript<Value>(dynamicMember member: WritableKeyPath<DownloadSpec, Value>) -> Value {
+        get { spec[keyPath: member] }
+        set { spec[keyPath: member] = newValue }
     }
 }
 

@@ -5,11 +5,11 @@ import NIOConcurrencyHelpers
 // Mapping between StoredTask and a row of the `task` table, with explicit column lists and cached
 // statements (no reflection), so that listing thousands of tasks stays cheap.
 extension StoredTask {
-    /// Column order shared by `selectSQL`, `init(row:)` and `insertArguments`.
+    /// Column order shared by `selectSQL`, `init(row:)` and `insertArguments`. `url`, `destinationKind` and
+    /// `destinationPath` repeat what the spec says: they are the unique key of a task (same URL and destination).
     static let columns = [
-        "id", "sequence", "url", "destinationKind", "destinationPath", "headers", "checksum", "segments",
-        "priority", "state", "bytes", "total", "filePath", "errorKind", "errorMessage", "createdAt", "updatedAt",
-        "options", "errorReason",
+        "id", "sequence", "url", "destinationKind", "destinationPath", "spec",
+        "priority", "state", "bytes", "total", "filePath", "errorKind", "errorMessage", "errorReason", "createdAt", "updatedAt",
     ]
 
     static let selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM task"
@@ -22,54 +22,56 @@ extension StoredTask {
             + " ON CONFLICT DO NOTHING"
     }()
 
-    /// Every column but `id`, `sequence` and `createdAt`, which never change.
+    /// What changes as a task runs: not its id, sequence, spec (nor the key repeating it) or `createdAt`.
     static let updateSQL = """
-        UPDATE task SET url = ?, destinationKind = ?, destinationPath = ?, headers = ?, checksum = ?, segments = ?,
-        priority = ?, state = ?, bytes = ?, total = ?, filePath = ?, errorKind = ?, errorMessage = ?, updatedAt = ?,
-        options = ?, errorReason = ? WHERE id = ?
+        UPDATE task SET priority = ?, state = ?, bytes = ?, total = ?, filePath = ?, errorKind = ?, errorMessage = ?,
+        errorReason = ?, updatedAt = ? WHERE id = ?
         """
 
     init(row: Row) throws {
-        let stateText = try row.decode(String.self, atIndex: 9)
+        let stateText = try row.decode(String.self, atIndex: 7)
         guard let state = TaskState(rawValue: stateText) else {
             throw StoreDecodingError("unknown task state \"\(stateText)\"")
+        }
+        let specText = try row.decode(String?.self, atIndex: 5)
+        guard let spec = specText.flatMap(DownloadSpec.parse), spec.destination != nil else {
+            throw StoreDecodingError("a task's spec is not a valid download spec")
         }
         self.init(
             id: try row.decode(atIndex: 0),
             sequence: try row.decode(atIndex: 1),
-            url: try row.decode(atIndex: 2),
-            destinationKind: try row.decode(atIndex: 3),
-            destinationPath: try row.decode(atIndex: 4),
-            headers: try HeaderJSON.decode(try row.decode(String.self, atIndex: 5)),
-            checksum: try row.decode(atIndex: 6),
-            segments: try row.decode(atIndex: 7),
-            priority: try row.decode(atIndex: 8),
+            spec: spec,
+            priority: try row.decode(atIndex: 6),
             state: state,
-            bytes: try row.decode(atIndex: 10),
-            total: try row.decode(atIndex: 11),
-            filePath: try row.decode(atIndex: 12),
-            errorKind: try row.decode(atIndex: 13),
-            errorMessage: try row.decode(atIndex: 14),
-            errorReason: try row.decode(atIndex: 18),
-            createdAt: try row.decode(atIndex: 15),
-            updatedAt: try row.decode(atIndex: 16),
-            options: try TaskOptionsJSON.decode(try row.decode(String?.self, atIndex: 17)))
+            bytes: try row.decode(atIndex: 8),
+            total: try row.decode(atIndex: 9),
+            filePath: try row.decode(atIndex: 10),
+            errorKind: try row.decode(atIndex: 11),
+            errorMessage: try row.decode(atIndex: 12),
+            errorReason: try row.decode(atIndex: 13),
+            createdAt: try row.decode(atIndex: 14),
+            updatedAt: try row.decode(atIndex: 15))
+    }
+
+    /// The unique key of a destination: its kind and path (`"file"` or `"directory"`).
+    static func key(of destination: DownloadSpec.Destination?) -> (kind: String, path: String) {
+        switch destination {
+        case .file(let path)?: return ("file", path)
+        case .directory(let folder)?: return ("directory", folder)
+        case .standardOutput?, nil: return ("stdout", "-")
+        }
     }
 
     func insertArguments() -> StatementArguments {
-        [
-            id, url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
-            priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, createdAt, updatedAt,
-            TaskOptionsJSON.encode(options), errorReason,
+        let destination = Self.key(of: spec.destination)
+        return [
+            id, url, destination.kind, destination.path, spec.json.serialized,
+            priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, errorReason, createdAt, updatedAt,
         ]
     }
 
     func updateArguments() -> StatementArguments {
-        [
-            url, destinationKind, destinationPath, HeaderJSON.encode(headers), checksum, segments,
-            priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, updatedAt,
-            TaskOptionsJSON.encode(options), errorReason, id,
-        ]
+        [priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, errorReason, updatedAt, id]
     }
 
     /// Fetches the tasks a statement selects (its columns must be `columns`, in order).
@@ -89,32 +91,4 @@ extension StoredTask {
 struct StoreDecodingError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// A task's options in their column: JSON, or NULL for the defaults (most tasks).
-enum TaskOptionsJSON {
-    /// The options last encoded or decoded, with their JSON: the tasks of a batch share theirs, so a session that
-    /// reads and updates thousands of tasks turns them into JSON and back once, not at every row.
-    private static let last = NIOLockedValueBox<(text: String, options: TaskOptions)?>(nil)
-
-    static func encode(_ options: TaskOptions) -> String? {
-        guard options != TaskOptions() else { return nil }
-        if let cached = last.withLockedValue({ $0 }), cached.options == options { return cached.text }
-        guard let data = try? JSONEncoder().encode(options) else { return nil }
-        let text = String(decoding: data, as: UTF8.self)
-        last.withLockedValue { $0 = (text, options) }
-        return text
-    }
-
-    static func decode(_ text: String?) throws -> TaskOptions {
-        guard let text else { return TaskOptions() }
-        if let cached = last.withLockedValue({ $0 }), cached.text == text { return cached.options }
-        do {
-            let options = try JSONDecoder().decode(TaskOptions.self, from: Data(text.utf8))
-            last.withLockedValue { $0 = (text, options) }
-            return options
-        } catch {
-            throw StoreDecodingError("a task's options are not valid JSON")
-        }
-    }
 }

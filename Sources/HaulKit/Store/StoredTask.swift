@@ -1,18 +1,11 @@
-/// One download in a session's queue, as kept by ``TaskStore``.
-package struct StoredTask: Codable, Equatable, Sendable {
+/// One download in a session's queue, as kept by ``TaskStore``: its ``DownloadSpec`` and where it stands.
+package struct StoredTask: Equatable, Sendable {
     /// Chosen by the caller, or a generated UUID string.
     public var id: String
     /// FIFO order, assigned by the store when the task is added.
     public var sequence: Int64
-    public var url: String
-    /// `"file"` or `"directory"`.
-    public var destinationKind: String
-    /// Absolute path of the file or folder.
-    public var destinationPath: String
-    public var headers: [HTTPFields.Field]
-    /// `ALG:HEX`, as `Checksum.description` writes it.
-    public var checksum: String?
-    public var segments: Int?
+    /// The download as it was added, its destination absolute (the `spec` column, in the spec's one JSON shape).
+    public var spec: DownloadSpec
     /// Higher runs first.
     public var priority: Int
     public var state: TaskState
@@ -29,23 +22,15 @@ package struct StoredTask: Codable, Equatable, Sendable {
     public var createdAt: Double
     /// Unix seconds.
     public var updatedAt: Double
-    public var options: TaskOptions
 
     public init(
-        id: String, sequence: Int64, url: String, destinationKind: String, destinationPath: String,
-        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0,
-        state: TaskState = .waiting, bytes: Int64 = 0, total: Int64? = nil, filePath: String? = nil,
-        errorKind: String? = nil, errorMessage: String? = nil, errorReason: String? = nil, createdAt: Double, updatedAt: Double,
-        options: TaskOptions = TaskOptions()
+        id: String, sequence: Int64, spec: DownloadSpec, priority: Int = 0, state: TaskState = .waiting, bytes: Int64 = 0,
+        total: Int64? = nil, filePath: String? = nil, errorKind: String? = nil, errorMessage: String? = nil,
+        errorReason: String? = nil, createdAt: Double, updatedAt: Double
     ) {
         self.id = id
         self.sequence = sequence
-        self.url = url
-        self.destinationKind = destinationKind
-        self.destinationPath = destinationPath
-        self.headers = headers
-        self.checksum = checksum
-        self.segments = segments
+        self.spec = spec
         self.priority = priority
         self.state = state
         self.bytes = bytes
@@ -56,17 +41,13 @@ package struct StoredTask: Codable, Equatable, Sendable {
         self.errorReason = errorReason
         self.createdAt = createdAt
         self.updatedAt = updatedAt
-        self.options = options
     }
 
-    /// The destination as a download option, or `nil` for an unknown kind.
-    public var destination: DownloadOptions.Destination? {
-        switch destinationKind {
-        case NewTask.fileKind: return .file(destinationPath)
-        case NewTask.directoryKind: return .directory(destinationPath)
-        default: return nil
-        }
-    }
+    /// The URL, as the `url` column keeps it (with the destination, the key that makes a task unique).
+    public var url: String { spec.url.absoluteString }
+
+    /// The destination (always set for a stored task: a session gives a task without one its default folder).
+    public var destination: DownloadSpec.Destination? { spec.destination }
 
     /// Records the failure: state `.failed` with the error's kind, message and reason.
     public mutating func fail(_ error: HaulError) {
@@ -86,128 +67,4 @@ package struct StoredTask: Codable, Equatable, Sendable {
         guard let kind = errorKind.flatMap(HaulError.Kind.init(rawValue:)) else { return nil }
         return HaulError(kind, errorMessage ?? "", reason: FailureReasonJSON.decode(errorReason) ?? .other)
     }
-
-    private enum CodingKeys: String, CodingKey {
-        case id, sequence, url, destinationKind, destinationPath, headers, checksum, segments, priority, state
-        case bytes, total, filePath, errorKind, errorMessage, errorReason, createdAt, updatedAt, options
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(String.self, forKey: .id)
-        sequence = try c.decode(Int64.self, forKey: .sequence)
-        url = try c.decode(String.self, forKey: .url)
-        destinationKind = try c.decode(String.self, forKey: .destinationKind)
-        destinationPath = try c.decode(String.self, forKey: .destinationPath)
-        headers = try c.decodeIfPresent([HeaderField].self, forKey: .headers)?.map(\.field) ?? []
-        checksum = try c.decodeIfPresent(String.self, forKey: .checksum)
-        segments = try c.decodeIfPresent(Int.self, forKey: .segments)
-        priority = try c.decodeIfPresent(Int.self, forKey: .priority) ?? 0
-        state = try c.decode(TaskState.self, forKey: .state)
-        bytes = try c.decodeIfPresent(Int64.self, forKey: .bytes) ?? 0
-        total = try c.decodeIfPresent(Int64.self, forKey: .total)
-        filePath = try c.decodeIfPresent(String.self, forKey: .filePath)
-        errorKind = try c.decodeIfPresent(String.self, forKey: .errorKind)
-        errorMessage = try c.decodeIfPresent(String.self, forKey: .errorMessage)
-        errorReason = try c.decodeIfPresent(String.self, forKey: .errorReason)
-        createdAt = try c.decode(Double.self, forKey: .createdAt)
-        updatedAt = try c.decode(Double.self, forKey: .updatedAt)
-        options = try c.decodeIfPresent(TaskOptions.self, forKey: .options) ?? TaskOptions()
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(sequence, forKey: .sequence)
-        try c.encode(url, forKey: .url)
-        try c.encode(destinationKind, forKey: .destinationKind)
-        try c.encode(destinationPath, forKey: .destinationPath)
-        try c.encode(headers.map(HeaderField.init), forKey: .headers)
-        try c.encodeIfPresent(checksum, forKey: .checksum)
-        try c.encodeIfPresent(segments, forKey: .segments)
-        try c.encode(priority, forKey: .priority)
-        try c.encode(state, forKey: .state)
-        try c.encode(bytes, forKey: .bytes)
-        try c.encodeIfPresent(total, forKey: .total)
-        try c.encodeIfPresent(filePath, forKey: .filePath)
-        try c.encodeIfPresent(errorKind, forKey: .errorKind)
-        try c.encodeIfPresent(errorMessage, forKey: .errorMessage)
-        try c.encodeIfPresent(errorReason, forKey: .errorReason)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(updatedAt, forKey: .updatedAt)
-        if options != TaskOptions() { try c.encode(options, forKey: .options) }
-    }
-}
-
-/// What a caller gives ``TaskStore`` to queue a download.
-package struct NewTask: Sendable, Equatable {
-    static let fileKind = "file"
-    static let directoryKind = "directory"
-
-    /// `nil` lets the store generate a UUID string.
-    public var id: String?
-    public var url: String
-    /// `"file"` or `"directory"`.
-    public var destinationKind: String
-    /// Absolute path of the file or folder.
-    public var destinationPath: String
-    public var headers: [HTTPFields.Field]
-    /// `ALG:HEX`, as `Checksum.description` writes it.
-    public var checksum: String?
-    public var segments: Int?
-    /// Higher runs first.
-    public var priority: Int
-    public var options: TaskOptions
-
-    public init(
-        id: String? = nil, url: String, destinationKind: String, destinationPath: String,
-        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0,
-        options: TaskOptions = TaskOptions()
-    ) {
-        self.id = id
-        self.url = url
-        self.destinationKind = destinationKind
-        self.destinationPath = destinationPath
-        self.headers = headers
-        self.checksum = checksum
-        self.segments = segments
-        self.priority = priority
-        self.options = options
-    }
-
-    /// The task for `url` saved at `destination`.
-    public init(
-        id: String? = nil, url: String, destination: DownloadOptions.Destination,
-        headers: [HTTPFields.Field] = [], checksum: String? = nil, segments: Int? = nil, priority: Int = 0,
-        options: TaskOptions = TaskOptions()
-    ) {
-        let kind: String, path: String
-        switch destination {
-        case .file(let file): (kind, path) = (Self.fileKind, file)
-        case .directory(let folder): (kind, path) = (Self.directoryKind, folder)
-        // Not a kind the store accepts: a session's tasks are saved to files.
-        case .standardOutput: (kind, path) = ("stdout", "-")
-        }
-        self.init(
-            id: id, url: url, destinationKind: kind, destinationPath: path,
-            headers: headers, checksum: checksum, segments: segments, priority: priority, options: options)
-    }
-
-    /// The task for a download described by `options` (URL, destination, headers, checksum, segments, TaskOptions).
-    public init(id: String? = nil, options: DownloadOptions, priority: Int = 0) {
-        self.init(
-            id: id, url: options.url.absoluteString, destination: options.destination,
-            headers: options.headers.fields, checksum: options.checksum?.description,
-            segments: options.segments, priority: priority, options: TaskOptions(options))
-    }
-}
-
-/// The JSON shape of one header field: `{"name": "...", "value": "..."}`.
-struct HeaderField: Codable {
-    var name: String
-    var value: String
-
-    init(_ field: HTTPFields.Field) { (name, value) = (field.name, field.value) }
-
-    var field: HTTPFields.Field { HTTPFields.Field(name: name, value: value) }
 }

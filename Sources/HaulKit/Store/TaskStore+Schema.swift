@@ -67,6 +67,30 @@ extension TaskStore {
                 PRAGMA user_version = 4;
                 """)
         }
+        // v5: one column for the download's description (``DownloadSpec`` in its one JSON shape), in place of the
+        // columns `headers`, `checksum`, `segments` and `options` it is made from. `url`, `destinationKind` and
+        // `destinationPath` stay: they are the unique key of a task.
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: "ALTER TABLE task ADD COLUMN spec TEXT")
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, url, destinationKind, destinationPath, headers, checksum, segments, options FROM task")
+            let update = try db.makeStatement(sql: "UPDATE task SET spec = ? WHERE id = ?")
+            for row in rows {
+                let id: String = row["id"]
+                // A row an older haul could not have run either stays without a spec and is reported as damaged.
+                guard let spec = LegacyTaskColumns.spec(
+                    url: row["url"], kind: row["destinationKind"], path: row["destinationPath"], headers: row["headers"],
+                    checksum: row["checksum"], segments: row["segments"], options: row["options"]) else { continue }
+                try update.execute(arguments: [spec.json.serialized, id])
+            }
+            try db.execute(sql: """
+                ALTER TABLE task DROP COLUMN headers;
+                ALTER TABLE task DROP COLUMN checksum;
+                ALTER TABLE task DROP COLUMN segments;
+                ALTER TABLE task DROP COLUMN options;
+                PRAGMA user_version = 5;
+                """)
+        }
         return migrator
     }
 

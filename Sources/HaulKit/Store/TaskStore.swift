@@ -8,7 +8,7 @@ import GRDB
 /// `synchronous = NORMAL` a power loss may undo the last commits, but never damages the file.
 package final class TaskStore: Sendable {
     /// The schema this build reads and writes.
-    public static let schemaVersion = 4
+    public static let schemaVersion = 5
 
     /// The SQLite file.
     public let path: String
@@ -41,7 +41,8 @@ package final class TaskStore: Sendable {
 
     /// Adds a task unless one with the same id, or the same URL and destination, exists; then returns
     /// that one with `created == false`. One write transaction.
-    public func add(_ task: NewTask) throws -> (task: StoredTask, created: Bool) {
+    /// The request's spec must have an absolute file or folder destination (a session sees to it).
+    public func add(_ task: DownloadRequest) throws -> (task: StoredTask, created: Bool) {
         try Self.validate(task)
         let now = Self.now()
         return try write { db in try Self.insertOrFind(task, db, now: now) }
@@ -49,7 +50,7 @@ package final class TaskStore: Sendable {
 
     /// Adds many tasks in one write transaction, with the same rules as adding one; a task
     /// that repeats an earlier one of the same batch returns that one. Results follow the input order.
-    public func add(_ tasks: [NewTask]) throws -> [(task: StoredTask, created: Bool)] {
+    public func add(_ tasks: [DownloadRequest]) throws -> [(task: StoredTask, created: Bool)] {
         for task in tasks { try Self.validate(task) }
         let now = Self.now()
         return try write { db in try tasks.map { try Self.insertOrFind($0, db, now: now) } }
@@ -104,7 +105,7 @@ package final class TaskStore: Sendable {
     }
 
     /// Applies `change` to the task `id` and saves it with a new `updatedAt`, in one transaction;
-    /// `nil` when there is no such task. `id`, `sequence` and `createdAt` cannot be changed.
+    /// `nil` when there is no such task. `id`, `sequence`, `spec` and `createdAt` cannot be changed.
     public func update(id: String, _ change: (inout StoredTask) -> Void) throws -> StoredTask? {
         let now = Self.now()
         return try write { db in try Self.update(id: id, db, now: now, change) }
@@ -156,15 +157,15 @@ package final class TaskStore: Sendable {
 
     static func now() -> Double { Date().timeIntervalSince1970 }
 
-    static func validate(_ task: NewTask) throws(HaulError) {
+    static func validate(_ task: DownloadRequest) throws(HaulError) {
         if let id = task.id, id.isEmpty { throw HaulError(.usage, "a task id cannot be empty") }
-        guard task.destinationKind == NewTask.fileKind || task.destinationKind == NewTask.directoryKind else {
-            throw HaulError(.usage, "unknown destination kind \"\(task.destinationKind)\"; use \"file\" or \"directory\"")
+        switch task.destination {
+        case .file(let path)?, .directory(let path)?:
+            guard path.hasPrefix("/") else { throw HaulError(.usage, "the destination \(path) of a task must be an absolute path") }
+        case .standardOutput?, nil:
+            throw HaulError(.usage, "a task needs a file or folder destination: a session saves its downloads to files")
         }
-        guard task.destinationPath.hasPrefix("/") else {
-            throw HaulError(.usage, "the destination \(task.destinationPath) of a task must be an absolute path")
-        }
-        do { try task.options.validate() } catch { throw HaulError(.usage, error.message) }
+        do { try task.spec.validate() } catch { throw HaulError(.usage, error.message) }
     }
 
     static func fetch(id: String, _ db: Database) throws -> StoredTask? {
@@ -172,12 +173,10 @@ package final class TaskStore: Sendable {
         return try StoredTask.fetchOne(statement, arguments: [id])
     }
 
-    static func insertOrFind(_ new: NewTask, _ db: Database, now: Double) throws -> (task: StoredTask, created: Bool) {
+    static func insertOrFind(_ new: DownloadRequest, _ db: Database, now: Double) throws -> (task: StoredTask, created: Bool) {
         var task = StoredTask(
-            id: new.id ?? RandomID.make(), sequence: 0, url: new.url,
-            destinationKind: new.destinationKind, destinationPath: new.destinationPath, headers: new.headers,
-            checksum: new.checksum, segments: new.segments, priority: new.priority, state: .waiting,
-            createdAt: now, updatedAt: now, options: new.options)
+            id: new.id ?? RandomID.make(), sequence: 0, spec: new.spec, priority: new.priority, state: .waiting,
+            createdAt: now, updatedAt: now)
         try db.cachedStatement(sql: StoredTask.insertSQL).execute(arguments: task.insertArguments())
         if db.changesCount == 1 {
             task.sequence = db.lastInsertedRowID
@@ -186,11 +185,11 @@ package final class TaskStore: Sendable {
         if let existing = try fetch(id: task.id, db) { return (existing, false) }
         let sameDestination = try db.cachedStatement(
             sql: StoredTask.selectSQL + " WHERE url = ? AND destinationKind = ? AND destinationPath = ?")
-        if let existing = try StoredTask.fetchOne(
-            sameDestination, arguments: [new.url, new.destinationKind, new.destinationPath]) {
+        let destination = StoredTask.key(of: new.destination)
+        if let existing = try StoredTask.fetchOne(sameDestination, arguments: [task.url, destination.kind, destination.path]) {
             return (existing, false)
         }
-        throw HaulError(.fileSystem, "could not add the task for \(new.url) to the session store")
+        throw HaulError(.fileSystem, "could not add the task for \(Redaction.url(task.url)) to the session store")
     }
 
     static func update(
@@ -201,6 +200,7 @@ package final class TaskStore: Sendable {
         change(&task)
         task.id = original.id
         task.sequence = original.sequence
+        task.spec = original.spec
         task.createdAt = original.createdAt
         task.updatedAt = now
         try db.cachedStatement(sql: StoredTask.updateSQL).execute(arguments: task.updateArguments())

@@ -1,17 +1,12 @@
 import struct Foundation.URL
 
-/// Everything that describes one download.
+/// What the transfer engine runs: a ``DownloadSpec`` merged with its session's defaults
+/// (``init(_:defaults:)``), plus the engine's own settings (checkpoints, progress events, failing fast).
+///
+/// A program that drives ``TransferEngine`` itself may also make one directly.
 public struct DownloadOptions: Sendable {
     /// Where the file goes: an exact path, or a folder plus the name the server suggests, or standard output.
-    ///
-    /// A `file` path that is a character device, FIFO or socket (`/dev/null`, a named pipe) is written straight
-    /// through like `standardOutput`: no partial file, no rename, no resume, and never replaced or removed.
-    public enum Destination: Equatable, Sendable {
-        case file(String)
-        case directory(String)
-        /// The bytes go to the process's standard output as they arrive (`-o -`); nothing is kept to resume.
-        case standardOutput
-    }
+    public typealias Destination = DownloadSpec.Destination
 
     public var url: URL
     public var destination: Destination

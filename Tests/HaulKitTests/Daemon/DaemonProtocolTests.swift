@@ -74,23 +74,26 @@ import Testing
         request.segments = 4
         request.priority = -1
         request.id = "mine"
-        request.options.overwrite = true
-        request.options.rateLimit = 1000
-        request.options.maxRetries = 2
-        request.options.retryWait = 0.5
-        request.options.minSegmentSize = 4096
-        request.options.maxConnectionsPerHost = 3
-        request.options.allowInsecureRedirects = true
-        request.options.proxies = ProxyChoice(
+        request.overwrite = true
+        request.rateLimit = 1000
+        request.maxRetries = 2
+        request.retryWait = 0.5
+        request.minSegmentSize = 4096
+        request.maxConnectionsPerHost = 3
+        request.allowInsecureRedirects = true
+        request.proxies = ProxyChoice(
             explicit: try ProxyEndpoint(parsing: "http://u:p%40@proxy:3128"), noProxy: "localhost", environment: ["https_proxy": "s:1"])
-        request.options.tls = TLSTrust(caFile: "/ca.pem", caDirectory: "/certs", insecure: true, clientCertificate: "/c.pem", clientKey: "/k.pem")
-        request.options.credentials = Credentials(user: "me", password: "p:w")
-        request.options.keepsRemoteTime = false
-        request.options.completionCommand = "notify-send \"$HAUL_TASK_PATH\""
+        request.tls = TLSTrust(caFile: "/ca.pem", caDirectory: "/certs", insecure: true, clientCertificate: "/c.pem", clientKey: "/k.pem")
+        request.credentials = Credentials(user: "me", password: "p:w")
+        request.keepsRemoteTime = false
+        request.completionCommand = "notify-send \"$HAUL_TASK_PATH\""
         let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
         #expect(decoded.url == request.url && decoded.destination == request.destination && decoded.headers == request.headers)
         #expect(decoded.checksum == request.checksum && decoded.segments == 4 && decoded.priority == -1 && decoded.id == "mine")
-        #expect(decoded.options == request.options)
+        #expect(decoded.spec == request.spec)
+        // The one JSON shape: Codable reads and writes what the protocol carries.
+        let viaCodable = try JSONDecoder().decode(DownloadSpec.self, from: JSONEncoder().encode(request.spec))
+        #expect(viaCodable == request.spec)
 
         let bad: [([String: JSONValue], String)] = [
             ([:], "\"url\" is required"),
@@ -124,21 +127,16 @@ import Testing
 
     @Test func theServersTimeIsKeptUnlessATaskSaysOtherwise() throws {
         let url = try UserInput.url("https://example.com/a")
-        var options = DownloadOptions(url: url, destination: .file("/tmp/a"))
-        #expect(options.keepsRemoteTime)
+        var spec = DownloadSpec(url: url, destination: .file("/tmp/a"))
+        #expect(DownloadOptions(spec).keepsRemoteTime)
         // The default travels as nothing at all: a task stored by an older haul means the same.
-        #expect(TaskOptions(options) == TaskOptions())
-        #expect(DaemonProtocol.encode(DownloadRequest(options))["options"] == nil)
-        options.keepsRemoteTime = false
-        let request = DownloadRequest(options)
-        #expect(request.options.keepsRemoteTime == false)
+        #expect(DaemonProtocol.encode(DownloadRequest(spec))["options"] == nil)
+        #expect(spec.json == ["url": "https://example.com/a", "path": "/tmp/a"])
+        spec.keepsRemoteTime = false
+        let request = DownloadRequest(spec)
         #expect(DaemonProtocol.encode(request)["options"]?["remoteTime"] == .bool(false))
         let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
-        var applied = DownloadOptions(url: url, destination: .file("/tmp/a"))
-        decoded.options.apply(to: &applied)
-        #expect(!applied.keepsRemoteTime)
-        let stored = try JSONDecoder().decode(TaskOptions.self, from: Data(#"{"overwrite":true,"continuePartial":false,"allowInsecureRedirects":false}"#.utf8))
-        #expect(stored.keepsRemoteTime == nil && stored.overwrite)
+        #expect(!DownloadOptions(decoded.spec).keepsRemoteTime)
     }
 
     @Test func configurationsRoundTripAndRejectNonsense() throws {

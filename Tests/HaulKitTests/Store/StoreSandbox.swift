@@ -15,10 +15,9 @@ final class StoreSandbox {
     /// The path of a store file inside a nested folder that does not exist yet.
     var storePath: String { root + "/sessions/s1/tasks.sqlite" }
 
-    func newTask(_ n: Int, id: String? = nil, priority: Int = 0) -> NewTask {
-        NewTask(
-            id: id, url: "https://example.com/files/\(n).bin", destinationKind: "directory",
-            destinationPath: root + "/downloads", priority: priority)
+    func newTask(_ n: Int, id: String? = nil, priority: Int = 0) -> DownloadRequest {
+        let spec = DownloadSpec(url: URL(string: "https://example.com/files/\(n).bin")!, destination: .directory(root + "/downloads"))
+        return DownloadRequest(spec, priority: priority, id: id)
     }
 
     func writeFile(_ path: String, _ bytes: [UInt8]) throws {

@@ -58,8 +58,10 @@ struct TaskStoreFileTests {
         try store.execute(sql: "UPDATE task SET state = 'exploded'")
         #expect(StoreSandbox.thrown { try store.tasks() }?.message
             == "the session store at \(sandbox.storePath) is damaged (unknown task state \"exploded\"); move it away to start over")
-        try store.execute(sql: "UPDATE task SET state = 'waiting', headers = '[{'")
-        #expect(StoreSandbox.thrown { try store.task(id: "a") }?.message.contains("is damaged (the headers") == true)
+        try store.execute(sql: "UPDATE task SET state = 'waiting', spec = '{\"url\": \"https://example.com/a\", \"headers\": [{'")
+        #expect(StoreSandbox.thrown { try store.task(id: "a") }?.message.contains("is damaged (a task's spec") == true)
+        try store.execute(sql: "UPDATE task SET spec = '{\"url\": \"ftp://example.com/a\", \"directory\": \"/d\"}'")
+        #expect(StoreSandbox.thrown { try store.task(id: "a") }?.message.contains("is damaged (a task's spec") == true)
     }
 
     @Test func emptyFileBecomesANewStore() throws {
@@ -146,7 +148,7 @@ struct TaskStoreFileTests {
         let listed = try store.tasks()
         #expect(listed.count == 10_000)
         #expect(listed.map(\.sequence) == Array(1...10_000))
-        #expect(listed.map(\.url) == batch.map(\.url))
+        #expect(listed.map(\.url) == batch.map { $0.url.absoluteString })
 
         // Adding the same batch again creates nothing.
         #expect(try store.add(batch).allSatisfy { !$0.created })

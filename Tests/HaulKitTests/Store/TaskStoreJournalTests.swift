@@ -57,8 +57,11 @@ import Testing
         do {
             let store = try TaskStore(path: sandbox.storePath)
             _ = try store.add(sandbox.newTask(1, id: "kept"))
-            // Undo v4, v3 and v2, as a store written by an older haul would be.
+            // Undo v5, v4, v3 and v2, as a store written by an older haul would be.
             try store.execute(sql: """
+                ALTER TABLE task ADD COLUMN headers TEXT NOT NULL DEFAULT '[]'; ALTER TABLE task ADD COLUMN checksum TEXT;
+                ALTER TABLE task ADD COLUMN segments INTEGER; ALTER TABLE task ADD COLUMN options TEXT;
+                ALTER TABLE task DROP COLUMN spec; DELETE FROM grdb_migrations WHERE identifier = 'v5';
                 DROP TABLE transfer; DROP TABLE choice; DELETE FROM grdb_migrations WHERE identifier = 'v4';
                 ALTER TABLE task DROP COLUMN errorReason; DELETE FROM grdb_migrations WHERE identifier = 'v3';
                 DROP TABLE journal; ALTER TABLE task DROP COLUMN options; DELETE FROM grdb_migrations WHERE identifier = 'v2';
@@ -76,8 +79,11 @@ import Testing
             let store = try TaskStore(path: sandbox.storePath)
             _ = try store.add(sandbox.newTask(1, id: "old"))
             _ = try store.update(id: "old") { $0.fail(HaulError(.network, "connection reset")) }
-            // Undo v4 and v3, as a store written by an earlier haul would be.
+            // Undo v5, v4 and v3, as a store written by an earlier haul would be.
             try store.execute(sql: """
+                ALTER TABLE task ADD COLUMN headers TEXT NOT NULL DEFAULT '[]'; ALTER TABLE task ADD COLUMN checksum TEXT;
+                ALTER TABLE task ADD COLUMN segments INTEGER; ALTER TABLE task ADD COLUMN options TEXT;
+                ALTER TABLE task DROP COLUMN spec; DELETE FROM grdb_migrations WHERE identifier = 'v5';
                 DROP TABLE transfer; DROP TABLE choice; DELETE FROM grdb_migrations WHERE identifier = 'v4';
                 ALTER TABLE task DROP COLUMN errorReason; DELETE FROM grdb_migrations WHERE identifier = 'v3'; PRAGMA user_version = 2
                 """)
@@ -100,18 +106,61 @@ import Testing
         #expect(try reopened.task(id: "new")?.errorReason == nil)
     }
 
-    @Test func taskOptionsAreStoredAndKeptByUpdates() throws {
+    @Test func aVersion4StoreIsMigratedIntoOneSpecColumn() throws {
+        let checksum = "sha256:" + String(repeating: "ab", count: 32)
+        do {
+            let store = try TaskStore(path: sandbox.storePath)
+            _ = try store.add(sandbox.newTask(1, id: "plain"))
+            _ = try store.add(sandbox.newTask(2, id: "rich"))
+            _ = try store.add(sandbox.newTask(3, id: "broken"))
+            // The columns of schema 4, filled as haul 4 wrote them (TaskOptions as JSON, headers as JSON).
+            try store.execute(sql: """
+                \(Self.undoVersion5)
+                UPDATE task SET headers = '[{"name":"Cookie","value":"k=v"}]', checksum = '\(checksum)', segments = 4,
+                    options = '{"overwrite":true,"continuePartial":false,"rateLimit":4096,"allowInsecureRedirects":false,"keepsRemoteTime":false,"completionCommand":"echo hi","proxies":{"noProxy":"localhost","environment":{}}}'
+                    WHERE id = 'rich';
+                UPDATE task SET checksum = 'nope' WHERE id = 'broken';
+                PRAGMA user_version = 4
+                """)
+        }
+        let store = try TaskStore(path: sandbox.storePath)
+        #expect(try store.value(sql: "PRAGMA user_version") == "5")
+        let plain = try #require(try store.task(id: "plain")?.spec)
+        #expect(plain == sandbox.newTask(1).spec)
+        let rich = try #require(try store.task(id: "rich")?.spec)
+        var expected = sandbox.newTask(2).spec
+        expected.headers = ["Cookie": "k=v"]
+        expected.checksum = try Checksum(parsing: checksum)
+        expected.segments = 4
+        expected.overwrite = true
+        expected.rateLimit = 4096
+        expected.keepsRemoteTime = false
+        expected.completionCommand = "echo hi"
+        expected.proxies = ProxyChoice(noProxy: "localhost")
+        #expect(rich == expected)
+        // A row that could not describe a download stays unreadable (reported as damaged), not made up.
+        #expect(try store.value(sql: "SELECT spec FROM task WHERE id = 'broken'") == nil)
+        #expect(StoreSandbox.thrown { try store.task(id: "broken") }?.message.contains("damaged") == true)
+    }
+
+    static let undoVersion5 = """
+        ALTER TABLE task ADD COLUMN headers TEXT NOT NULL DEFAULT '[]'; ALTER TABLE task ADD COLUMN checksum TEXT;
+        ALTER TABLE task ADD COLUMN segments INTEGER; ALTER TABLE task ADD COLUMN options TEXT;
+        ALTER TABLE task DROP COLUMN spec; DELETE FROM grdb_migrations WHERE identifier = 'v5';
+        """
+
+    @Test func aTasksSpecIsStoredAndKeptByUpdates() throws {
         let store = try TaskStore(path: sandbox.storePath)
         var new = sandbox.newTask(1, id: "o")
-        new.options.overwrite = true
-        new.options.rateLimit = 4096
+        new.overwrite = true
+        new.rateLimit = 4096
         _ = try store.add(new)
         _ = try store.update(id: "o") { $0.bytes = 10 }
-        #expect(try TaskStore(path: sandbox.storePath).task(id: "o")?.options == new.options)
+        #expect(try TaskStore(path: sandbox.storePath).task(id: "o")?.spec == new.spec)
         _ = try store.add(sandbox.newTask(2, id: "plain"))
-        #expect(try store.value(sql: "SELECT options FROM task WHERE id = 'plain'") == nil, "defaults are stored as NULL")
+        #expect(try store.value(sql: "SELECT spec FROM task WHERE id = 'plain'")?.contains("options") == false, "defaults are left out")
         var invalid = sandbox.newTask(3)
-        invalid.options.maxRetries = -1
+        invalid.maxRetries = -1
         #expect(StoreSandbox.thrown { try store.add(invalid) }?.kind == .usage)
     }
 }

@@ -40,10 +40,10 @@ struct TaskStoreTests {
         #expect(try store.task(id: "b") == nil)
 
         var elsewhere = sandbox.newTask(1, id: "c")
-        elsewhere.destinationPath = sandbox.root + "/other"
+        elsewhere.destination = .directory(sandbox.root + "/other")
         #expect(try store.add(elsewhere).created)
         var asFile = sandbox.newTask(1)
-        asFile.destinationKind = "file"
+        asFile.destination = .file(sandbox.root + "/downloads")
         #expect(try store.add(asFile).created)
         #expect(try store.count() == 3)
         #expect(first.task.sequence == 1)
@@ -128,32 +128,45 @@ struct TaskStoreTests {
             HTTPFields.Field(name: "X-Empty", value: ""),
         ]
         var new = sandbox.newTask(1, id: "h")
-        new.headers = headers
-        new.checksum = Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32)).description
+        new.headers = HTTPFields(headers)
+        new.checksum = Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32))
         new.segments = 4
         do {
             let store = try TaskStore(path: sandbox.storePath)
-            #expect(try store.add(new).task.headers == headers)
+            #expect(try store.add(new).task.spec.headers.fields == headers)
         }
         let reopened = try TaskStore(path: sandbox.storePath)
         let task = try #require(try reopened.task(id: "h"))
-        #expect(task.headers == headers)
-        #expect(task.checksum == "sha256:" + String(repeating: "ab", count: 32))
-        #expect(task.segments == 4)
+        #expect(task.spec.headers.fields == headers)
+        #expect(task.spec.checksum?.description == "sha256:" + String(repeating: "ab", count: 32))
+        #expect(task.spec.segments == 4)
+        #expect(task.spec == new.spec)
 
-        let json = try JSONEncoder().encode(task)
-        #expect(try JSONDecoder().decode(StoredTask.self, from: json) == task)
+        let json = try JSONEncoder().encode(task.spec)
+        #expect(try JSONDecoder().decode(DownloadSpec.self, from: json) == task.spec)
     }
 
-    @Test func newTaskFromDownloadOptions() throws {
-        var options = DownloadOptions(url: URL(string: "https://example.com/a.iso")!, destination: .file("/data/a.iso"))
-        options.headers = ["Cookie": "k=v"]
-        options.segments = 2
-        let new = NewTask(options: options, priority: 3)
-        #expect(new.url == "https://example.com/a.iso" && new.destinationKind == "file" && new.destinationPath == "/data/a.iso")
-        #expect(new.headers == [HTTPFields.Field(name: "Cookie", value: "k=v")] && new.segments == 2 && new.priority == 3)
+    @Test func aTaskIsItsSpecInOneColumn() throws {
+        var spec = DownloadSpec(url: URL(string: "https://example.com/a.iso")!, destination: .file("/data/a.iso"))
+        spec.headers = ["Cookie": "k=v"]
+        spec.segments = 2
         let store = try TaskStore(path: sandbox.storePath)
-        #expect(try store.add(new).task.destination == .file("/data/a.iso"))
+        let task = try store.add(DownloadRequest(spec, priority: 3)).task
+        #expect(task.destination == .file("/data/a.iso") && task.priority == 3 && task.spec == spec)
+        let column = try #require(try store.value(sql: "SELECT spec FROM task"))
+        #expect(column == spec.json.serialized, "the column holds the protocol's JSON shape")
+        #expect(try store.value(sql: "SELECT destinationPath FROM task") == "/data/a.iso", "the unique key repeats the destination")
+        // Updates change where the task stands, never what it is.
+        let updated = try store.update(id: task.id) { $0.spec.url = URL(string: "https://example.com/other")!; $0.bytes = 5 }
+        #expect(updated?.spec == spec && updated?.bytes == 5)
+        #expect(try store.task(id: task.id)?.spec == spec)
+
+        var standardOutput = spec
+        standardOutput.destination = .standardOutput
+        #expect(StoreSandbox.thrown { try store.add(DownloadRequest(standardOutput)) }?.kind == .usage)
+        var relative = spec
+        relative.destination = .file("a.iso")
+        #expect(StoreSandbox.thrown { try store.add(DownloadRequest(relative)) }?.kind == .usage)
     }
 
     @Test func stateSurvivesReopening() throws {
@@ -186,9 +199,9 @@ struct TaskStoreTests {
     @Test func invalidTasksAreRefused() throws {
         let store = try TaskStore(path: sandbox.storePath)
         var relative = sandbox.newTask(1)
-        relative.destinationPath = "downloads"
+        relative.destination = .directory("downloads")
         var badKind = sandbox.newTask(2)
-        badKind.destinationKind = "folder"
+        badKind.destination = .standardOutput
         let emptyID = sandbox.newTask(3, id: "")
         for task in [relative, badKind, emptyID] {
             #expect(StoreSandbox.thrown { try store.add(task) }?.kind == .usage)

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+@testable import HaulCore
+@testable import HaulKit
+
+@Suite("DownloadSpec: one description of a download")
+struct DownloadSpecTests {
+    let url = URL(string: "https://example.com/a.iso")!
+
+    @Test func everyValueIsCheckedAndTheMessageNamesIt() {
+        var spec = DownloadSpec(url: url, destination: .file("/d/a.iso"))
+        #expect(throws: Never.self) { try spec.validate() }
+        let cases: [(WritableKeyPath<DownloadSpec, Int?>, Int, String)] = [
+            (\.segments, 0, "segments"), (\.segments, 65, "segments"), (\.maxRetries, -1, "retries"),
+            (\.maxRetries, 1001, "retries"), (\.maxConnectionsPerHost, 0, "connections per host"),
+        ]
+        for (member, value, fragment) in cases {
+            var bad = spec
+            bad[keyPath: member] = value
+            #expect(throws: InputError.self) { try bad.validate() }
+            do { try bad.validate() } catch { #expect(error.message.contains(fragment), "\(error.message)") }
+        }
+        spec.rateLimit = 0
+        #expect(throws: InputError.self) { try spec.validate() }
+        spec.rateLimit = nil
+        spec.retryWait = .infinity
+        #expect(throws: InputError.self) { try spec.validate() }
+        spec.retryWait = nil
+        spec.completionCommand = ""
+        #expect(throws: InputError.self) { try spec.validate() }
+        spec.completionCommand = nil
+        spec.overwrite = true
+        spec.continuePartial = true
+        #expect(throws: InputError("use either continuePartial or overwrite, not both")) { try spec.validate() }
+        spec.overwrite = false
+        spec.destination = .directory("/d")
+        #expect(throws: InputError.self) { try spec.validate() }
+    }
+
+    @Test func anchoringMakesPathsAbsoluteAndFillsTheDefaultFolder() {
+        let absolute = { (path: String) in path.hasPrefix("/") ? path : "/work/" + path }
+        var spec = DownloadSpec(url: url)
+        #expect(spec.anchored(defaultDirectory: "downloads", absolute).destination == .directory("/work/downloads"))
+        spec.destination = .file("a.iso")
+        spec.tls = TLSTrust(caFile: "ca.pem", clientCertificate: "/c.pem", clientKey: "k.pem")
+        let anchored = spec.anchored(defaultDirectory: "downloads", absolute)
+        #expect(anchored.destination == .file("/work/a.iso"))
+        #expect(anchored.tls == TLSTrust(caFile: "/work/ca.pem", clientCertificate: "/c.pem", clientKey: "/work/k.pem"))
+        spec.destination = .standardOutput
+        #expect(spec.anchored(defaultDirectory: "downloads", absolute).destination == .standardOutput)
+    }
+
+    /// The one merge: what the spec says wins, else the session's defaults, else the engine's.
+    @Test func mergingWithDefaultsLetsTheSpecWin() {
+        var defaults = DownloadDefaults()
+        defaults.directory = "/downloads"
+        defaults.headers = ["Accept": "*/*", "X-Session": "s"]
+        defaults.retry = RetryPolicy(maxRetries: 9, baseDelay: .seconds(3))
+        defaults.progressInterval = .milliseconds(100)
+
+        let plain = DownloadOptions(DownloadSpec(url: url), defaults: defaults)
+        #expect(plain.destination == .directory("/downloads"))
+        #expect(plain.headers.fields == [HTTPFields.Field(name: "Accept", value: "*/*"), HTTPFields.Field(name: "X-Session", value: "s")])
+        #expect(plain.retry.maxRetries == 9 && plain.retry.baseDelay == .seconds(3))
+        #expect(plain.keepsRemoteTime && !plain.overwrite && plain.maxConnectionsPerHost == 8 && plain.minSegmentSize == 1 << 20)
+        #expect(plain.progressInterval == .milliseconds(100))
+
+        var spec = DownloadSpec(url: url, destination: .file("/d/a.iso"))
+        spec.headers = ["accept": "text/html"]
+        spec.maxRetries = 1
+        spec.retryWait = 0.5
+        spec.keepsRemoteTime = false
+        spec.maxConnectionsPerHost = 2
+        spec.minSegmentSize = 4096
+        spec.overwrite = true
+        spec.segments = 3
+        spec.rateLimit = 1000
+        spec.credentials = Credentials(user: "u", password: "p")
+        let merged = DownloadOptions(spec, defaults: defaults)
+        #expect(merged.destination == .file("/d/a.iso"))
+        #expect(merged.headers.fields == [HTTPFields.Field(name: "X-Session", value: "s"), HTTPFields.Field(name: "accept", value: "text/html")])
+        #expect(merged.retry.maxRetries == 1 && merged.retry.baseDelay == .milliseconds(500) && merged.retry.maxDelay == defaults.retry.maxDelay)
+        #expect(!merged.keepsRemoteTime && merged.overwrite && merged.segments == 3 && merged.rateLimit == 1000)
+        #expect(merged.maxConnectionsPerHost == 2 && merged.minSegmentSize == 4096 && merged.credentials == spec.credentials)
+    }
+
+    @Test func theJSONShapeRoundTripsThroughCodable() throws {
+        var spec = DownloadSpec(url: url, destination: .directory("/d"))
+        #expect(String(decoding: try JSONEncoder().encode(spec), as: UTF8.self).contains("options") == false)
+        spec.headers = ["X-A": "1"]
+        spec.checksum = try Checksum(parsing: "md5:" + String(repeating: "0", count: 32))
+        spec.maxRetries = 0
+        spec.proxies = ProxyChoice(explicit: try ProxyEndpoint(parsing: "http://proxy:3128"))
+        let data = try JSONEncoder().encode(spec)
+        #expect(try JSONDecoder().decode(DownloadSpec.self, from: data) == spec)
+        #expect(DownloadSpec.parse(String(decoding: data, as: UTF8.self)) == spec)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(DownloadSpec.self, from: Data(#"{"url":"ftp://x/y"}"#.utf8)) }
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(DownloadSpec.self, from: Data("[1]".utf8)) }
+    }
+}
