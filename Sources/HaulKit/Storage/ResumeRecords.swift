@@ -8,8 +8,11 @@ import struct Foundation.URL
 /// destination has a lock (its byte of `transfers/locks`), which must hold across processes whatever store its record
 /// is in.
 package protocol ResumeRecords: Sendable {
-    /// The record under `key`, `nil` when there is none; throws when it is unreadable.
+    /// The record under `key`, `nil` when there is none; throws when it is unreadable. Reads only.
     func load(_ key: String) throws(HaulError) -> TransferRecord?
+    /// The record under `key` for the download that holds the destination's lock: like ``load(_:)``, and a store
+    /// that found it somewhere else (a session finding a `haul get` record file) makes it its own.
+    func claim(_ key: String) throws(HaulError) -> TransferRecord?
     /// Replaces the record under its key atomically. `durable: false` is for a record whose loss costs nothing:
     /// one naming a new partial file (offset 0), or the final one (a complete destination is recognised anyway).
     func save(_ record: TransferRecord, durable: Bool) throws(HaulError)
@@ -25,6 +28,8 @@ package protocol ResumeRecords: Sendable {
 
 extension ResumeRecords {
     func save(_ record: TransferRecord) throws(HaulError) { try save(record, durable: true) }
+
+    package func claim(_ key: String) throws(HaulError) -> TransferRecord? { try load(key) }
 }
 
 /// The name a `--dir` download chose, remembered so that a rerun after any interruption finds the same file.

@@ -22,7 +22,23 @@ package struct SessionRecords: ResumeRecords {
         self.files = files
     }
 
+    /// The store's record, else a record file left for the destination (read, not taken: see ``claim(_:)``).
     package func load(_ key: String) throws(HaulError) -> TransferRecord? {
+        if let record = try stored(key) { return record }
+        return try files.load(key)
+    }
+
+    /// Takes a record file left for the destination (a `haul get` the task continues) into the store. Only the
+    /// download holding the destination's lock calls it, so no `haul get` is writing that file meanwhile.
+    package func claim(_ key: String) throws(HaulError) -> TransferRecord? {
+        if let record = try stored(key) { return record }
+        guard let carried = try files.load(key) else { return nil }
+        try save(carried, durable: true)
+        files.remove(key)
+        return carried
+    }
+
+    private func stored(_ key: String) throws(HaulError) -> TransferRecord? {
         let text: String?
         do {
             text = try store.read { db in
@@ -31,13 +47,7 @@ package struct SessionRecords: ResumeRecords {
         } catch {
             throw Self.storeError(error)
         }
-        guard let text else {
-            // A record file this destination had (a `haul get` the task continues) becomes the session's.
-            guard let carried = try files.load(key) else { return nil }
-            try save(carried, durable: true)
-            files.remove(key)
-            return carried
-        }
+        guard let text else { return nil }
         do {
             return try JSONDecoder().decode(TransferRecord.self, from: Data(text.utf8))
         } catch {

@@ -167,7 +167,7 @@ final class DownloadJob {
 
     /// The record of `destination`, carrying over one saved under the key of an earlier version.
     private func loadRecord(for destination: String) throws -> TransferRecord? {
-        if let saved = try store.load(TransferRecord.key(destinationPath: destination)) { return saved }
+        if let saved = try store.claim(TransferRecord.key(destinationPath: destination)) { return saved }
         guard let legacy = TransferRecord.legacyKey(url: options.url, destination: options.destination),
               let old = try? store.load(legacy), old.destinationPath == destination else { return nil }
         try store.save(old)
