@@ -14,9 +14,12 @@ import Glibc
     static let rate = 1 << 20
     static let etag = "\"daemon-v1\""
 
-    func serve(_ server: TestServer, _ path: String, _ body: [UInt8], rate: Int? = Self.rate) {
+    /// `stallAfter`: every response stops sending after that many body bytes (until the client gives up on it), so
+    /// that a download is surely still running when a test acts on it, however long the test process is starved.
+    func serve(_ server: TestServer, _ path: String, _ body: [UInt8], rate: Int? = Self.rate, stallAfter: Int? = nil) {
         var resource = Resource(body: body, etag: Self.etag)
         resource.faults.throttleBytesPerSecond = rate
+        resource.faults.stallAfterBytes = stallAfter
         server.serve(path, resource)
     }
 
@@ -77,7 +80,7 @@ import Glibc
     @Test func daemonKilledMidDownloadResumesTheRemainderAfterRestart() async throws {
         try await withTestServer { server in
             let source = TestData.bytes(Self.size, seed: 502)
-            serve(server, "/big.bin", source)
+            serve(server, "/big.bin", source, stallAfter: 3 << 20)
             try await Sandbox.with { box in
                 let destination = box.path("big.bin")
                 let first = try await startDaemon(box)
@@ -139,7 +142,7 @@ import Glibc
     @Test func sigtermCheckpointsWithinTwoSecondsAndTheNextDaemonResumes() async throws {
         try await withTestServer { server in
             let source = TestData.bytes(Self.size, seed: 503)
-            serve(server, "/t.bin", source)
+            serve(server, "/t.bin", source, stallAfter: 3 << 20)
             try await Sandbox.with { box in
                 let daemon = try await startDaemon(box)
                 let added = try await box.run(["add", server.url("/t.bin"), "-o", "t.bin", "--no-autostart"])
@@ -168,7 +171,7 @@ import Glibc
     @Test func pauseResumeRemoveAndWaitExitCodes() async throws {
         try await withTestServer { server in
             let source = TestData.bytes(2 << 20, seed: 504)
-            serve(server, "/p.bin", source, rate: 256 << 10)
+            serve(server, "/p.bin", source, rate: 256 << 10, stallAfter: 1 << 20)
             server.route("/missing") { _ in .text(404, "no such file") }
             try await Sandbox.with { box in
                 _ = try await startDaemon(box)
@@ -200,22 +203,30 @@ import Glibc
     @Test func watchFollowsRunningTasksUntilTheyEnd() async throws {
         try await withTestServer { server in
             let one = TestData.bytes(1200 << 10, seed: 509), two = TestData.bytes(300 << 10, seed: 510)
-            serve(server, "/w1.bin", one, rate: 256 << 10)
+            // w1 takes 37 s at this rate: it is still running when watch prints a line for it, however late watch
+            // starts on a busy machine; then a pause and a resume fetch the rest at full speed.
+            serve(server, "/w1.bin", one, rate: 32 << 10)
             serve(server, "/w2.bin", two, rate: 256 << 10)
             try await Sandbox.with { box in
                 _ = try await startDaemon(box)
                 let added = try await box.run(["add", server.url("/w1.bin"), server.url("/w2.bin"), "--no-autostart"])
                 #expect(added.stdoutLines.count == 2, "add: \(added.stderr)")
-                let watched = try await box.run(["watch", "--no-autostart"] + added.stdoutLines, timeout: .seconds(30))
+                let w1 = try #require(added.stdoutLines.first)
+                let watching = try box.start(["watch", "--no-autostart"] + added.stdoutLines)
+                // A line with a speed (its unit depends on how bursty the machine is), not only the first at 0 B.
+                try await eventually("watch prints w1's progress with a speed", timeout: .seconds(60)) {
+                    watching.stderrSoFar().split(separator: "\n").contains { $0.contains("w1.bin") && $0.hasSuffix("/s") }
+                }
+                serve(server, "/w1.bin", one, rate: nil)
+                #expect(try await box.run(["pause", w1, "--no-autostart"]).exitCode == 0)
+                #expect(try await box.run(["resume", w1, "--no-autostart"]).exitCode == 0)
+                let watched = try await watching.wait(timeout: .seconds(60))
                 #expect(watched.exitCode == 0, "watch: \(watched.stderr)")
                 // It returns only once both have ended, and says so.
                 #expect(contentMismatch(box.path("w1.bin"), expected: one) == nil)
                 #expect(contentMismatch(box.path("w2.bin"), expected: two) == nil)
                 #expect(watched.stderr.contains("saved \(box.path("w1.bin"))"), "stderr: \(watched.stderr)")
                 #expect(watched.stderrLines.last == "2 finished", "stderr: \(watched.stderr)")
-                // A line with a speed (its unit depends on how bursty the machine is), not only the first at 0 B.
-                #expect(watched.stderrLines.contains { $0.contains("w1.bin") && $0.hasSuffix("/s") },
-                        "progress lines without a terminal: \(watched.stderr)")
             }
         }
     }

@@ -88,13 +88,14 @@ private final class LockWaiter: @unchecked Sendable {
         }.start()
     }
 
-    /// Waits (at most 10 s, without blocking a thread of the cooperative pool) for the lock.
+    /// Waits (at most 60 s, without blocking a thread of the cooperative pool) for the lock. The outcome is looked
+    /// at once more after the deadline: a pool starved past it may find the waiter long done.
     func result() async throws -> FileLock {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
             if let outcome = lock.withLock({ outcome }) { return try outcome.get() }
+            guard ContinuousClock.now < deadline else { throw HaulError(.busy, "the waiter never finished") }
             try await Task.sleep(for: .milliseconds(10))
         }
-        throw HaulError(.busy, "the waiter never finished")
     }
 }

@@ -10,7 +10,6 @@ extension DownloadJob {
     func continueHeldPrefixWithSegments() async throws -> AttemptOutcome? {
         guard segmentPlan == nil, point.offset > 0, options.segments != 1, lifecycle.mayProbeRanges, !triedHeldPrefixSegments,
               let file else { return nil }
-        triedHeldPrefixSegments = true
         if adoptedPath != nil {
             // A file given to --continue: its length is unknown until the server answers, so the extra check is
             // made only when several connections were asked for.
@@ -25,9 +24,16 @@ extension DownloadJob {
         let held = ResumePoint(offset: end, validators: point.validators, totalLength: point.totalLength)
         let decision = ResumePolicy.decide(plan: check, point: held, response: head)
         logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> checking held bytes: \(decision)")
+        // Tried once an answer came: a check that failed on the way (a stall, a reset) is made again by the next
+        // attempt, rather than leaving the rest of the file to one connection.
         guard case .append(let info, _, let overlap) = decision, let total = info.totalLength, total > point.offset,
-              let parts = remainderParts(total: total, validators: info.validators),
-              try await body(response.body, from: url, equals: file, at: check.start, count: overlap) else { return nil }
+              let parts = remainderParts(total: total, validators: info.validators) else {
+            triedHeldPrefixSegments = true
+            return nil
+        }
+        let same = try await body(response.body, from: url, equals: file, at: check.start, count: overlap)
+        triedHeldPrefixSegments = true
+        guard same else { return nil }
         if let adoptedPath { try await adoptVerifiedFile(adoptedPath) }
         try await ownVerifiedBytes()
         guard let opened = self.file else { return nil }
