@@ -13,6 +13,9 @@ package protocol ResumeRecords: Sendable {
     /// The record under `key` for the download that holds the destination's lock: like ``load(_:)``, and a store
     /// that found it somewhere else (a session finding a `haul get` record file) makes it its own.
     func claim(_ key: String) throws(HaulError) -> TransferRecord?
+    /// Saves the first record of a new partial file (offset 0, so not durably), after remembering a `--dir`
+    /// download's chosen name in `choice`: a rerun after kill -9 finds the same name and its record.
+    func saveFirst(_ record: TransferRecord, choice: (any DirectoryChoice)?) throws(HaulError)
     /// Replaces the record under its key atomically. `durable: false` is for a record whose loss costs nothing:
     /// one naming a new partial file (offset 0), or the final one (a complete destination is recognised anyway).
     func save(_ record: TransferRecord, durable: Bool) throws(HaulError)
@@ -30,6 +33,11 @@ extension ResumeRecords {
     func save(_ record: TransferRecord) throws(HaulError) { try save(record, durable: true) }
 
     package func claim(_ key: String) throws(HaulError) -> TransferRecord? { try load(key) }
+
+    package func saveFirst(_ record: TransferRecord, choice: (any DirectoryChoice)?) throws(HaulError) {
+        choice?.remember(record.destinationPath)
+        try save(record, durable: false)
+    }
 }
 
 /// The name a `--dir` download chose, remembered so that a rerun after any interruption finds the same file.

@@ -56,17 +56,40 @@ package struct SessionRecords: ResumeRecords {
     }
 
     package func save(_ record: TransferRecord, durable: Bool) throws(HaulError) {
-        let text: String
-        do { text = String(decoding: try JSONEncoder().encode(record), as: UTF8.self) } catch {
-            throw HaulError(.fileSystem, "could not encode the resume state: \(error)")
-        }
-        let key = record.key
+        let text = try Self.encode(record)
         do {
-            try store.write { db in
-                try db.cachedStatement(sql: "INSERT OR REPLACE INTO transfer (key, record) VALUES (?, ?)").execute(arguments: [key, text])
+            // One statement: atomic and as durable as a transaction in SQLite's autocommit, without BEGIN and COMMIT.
+            try store.writeStatement { db in
+                try db.cachedStatement(sql: Self.saveSQL).execute(arguments: [record.key, text])
             }
         } catch {
             throw Self.storeError(error)
+        }
+    }
+
+    /// The record and a `--dir` download's chosen name in one transaction of the store.
+    package func saveFirst(_ record: TransferRecord, choice: (any DirectoryChoice)?) throws(HaulError) {
+        guard let stored = choice as? StoredChoice, stored.records.store === store else {
+            choice?.remember(record.destinationPath)
+            return try save(record, durable: false)
+        }
+        let text = try Self.encode(record)
+        do {
+            try store.write { db in
+                try db.cachedStatement(sql: Self.choiceSQL).execute(arguments: [stored.key, record.destinationPath])
+                try db.cachedStatement(sql: Self.saveSQL).execute(arguments: [record.key, text])
+            }
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    private static let saveSQL = "INSERT OR REPLACE INTO transfer (key, record) VALUES (?, ?)"
+    private static let choiceSQL = "INSERT OR REPLACE INTO choice (key, path) VALUES (?, ?)"
+
+    private static func encode(_ record: TransferRecord) throws(HaulError) -> String {
+        do { return String(decoding: try JSONEncoder().encode(record), as: UTF8.self) } catch {
+            throw HaulError(.fileSystem, "could not encode the resume state: \(error)")
         }
     }
 
@@ -105,7 +128,7 @@ package struct SessionRecords: ResumeRecords {
     }
 
     package func remove(_ key: String) {
-        _ = try? store.write { db in
+        _ = try? store.writeStatement { db in
             try db.cachedStatement(sql: "DELETE FROM transfer WHERE key = ?").execute(arguments: [key])
         }
         files.remove(key)
@@ -133,9 +156,9 @@ package struct SessionRecords: ResumeRecords {
     }
 
     fileprivate func setChoice(_ key: String, _ path: String?) {
-        _ = try? store.write { db in
+        _ = try? store.writeStatement { db in
             if let path {
-                try db.cachedStatement(sql: "INSERT OR REPLACE INTO choice (key, path) VALUES (?, ?)").execute(arguments: [key, path])
+                try db.cachedStatement(sql: Self.choiceSQL).execute(arguments: [key, path])
             } else {
                 try db.cachedStatement(sql: "DELETE FROM choice WHERE key = ?").execute(arguments: [key])
             }

@@ -33,8 +33,7 @@ extension StoredTask {
         guard let state = TaskState(rawValue: stateText) else {
             throw StoreDecodingError("unknown task state \"\(stateText)\"")
         }
-        let specText = try row.decode(String?.self, atIndex: 5)
-        guard let spec = specText.flatMap(DownloadSpec.parse), spec.destination != nil else {
+        guard let specText = try row.decode(String?.self, atIndex: 5), let spec = SpecColumn.decode(specText) else {
             throw StoreDecodingError("a task's spec is not a valid download spec")
         }
         self.init(
@@ -65,7 +64,7 @@ extension StoredTask {
     func insertArguments() -> StatementArguments {
         let destination = Self.key(of: spec.destination)
         return [
-            id, url, destination.kind, destination.path, spec.json.serialized,
+            id, url, destination.kind, destination.path, SpecColumn.encode(spec),
             priority, state.rawValue, bytes, total, filePath, errorKind, errorMessage, errorReason, createdAt, updatedAt,
         ]
     }
@@ -91,4 +90,34 @@ extension StoredTask {
 struct StoreDecodingError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A task's spec in its column: the spec's one JSON shape. The specs last written or read are kept by their text, so
+/// that a session reading a task again and again as it runs (to start it, to save its progress, to conclude it)
+/// parses its JSON once, not at every read: for thousands of small files that parsing cost more than the rest.
+enum SpecColumn {
+    private static let recent = NIOLockedValueBox<[String: DownloadSpec]>([:])
+    /// More than a session runs at once by far; when full, the cache starts over.
+    private static let capacity = 20_000
+
+    static func encode(_ spec: DownloadSpec) -> String {
+        let text = spec.json.serialized
+        remember(text, spec)
+        return text
+    }
+
+    /// The spec the text describes; `nil` when it is not a valid spec with a destination.
+    static func decode(_ text: String) -> DownloadSpec? {
+        if let known = recent.withLockedValue({ $0[text] }) { return known }
+        guard let spec = DownloadSpec.parse(text), spec.destination != nil else { return nil }
+        remember(text, spec)
+        return spec
+    }
+
+    private static func remember(_ text: String, _ spec: DownloadSpec) {
+        recent.withLockedValue { recent in
+            if recent.count >= capacity { recent.removeAll(keepingCapacity: true) }
+            recent[text] = spec
+        }
+    }
 }

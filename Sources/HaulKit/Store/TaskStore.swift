@@ -145,6 +145,12 @@ package final class TaskStore: Sendable {
         try Self.mapErrors(path: path) { try pool.write(body) }
     }
 
+    /// One statement on the writer connection, outside a transaction: SQLite's autocommit makes it atomic and
+    /// durable like one, without the cost of BEGIN and COMMIT. Only for a body that executes a single statement.
+    func writeStatement<T>(_ body: (Database) throws -> T) throws -> T {
+        try Self.mapErrors(path: path) { try pool.writeWithoutTransaction(body) }
+    }
+
     /// Runs raw SQL on the writer connection (tests use it to fake other versions of the file).
     func execute(sql: String) throws {
         try write { db in try db.execute(sql: sql) }

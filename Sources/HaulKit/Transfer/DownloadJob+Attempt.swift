@@ -205,10 +205,7 @@ extension DownloadJob {
         // is remembered before that, so that a rerun after kill -9 finds the same name. Both on the blocking-I/O
         // threads: a session's store may be busy (a WAL checkpoint's fsync) and must not hold a concurrency thread.
         let store = self.store, choice = directoryChoice, saved = fresh
-        try await BlockingIO.run {
-            choice?.remember(destination)
-            try store.save(saved, durable: false)
-        }
+        try await BlockingIO.run { try store.saveFirst(saved, choice: choice) }
         record = fresh
         file = try PartialFile(path: partial, create: true)
     }
