@@ -22,12 +22,11 @@ extension TaskStore {
     public func recordStart(id: String) throws -> TaskState? {
         let now = Self.now()
         return try write { db in
-            guard let old = try Self.fetch(id: id, db)?.state, try Self.update(id: id, db, now: now, { $0.state = .running }) != nil else {
-                return nil
-            }
-            try db.execute(
-                sql: "INSERT INTO task_start (id, unended) VALUES (?, 1) ON CONFLICT (id) DO UPDATE SET unended = unended + 1",
-                arguments: [id])
+            var old: TaskState?
+            guard try Self.update(id: id, db, now: now, { old = $0.state; $0.state = .running }) != nil, let old else { return nil }
+            try db.cachedStatement(
+                sql: "INSERT INTO task_start (id, unended) VALUES (?, 1) ON CONFLICT (id) DO UPDATE SET unended = unended + 1"
+            ).execute(arguments: [id])
             return old
         }
     }
@@ -67,7 +66,7 @@ extension TaskStore {
         return try write { db in
             var old: TaskState?
             guard let task = try Self.update(id: id, db, now: now, { old = $0.state; change(&$0) }), let old else { return nil }
-            try db.execute(sql: "DELETE FROM task_start WHERE id = ?", arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM task_start WHERE id = ?").execute(arguments: [id])
             guard let kind else { return (old, task, nil) }
             return (old, task, try Self.appendJournal(id: id, kind: kind, payload: payload(task), db, now: now))
         }
