@@ -25,9 +25,16 @@ extension LocalSession {
         while !chosen.isEmpty {
             for entry in chosen {
                 forget(entry.id)
-                // The store has the last word: a task that is no longer waiting there is not started.
-                guard let task = try? store.task(id: entry.id) else { continue }
-                if task.state == .waiting { start(task) } else { noteStored(task) }
+                // The store has the last word: a task that is no longer waiting there is not started. Counted as
+                // started in the same transaction, before the transfer begins: if this process dies during it, the
+                // next one knows.
+                guard let (task, started) = try? store.startIfWaiting(id: entry.id) else { continue }
+                if started {
+                    emit(.stateChanged(id: task.id, from: .waiting, to: .running))
+                    start(task)
+                } else {
+                    noteStored(task)
+                }
             }
             chosen = nextToStart()
         }
@@ -39,10 +46,6 @@ extension LocalSession {
     private func start(_ task: StoredTask) {
         noteHost(task.id, Self.host(of: task.url))
         let options = options(for: task)
-        // Counted before the transfer begins: if this process dies during it, the next one knows.
-        if let old = try? store.recordStart(id: task.id), old != .running {
-            emit(.stateChanged(id: task.id, from: old, to: .running))
-        }
         let engine = self.engine
         let id = task.id
         track(id, Task {

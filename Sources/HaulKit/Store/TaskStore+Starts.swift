@@ -16,18 +16,20 @@ extension TaskStore {
         try pool.write { db in try db.execute(sql: startsTableSQL) }
     }
 
-    /// Moves the task `id` to `running` and counts one more start of it that has not ended, in one transaction:
-    /// written before the transfer begins, so that a process that dies during it leaves the count behind.
-    /// Returns the state the task was in, or `nil` when there is no such task.
-    public func recordStart(id: String) throws -> TaskState? {
+    /// Moves the task `id` to `running` if it is waiting, and counts one more start of it that has not ended, in one
+    /// transaction: written before the transfer begins, so that a process that dies during it leaves the count behind.
+    /// Returns the task as stored and whether it was started (a task no longer waiting is returned unchanged), or
+    /// `nil` when there is no such task.
+    public func startIfWaiting(id: String) throws -> (task: StoredTask, started: Bool)? {
         let now = Self.now()
         return try write { db in
-            var old: TaskState?
-            guard try Self.update(id: id, db, now: now, { old = $0.state; $0.state = .running }) != nil, let old else { return nil }
+            guard let found = try Self.fetch(id: id, db) else { return nil }
+            guard found.state == .waiting else { return (found, false) }
+            guard let task = try Self.update(id: id, db, now: now, { $0.state = .running }) else { return nil }
             try db.cachedStatement(
                 sql: "INSERT INTO task_start (id, unended) VALUES (?, 1) ON CONFLICT (id) DO UPDATE SET unended = unended + 1"
             ).execute(arguments: [id])
-            return old
+            return (task, true)
         }
     }
 
