@@ -87,11 +87,7 @@ package struct SessionRecords: ResumeRecords {
     private static let saveSQL = "INSERT OR REPLACE INTO transfer (key, record) VALUES (?, ?)"
     private static let choiceSQL = "INSERT OR REPLACE INTO choice (key, path) VALUES (?, ?)"
 
-    private static func encode(_ record: TransferRecord) throws(HaulError) -> String {
-        do { return String(decoding: try JSONEncoder().encode(record), as: UTF8.self) } catch {
-            throw HaulError(.fileSystem, "could not encode the resume state: \(error)")
-        }
-    }
+    private static func encode(_ record: TransferRecord) throws(HaulError) -> String { record.jsonText }
 
     /// Reads the records of another process's session store, over one connection kept open (for tests that look
     /// again and again while a download runs): nothing is migrated or written.

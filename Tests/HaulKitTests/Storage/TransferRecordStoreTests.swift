@@ -21,6 +21,24 @@ import Testing
         return record
     }
 
+    /// A session's store writes records by hand: what it writes is what `Codable` reads, every member included.
+    @Test func theHandWrittenJSONOfARecordIsWhatCodableReads() throws {
+        var full = record(segments: 3)
+        full.finalURL = "https://mirror/f?sig=\"a\\b\""
+        full.entityTag = "\"v1\""
+        full.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
+        full.contentEncoding = "gzip"
+        full.adopted = true
+        full.state = .paused
+        full.offset = (1 << 40) + 7
+        for candidate in [record(segments: 0), full] {
+            let decoded = try JSONDecoder().decode(TransferRecord.self, from: Data(candidate.jsonText.utf8))
+            #expect(decoded == candidate)
+            let viaEncoder = try JSONDecoder().decode(TransferRecord.self, from: JSONEncoder().encode(candidate))
+            #expect(decoded == viaEncoder)
+        }
+    }
+
     @Test func aShorterRecordWrittenInPlaceOverALongerOneReadsBackExactly() throws {
         try withStore { store, _ in
             let long = record(segments: 40)
