@@ -78,52 +78,14 @@ package enum DaemonLauncher {
     /// Starts `executable` in its own session (no controlling terminal, immune to the caller's Ctrl-C),
     /// stdin from /dev/null, stdout and stderr appended to `log`.
     static func spawnDetached(_ executable: String, _ arguments: [String], environment: [String: String], log: String) throws -> pid_t {
-        #if canImport(Darwin)
-        var actions: posix_spawn_file_actions_t?
-        var attributes: posix_spawnattr_t?
+        #if os(macOS) || os(Linux)
+        do {
+            return try POSIXSpawn.start(executable, arguments, environment: environment, output: .file(log), newSession: true)
+        } catch {
+            throw HaulError(.usage, "could not start \(executable) daemon: \(error.reason)")
+        }
         #else
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
+        throw HaulError(.usage, "this platform cannot start a haul daemon; start one with `haul daemon`")
         #endif
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of the caller's leaks into the daemon: an inherited pipe would keep whoever
-        // watches it (a parent waiting for the caller's output to end) waiting for the daemon too.
-        #if os(Linux)
-        let setSession: Int32 = 0x80  // POSIX_SPAWN_SETSID in <spawn.h>
-        markCloseOnExec()
-        #else
-        let setSession = Int32(POSIX_SPAWN_SETSID) | Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)
-        #endif
-        posix_spawnattr_setflags(&attributes, Int16(setSession))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard result == 0 else {
-            throw HaulError(.usage, "could not start \(executable) daemon: \(String(cString: strerror(result)))")
-        }
-        return pid
     }
-
-    #if os(Linux)
-    /// Sets FD_CLOEXEC on every open descriptor above stderr (glibc's closefrom action is not visible to Swift).
-    private static func markCloseOnExec() {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
-        for name in names {
-            guard let fd = Int32(name), fd > 2 else { continue }
-            let flags = fcntl(fd, F_GETFD)
-            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
-        }
-    }
-    #endif
 }

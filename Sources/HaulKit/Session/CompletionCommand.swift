@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// A shell command run after a download finishes or fails (a session's ``SessionConfiguration/completionCommand``,
 /// a task's ``DownloadSpec/completionCommand``, `haul get --on-complete`), with the task in its environment:
@@ -28,39 +29,43 @@ public struct CompletionCommand: Sendable {
     /// where there are no subprocesses, as on iOS).
     public func start(for task: TaskSnapshot, session: String?, output: FileHandle? = nil) -> Running? {
         #if os(macOS) || os(Linux)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        process.environment = ProcessInfo.processInfo.environment.merging(Self.environment(for: task, session: session)) { _, new in new }
-        process.standardInput = FileHandle.nullDevice
-        if let output { process.standardOutput = output }
-        do {
-            try process.run()
-        } catch {
+        let environment = ProcessInfo.processInfo.environment.merging(Self.environment(for: task, session: session)) { _, new in new }
+        let destination: POSIXSpawn.Output = output.map { .descriptor($0.fileDescriptor) } ?? .inherited
+        guard let pid = try? POSIXSpawn.start("/bin/sh", ["-c", command], environment: environment, output: destination, newSession: false) else {
             return nil
         }
-        return Running(process)
+        return Running(pid)
         #else
         return nil
         #endif
     }
 
-    /// A started command.
-    public final class Running: @unchecked Sendable {
+    /// A started command, reaped by a thread of its own the moment it exits (no zombie, whether anyone waits or not).
+    public final class Running: Sendable {
         #if os(macOS) || os(Linux)
-        private let process: Process
-        init(_ process: Process) { self.process = process }
+        private let status = NIOLockedValueBox<Int32?>(nil)
+
+        init(_ pid: pid_t) {
+            let status = self.status
+            Thread {
+                var raw: Int32 = 0
+                while waitpid(pid, &raw, 0) == -1, errno == EINTR {}
+                // The exit code, or 128 + the signal that ended it, as a shell reports it.
+                let exited = raw & 0x7f == 0
+                status.withLockedValue { $0 = exited ? (raw >> 8) & 0xff : 128 + (raw & 0x7f) }
+            }.start()
+        }
         #endif
 
         /// Waits until the command has exited or `limit` has passed; its exit status, or `nil` if it still runs.
         public func wait(upTo limit: Duration) async -> Int32? {
             #if os(macOS) || os(Linux)
             let deadline = ContinuousClock.now + limit
-            while process.isRunning {
+            while true {
+                if let exited = status.withLockedValue({ $0 }) { return exited }
                 guard ContinuousClock.now < deadline else { return nil }
                 do { try await Task.sleep(for: .milliseconds(20)) } catch { return nil }
             }
-            return process.terminationStatus
             #else
             return nil
             #endif
