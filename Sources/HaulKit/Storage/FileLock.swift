@@ -1,3 +1,4 @@
+import Crypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -82,12 +83,11 @@ package final class FileLock: Sendable {
     /// `F_OFD_SETLK` (asm-generic/fcntl.h; not exported by Swift's Glibc module).
     private static let ofdSetLock: Int32 = 37
 
-    /// Where `key`'s byte is: its first 60 bits (a digest's hex digits, or a hash of any other text).
+    /// Where `key`'s byte is: its first 60 bits. Keys are digests in hex (``TransferRecord/key(destinationPath:)``);
+    /// any other text is digested first.
     static func offset(of key: String) -> Int64 {
         if key.utf8.count >= 15, let value = Int64(key.prefix(15), radix: 16) { return value }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return Int64(hash >> 4)
+        return Int64(hexString(SHA256.hash(data: Array(key.utf8))).prefix(15), radix: 16) ?? 0
     }
 
     /// Locks the byte at `offset` for writing on `fd`'s open file description; false when another holds it.
