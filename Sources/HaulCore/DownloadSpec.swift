@@ -18,11 +18,13 @@ public struct DownloadSpec: Equatable, Sendable {
         case standardOutput
     }
 
+    /// What to fetch (`http` or `https`).
     public var url: URL
     /// `nil`: the session's default folder, under the name the server suggests.
     public var destination: Destination?
     /// Extra request headers; sent only to the origin of `url`. A session's default headers fill in the others.
     public var headers = HTTPFields()
+    /// The digest the finished file must have; a mismatch discards it.
     public var checksum: Checksum?
     /// Connections for one file: `nil` chooses (up to 8 for large files, 1 for small ones); 1 never splits.
     public var segments: Int?
@@ -56,6 +58,7 @@ public struct DownloadSpec: Equatable, Sendable {
     /// session, besides the session's own command).
     public var completionCommand: String?
 
+    /// A download of `url` to `destination`, every other member at its default.
     public init(url: URL, destination: Destination? = nil) {
         self.url = url
         self.destination = destination

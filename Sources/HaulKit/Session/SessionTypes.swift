@@ -6,7 +6,9 @@ public struct SessionConfiguration: Sendable {
     public var maxConcurrentDownloads = 3
     /// Downloads running at once against one host.
     public var maxDownloadsPerHost = 8
+    /// Retries of each task; a task's own ``DownloadSpec/maxRetries`` and ``DownloadSpec/retryWait`` win.
     public var retry = RetryPolicy()
+    /// A download that receives nothing for this long is retried.
     public var stallTimeout: Duration = .seconds(30)
     /// Which proxy each download goes through (none by default); a task's own ``DownloadSpec/proxies`` win. A
     /// background session sends these with each task it adds.
@@ -79,12 +81,14 @@ public struct DownloadRequest: Sendable {
         spec = DownloadSpec(url: url, destination: destination)
     }
 
+    /// The request for `spec`, run before lower priorities, under `id` when given.
     public init(_ spec: DownloadSpec, priority: Int = 0, id: String? = nil) {
         self.spec = spec
         self.priority = priority
         self.id = id
     }
 
+    /// A member of the spec (`request.checksum`, `request.overwrite`).
     public subscript<Value>(dynamicMember member: WritableKeyPath<DownloadSpec, Value>) -> Value {
         get { spec[keyPath: member] }
         set { spec[keyPath: member] = newValue }
