@@ -8,7 +8,9 @@ import Testing
     @Test func aRefusedPortIsRetriedAndLsSaysWhy() async throws {
         try await Sandbox.with { box in
             _ = try await startDaemon(box)
-            let port = try freeLoopbackPort()
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let port = refusing.port
             let added = try await box.run([
                 "add", "http://127.0.0.1:\(port)/file.bin", "-o", "f.bin", "--retries", "50", "--retry-wait", "30", "--no-autostart",
             ])

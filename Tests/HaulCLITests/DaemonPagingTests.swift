@@ -68,7 +68,9 @@ extension DaemonNeighbourTests {
                 #expect(opened.errorCode == nil, "\(opened)")
                 // 800 tasks with long URLs that fail at once (nothing listens, no retry): 800 journal entries of over
                 // 1.5 KB each, well over 1 MiB in all. Added in two messages, each under 1 MiB.
-                let port = try freeLoopbackPort()
+                let refusing = try RefusingPort()
+                defer { refusing.close() }
+                let port = refusing.port
                 let count = 800
                 let padding = String(repeating: "long-path/", count: 150)
                 let tasks: [[String: Any]] = (0..<count).map {

@@ -179,7 +179,9 @@ import Testing
 
     @Test func aSubscriberThatStopsReadingDoesNotHoldUpOtherClients() async throws {
         try await withDaemon { sandbox, _, socket in
-            let port = try freeLoopbackPort()  // nothing listens: the tasks fail fast, making events
+            let refusing = try RefusingPort()  // nothing listens: the tasks fail fast, making events
+            defer { refusing.close() }
+            let port = refusing.port
             let slow = try RawSocketClient(path: socket)
             // Only session.open and tasks.add create a session: subscribing needs one that exists.
             _ = try slow.call("session.open", ["session": "default"], id: "open")

@@ -133,7 +133,9 @@ import Testing
     /// must not wait out the 30 s default `--connect-timeout` per attempt (AsyncHTTPClient's own retrying did).
     @Test func connectionRefusedExits3Fast() async throws {
         try await Sandbox.with { box in
-            let port = try freeLoopbackPort()
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let port = refusing.port
             let result = try await box.run(
                 ["get", "http://127.0.0.1:\(port)/file.bin", "-o", box.path("out.bin"), "--retries", "1", "--retry-wait", "0.05"],
                 timeout: .seconds(15))

@@ -169,7 +169,9 @@ import Glibc
 
     @Test(arguments: ["http://127.0.0.1:PORT/x", "http://no-such-host.invalid/x"])
     func aTypoFailsAtOnceNamingHostAndPort(_ template: String) async throws {
-        let port = try freeLoopbackPort()
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let port = refusing.port
         let url = template.replacingOccurrences(of: "PORT", with: String(port))
         try await Sandbox.with { box in
             let result = try await box.run(["get", url, "-o", "f.bin"], timeout: .seconds(20))

@@ -86,7 +86,9 @@ struct ProxyTests {
     @Test func anUnreachableProxyIsAnErrorNeverADirectConnection() async throws {
         try await withTestServer { server in
             server.serve("/f.bin", Resource(body: TestData.bytes(1000, seed: 161), etag: "\"d\""))
-            let dead = try freeLoopbackPort()
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let dead = refusing.port
             try await Sandbox.with { box in
                 let result = try await box.run(["get", server.url("/f.bin"), "-o", "a.bin", "--proxy", "127.0.0.1:\(dead)"])
                 #expect(result.exitCode == 3, "\(result.stderr)")
