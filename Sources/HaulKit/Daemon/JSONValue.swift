@@ -95,8 +95,15 @@ extension JSONValue {
         }
     }
 
-    private static func writeString(_ value: String, to out: inout String) {
+    /// Appends `value` as a JSON string literal.
+    static func writeString(_ value: String, to out: inout String) {
         out += "\""
+        // Most strings (paths, URLs, names) need no escape: appended whole, not scalar by scalar.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += value
+            out += "\""
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

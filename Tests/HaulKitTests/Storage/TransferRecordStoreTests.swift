@@ -24,7 +24,7 @@ import Testing
     /// A session's store writes records by hand: what it writes is what `Codable` reads, every member included.
     @Test func theHandWrittenJSONOfARecordIsWhatCodableReads() throws {
         var full = record(segments: 3)
-        full.finalURL = "https://mirror/f?sig=\"a\\b\""
+        full.finalURL = "https://mirror/f?sig=\"a\\b\"&n=\n\t\u{1}é😀"
         full.entityTag = "\"v1\""
         full.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
         full.contentEncoding = "gzip"
