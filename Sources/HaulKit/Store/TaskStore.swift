@@ -4,7 +4,8 @@ import GRDB
 /// The queue of a download session, kept in one SQLite file (WAL mode) so that it survives crashes
 /// and can be read by other haul processes while one of them works on it.
 ///
-/// Each call is its own transaction. Commits are durable against a crash of the process; with
+/// Each call is one transaction, which calls of other threads made meanwhile may share (``GroupCommit``); it
+/// returns once its changes are committed. Commits are durable against a crash of the process; with
 /// `synchronous = NORMAL` a power loss may undo the last commits, but never damages the file.
 package final class TaskStore: Sendable {
     /// The schema this build reads and writes.
@@ -13,6 +14,7 @@ package final class TaskStore: Sendable {
     /// The SQLite file.
     public let path: String
     let pool: DatabasePool
+    let writes: GroupCommit
 
     /// Opens the store at `path` (e.g. `HAUL_HOME/sessions/<id>/tasks.sqlite`), creating its folders and
     /// the file when missing. Throws a `HaulError` when the file is damaged or was written by a newer haul.
@@ -37,6 +39,7 @@ package final class TaskStore: Sendable {
             try Self.prepareStarts(pool)
             return pool
         }
+        writes = GroupCommit(pool: pool)
     }
 
     /// Adds a task unless one with the same id, or the same URL and destination, exists; then returns
@@ -142,13 +145,14 @@ package final class TaskStore: Sendable {
     }
 
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try Self.mapErrors(path: path) { try pool.write(body) }
+        try Self.mapErrors(path: path) { try writes.write(body) }
     }
 
     /// One statement on the writer connection, outside a transaction: SQLite's autocommit makes it atomic and
-    /// durable like one, without the cost of BEGIN and COMMIT. Only for a body that executes a single statement.
+    /// durable like one, without the cost of BEGIN and COMMIT (when no other write shares its commit). Only for a
+    /// body that executes a single statement.
     func writeStatement<T>(_ body: (Database) throws -> T) throws -> T {
-        try Self.mapErrors(path: path) { try pool.writeWithoutTransaction(body) }
+        try Self.mapErrors(path: path) { try writes.write(transaction: false, body) }
     }
 
     /// Runs raw SQL on the writer connection (tests use it to fake other versions of the file).

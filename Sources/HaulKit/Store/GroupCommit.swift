@@ -1,0 +1,105 @@
+import Foundation
+import GRDB
+
+/// The writes to one store, made in as few transactions as keep each caller's guarantees (group commit).
+///
+/// A caller that writes while another write is being committed waits; the writes that gathered meanwhile are then
+/// made together, in one transaction, by one of their callers. Each caller still returns only after its own
+/// changes are committed, with its own result. Should any of a group fail (or its commit), the group is rolled back
+/// and each of its writes made again alone, in its own transaction, as if none had been grouped: one caller's error
+/// never undoes or fails another's write.
+///
+/// Many downloads ending at once in one session then cost a few commits instead of several each: each commit writes
+/// the same few pages of the task table again, and its locking and WAL bookkeeping are most of a small write's cost.
+///
+/// A body must only change the database (it may run twice: grouped, then alone) and must not write to the store
+/// itself.
+final class GroupCommit: @unchecked Sendable {
+    private let pool: DatabasePool
+    private let condition = NSCondition()
+    /// Writes waiting for the next commit (guarded by `condition`).
+    private var queue: [PendingWrite] = []
+    /// Whether a caller is committing a group now (guarded by `condition`).
+    private var committing = false
+    /// How many groups of more than one write were committed together (guarded by `condition`; for tests).
+    private var groupsCommitted = 0
+
+    init(pool: DatabasePool) {
+        self.pool = pool
+    }
+
+    /// Runs `body` in a transaction, possibly shared with writes of other threads, and returns once it is
+    /// committed. With `transaction: false`, a body that executes one statement runs in SQLite's autocommit when
+    /// it is alone (see ``TaskStore/writeStatement(_:)``).
+    func write<T>(transaction: Bool = true, _ body: (Database) throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            var outcome: Result<T, any Error>?
+            let pending = PendingWrite(
+                grouped: { db in outcome = .success(try body(db)) },
+                alone: { pool in
+                    outcome = Result { transaction ? try pool.write(body) : try pool.writeWithoutTransaction(body) }
+                })
+            submit(pending)
+            guard let outcome else { throw HaulError(.fileSystem, "a write to the session store was not made") }
+            return try outcome.get()
+        }
+    }
+
+    /// Queues `pending` and returns once it is done: committed by this caller, leading a group, or by another.
+    private func submit(_ pending: PendingWrite) {
+        condition.lock()
+        queue.append(pending)
+        while !pending.done {
+            if committing {
+                condition.wait()
+                continue
+            }
+            committing = true
+            let group = queue
+            queue.removeAll(keepingCapacity: true)
+            condition.unlock()
+            let grouped = commit(group)
+            condition.lock()
+            if grouped { groupsCommitted += 1 }
+            for write in group { write.done = true }
+            committing = false
+            condition.broadcast()
+        }
+        condition.unlock()
+    }
+
+    /// Commits `group`: together when it has several writes and none fails, else each alone. Whether together.
+    private func commit(_ group: [PendingWrite]) -> Bool {
+        if group.count > 1 {
+            do {
+                try pool.write { db in
+                    for write in group { try write.grouped(db) }
+                }
+                return true
+            } catch {
+                // Rolled back as a whole: each is made alone below, and reports its own outcome.
+            }
+        }
+        for write in group { write.alone(pool) }
+        return false
+    }
+
+    /// The writes waiting for a commit, and how many groups were committed together so far (for tests).
+    var counts: (waiting: Int, groups: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (queue.count, groupsCommitted)
+    }
+}
+
+/// One caller's write, as its group runs it and as it runs alone; `done` is guarded by the group's condition.
+private final class PendingWrite {
+    let grouped: (Database) throws -> Void
+    let alone: (DatabasePool) -> Void
+    var done = false
+
+    init(grouped: @escaping (Database) throws -> Void, alone: @escaping (DatabasePool) -> Void) {
+        self.grouped = grouped
+        self.alone = alone
+    }
+}
