@@ -8,13 +8,13 @@ struct BatchGet {
     let urls: [String]
 
     func run() async throws {
-        var requests: [DownloadRequest] = []
+        let requests: [DownloadRequest]
         do {
-            for url in urls {
-                var request = DownloadRequest(try command.makeSpec(url: url))
+            requests = try command.makeSpecs(urls: urls).map { spec in
+                var request = DownloadRequest(spec)
                 // --limit-rate caps the whole batch: the session's limit, not each task's.
                 request.rateLimit = nil
-                requests.append(request)
+                return request
             }
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")
@@ -40,10 +40,21 @@ struct BatchGet {
         let events = await session.events()
         let printer = Task { for await event in events { reporter.handle(event) } }
 
-        let ids = Set(try await session.add(requests).map(\.id))
-        // Re-running the command retries what failed or was cancelled last time.
-        let again = try await session.tasks().filter { ids.contains($0.id) && ($0.state == .failed || $0.state == .cancelled || $0.state == .paused) }
-        try await session.resume(again.map(\.id))
+        // Added a few at a time, the first downloads start at once instead of after the whole list is stored, and
+        // the session answers its running downloads between the parts.
+        var ids = Set<String>()
+        var again: [String] = []
+        var start = 0
+        while start < requests.count {
+            let end = min(requests.count, start + (start == 0 ? 2 * command.jobs : BatchGet.tasksPerAdd))
+            for task in try await session.add(Array(requests[start..<end])) {
+                ids.insert(task.id)
+                // Re-running the command retries what failed or was cancelled last time.
+                if task.state == .failed || task.state == .cancelled || task.state == .paused { again.append(task.id) }
+            }
+            start = end
+        }
+        try await session.resume(again)
 
         let waiter = Task { await session.waitUntilIdle() }
         let signals = SignalForwarder { waiter.cancel() }
@@ -69,6 +80,9 @@ struct BatchGet {
             throw ExitCode(ExitStatus.code(for: first.error?.kind ?? .network))
         }
     }
+
+    /// How many tasks each part of a long list adds (after a first part of twice `-j`).
+    static let tasksPerAdd = 256
 
     /// The same URLs into the same place make the same session, so re-running the command resumes it.
     static func identifier(for requests: [DownloadRequest]) -> String {

@@ -106,6 +106,27 @@ struct FileOptions: ParsableArguments {
         }
     }
 
+    /// The spec of another URL of the same command: `template` (what ``makeSpec(url:)`` made for the first URL) with
+    /// this URL and the headers that depend on it. Building each of thousands of specs whole was most of the wait
+    /// before a batch's first download.
+    func makeSpec(url: String, like template: DownloadSpec) throws -> DownloadSpec {
+        let parsedURL = try UserInput.url(url)
+        var spec = template
+        spec.url = parsedURL
+        spec.headers = try requestHeaders(for: parsedURL)
+        return spec
+    }
+
+    /// The -H headers, and the credentials for `url` as an Authorization header unless -H gives one.
+    private func requestHeaders(for url: URL) throws -> HTTPFields {
+        var fields = HTTPFields(try headers.map { try UserInput.header($0) })
+        if let credentials = try credentials(for: url), !fields.contains("authorization") {
+            // As a header it travels with the task to the daemon; it is sent to the URL's origin only.
+            fields.append("Authorization", credentials.authorization)
+        }
+        return fields
+    }
+
     /// -o, --continue and --checksum are about one file.
     func checkCount(_ urls: Int) throws {
         if urls > 1, checksum != nil { throw InputError("--checksum checks one file; give one URL") }
@@ -142,11 +163,7 @@ struct FileOptions: ParsableArguments {
         spec.overwrite = overwrite
         spec.continuePartial = continuePartial
         spec.checksum = try checksum.map { try Checksum(parsing: $0) }
-        spec.headers = HTTPFields(try headers.map { try UserInput.header($0) })
-        if let credentials = try credentials(for: parsedURL), !spec.headers.contains("authorization") {
-            // As a header it travels with the task to the daemon; it is sent to the URL's origin only.
-            spec.headers.append("Authorization", credentials.authorization)
-        }
+        spec.headers = try requestHeaders(for: parsedURL)
         spec.rateLimit = try limitRate.map { try Self.byteCount($0, "--limit-rate") }
         spec.segments = segments
         let defaults = DownloadOptions(url: parsedURL, destination: destination)

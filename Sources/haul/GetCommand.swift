@@ -150,6 +150,21 @@ struct GetCommand: AsyncParsableCommand {
         return spec
     }
 
+    /// The specs of several URLs (a batch): the first made and checked whole, the others from it with their own URL,
+    /// credentials and proxy check. The same flags and destination folder hold for all of them.
+    func makeSpecs(urls: [String]) throws -> [DownloadSpec] {
+        guard let first = urls.first else { return [] }
+        let template = try makeSpec(url: first)
+        var specs = [template]
+        specs.reserveCapacity(urls.count)
+        for url in urls.dropFirst() {
+            let spec = try file.makeSpec(url: url, like: template)
+            _ = try spec.proxies?.proxy(for: spec.url)
+            specs.append(spec)
+        }
+        return specs
+    }
+
     /// What the engine runs for one URL: its spec, and, for a person at a terminal, failing fast when the server
     /// cannot be reached at all.
     func makeOptions(url: String) throws -> DownloadOptions {
