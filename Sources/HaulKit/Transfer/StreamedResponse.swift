@@ -93,6 +93,10 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
         var demanded = false
         /// The consumer has stopped.
         var terminated = false
+        /// `head` is completed (or being completed by whoever set this).
+        var headCompleted = false
+        /// AHC finished the request or reported its error: there is nothing left to cancel.
+        var requestEnded = false
     }
 
     private let state = NIOLockedValueBox(State())
@@ -104,9 +108,19 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
     }
 
     deinit {
-        // Every promise is completed, whichever way the request ended (completing twice does nothing).
-        head.fail(HTTPClientError.cancelled)
+        // Every promise is completed, whichever way the request ended. Only the ones still open: completing one
+        // from off its event loop costs a wake-up of that loop even when it is already complete.
+        completeHead(.failure(HTTPClientError.cancelled))
         state.withLockedValue { $0.paused }?.fail(HTTPClientError.cancelled)
+    }
+
+    /// Completes `head` the first time only.
+    private func completeHead(_ result: Result<HTTPResponseHead, any Error>) {
+        let first = state.withLockedValue { state -> Bool in
+            defer { state.headCompleted = true }
+            return !state.headCompleted
+        }
+        if first { head.completeWith(result) }
     }
 
     /// Makes the body's producer; call before the request starts, so that no body part finds it missing.
@@ -128,14 +142,14 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
     }
 
     func headTimedOut() {
-        head.fail(HTTPClientError.deadlineExceeded)
+        completeHead(.failure(HTTPClientError.deadlineExceeded))
         state.withLockedValue { $0.task }?.cancel()
     }
 
     // MARK: HTTPClientResponseDelegate (on the event loop)
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        self.head.succeed(head)
+        completeHead(.success(head))
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
@@ -166,14 +180,17 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
     }
 
     func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
-        head.fail(error)
+        completeHead(.failure(error))
         ended()?.finish(error)
     }
 
     /// The request is over: nothing waits for demand any more. Returns the source to finish.
     private func ended() -> ResponseBody.Producer.Source? {
         let (source, paused) = state.withLockedValue { state in
-            defer { state.paused = nil }
+            defer {
+                state.paused = nil
+                state.requestEnded = true
+            }
             return (state.source, state.paused)
         }
         paused?.fail(HTTPClientError.cancelled)
@@ -201,7 +218,8 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
                 state.paused = nil
                 state.terminated = true
             }
-            return (state.task, state.paused)
+            // A request that already ended needs no cancelling (which would wake its event loop for nothing).
+            return (state.requestEnded ? nil : state.task, state.paused)
         }
         task?.cancel()
         paused?.fail(HTTPClientError.cancelled)
