@@ -219,6 +219,13 @@ final class PartialFile: Sendable {
         guard fsync(fd) == 0 else { throw POSIX.error("saving", path) }
     }
 
+    /// Sets the modification time (seconds since 1970), leaving the access time; `false` when it could not be set.
+    @discardableResult
+    func setModificationTime(_ seconds: Int64) -> Bool {
+        var times = [timespec(tv_sec: 0, tv_nsec: RemoteFileTime.omit), timespec(tv_sec: time_t(seconds), tv_nsec: 0)]
+        return futimens(fd, &times) == 0
+    }
+
     func size() throws(HaulError) -> Int64 {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw POSIX.error("reading", path) }

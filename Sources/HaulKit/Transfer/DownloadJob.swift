@@ -360,7 +360,6 @@ final class DownloadJob {
     private func finish() async throws -> DownloadResult {
         guard var record else { throw HaulError(.server, "the server never sent the file") }
         try await checkpointer.waitForPending()
-        if let file { try await BlockingIO.run { try file.sync() } }
         if let expected = options.checksum {
             try hashHeldBytes()
             let actual = hasher?.hexDigest() ?? ""
@@ -373,13 +372,17 @@ final class DownloadJob {
                                 reason: .checksumMismatch(path: record.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
-        let source = adoptedPath ?? record.partialPath
-        if source != record.destinationPath {
-            try POSIX.rename(source, record.destinationPath)
+        // The file's date, its bytes and its move into place in one call off the concurrency threads; then its folder.
+        let source = adoptedPath ?? record.partialPath, destination = record.destinationPath
+        let file = self.file, remoteTime = options.keepsRemoteTime ? point.validators.lastModified : nil
+        try await BlockingIO.run {
+            if let file {
+                if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
+                try file.sync()
+            }
+            if source != destination { try POSIX.rename(source, destination) }
         }
-        let directory = POSIX.directoryOf(record.destinationPath)
-        await DirectorySyncer.shared.sync(directory)
-        if options.keepsRemoteTime { RemoteFileTime.apply(lastModified: point.validators.lastModified, to: record.destinationPath) }
+        await DirectorySyncer.shared.sync(POSIX.directoryOf(destination))
         if point.totalLength == nil { point.totalLength = point.offset }
         record.update(from: point)
         record.state = .finished
