@@ -25,7 +25,7 @@ extension TaskStore {
         return try write { db in
             guard let found = try Self.fetch(id: id, db) else { return nil }
             guard found.state == .waiting else { return (found, false) }
-            guard let task = try Self.update(id: id, db, now: now, { $0.state = .running }) else { return nil }
+            let task = try Self.update(found, db, now: now) { $0.state = .running }
             try db.cachedStatement(
                 sql: "INSERT INTO task_start (id, unended) VALUES (?, 1) ON CONFLICT (id) DO UPDATE SET unended = unended + 1"
             ).execute(arguments: [id])

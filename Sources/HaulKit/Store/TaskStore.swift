@@ -206,6 +206,13 @@ package final class TaskStore: Sendable {
         id: String, _ db: Database, now: Double, _ change: (inout StoredTask) -> Void
     ) throws -> StoredTask? {
         guard let original = try fetch(id: id, db) else { return nil }
+        return try update(original, db, now: now, change)
+    }
+
+    /// Applies `change` to `original`, the task as just read in this transaction, and saves it.
+    static func update(
+        _ original: StoredTask, _ db: Database, now: Double, _ change: (inout StoredTask) -> Void
+    ) throws -> StoredTask {
         var task = original
         change(&task)
         task.id = original.id
