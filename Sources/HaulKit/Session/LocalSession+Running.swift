@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 extension LocalSession {
     /// Applies a user's command to tasks: stopping running ones, or moving queued ones by the state machine.
@@ -98,7 +99,8 @@ extension LocalSession {
         // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
         case .success(let result):
-            conclude(id, .finished) {
+            let records = self.records
+            conclude(id, .finished, alsoWriting: { db in try records.writeFinal(destinationPath: result.path, db) }) {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
@@ -129,10 +131,12 @@ extension LocalSession {
 
     /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
     /// transaction, then tells everyone and runs the completion hooks.
-    private func conclude(_ id: String, _ state: TaskState, _ change: (inout StoredTask) -> Void) {
+    private func conclude(
+        _ id: String, _ state: TaskState, alsoWriting also: (Database) throws -> Void = { _ in }, _ change: (inout StoredTask) -> Void
+    ) {
         let kind = state == .finished ? "finished" : "failed"
         let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
-        guard let stored = try? store.conclude(id: id, journaling: journaling ? kind : nil, payload: payload, { change(&$0); $0.state = state })
+        guard let stored = try? store.conclude(id: id, journaling: journaling ? kind : nil, payload: payload, alsoWriting: also, { change(&$0); $0.state = state })
         else { return }
         let old = stored.old
         noteStored(stored.task)

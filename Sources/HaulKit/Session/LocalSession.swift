@@ -7,6 +7,8 @@ package actor LocalSession: SessionBackend {
     let configuration: SessionConfiguration
     package nonisolated let store: TaskStore
     package nonisolated let engine: TransferEngine
+    /// The tasks' resume records, in `store` (the engine's records too).
+    nonisolated let records: SessionRecords
     private let lock: FileLock
     private var maxConcurrent: Int
     /// What a task's spec is merged with to run: the session's folder, headers, retries, shared rate limit.
@@ -68,8 +70,8 @@ package actor LocalSession: SessionBackend {
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)
         // The tasks' resume records live in the session's store with the tasks (one store for a task's progress).
-        self.engine = TransferEngine(
-            records: SessionRecords(store: store, files: TransferRecordStore(home: configuration.home)), configuration: engineConfiguration)
+        self.records = SessionRecords(store: store, files: TransferRecordStore(home: configuration.home))
+        self.engine = TransferEngine(records: records, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
         var defaults = DownloadDefaults()
         defaults.directory = configuration.defaultDirectory ?? "."

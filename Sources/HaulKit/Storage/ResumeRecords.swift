@@ -19,6 +19,10 @@ package protocol ResumeRecords: Sendable {
     /// Replaces the record under its key atomically. `durable: false` is for a record whose loss costs nothing:
     /// one naming a new partial file (offset 0), or the final one (a complete destination is recognised anyway).
     func save(_ record: TransferRecord, durable: Bool) throws(HaulError)
+    /// Keeps the final record of a finished download to be written later with something else (a session writes it
+    /// with the task's conclusion, in one transaction); `false` when the caller is to save it now. Only a record
+    /// whose loss a rerun repairs is kept: see ``SessionRecords/deferFinal(_:)``.
+    func deferFinal(_ record: TransferRecord) -> Bool
     func remove(_ key: String)
     /// Takes the destination's lock (see ``TransferRecordStore/lock(_:what:)``); `what` names it in the error.
     func lock(_ key: String, what: String) throws(HaulError) -> FileLock
@@ -33,6 +37,8 @@ extension ResumeRecords {
     func save(_ record: TransferRecord) throws(HaulError) { try save(record, durable: true) }
 
     package func claim(_ key: String) throws(HaulError) -> TransferRecord? { try load(key) }
+
+    package func deferFinal(_ record: TransferRecord) -> Bool { false }
 
     package func saveFirst(_ record: TransferRecord, choice: (any DirectoryChoice)?) throws(HaulError) {
         choice?.remember(record.destinationPath)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 
 /// The resume records of a session's downloads, kept in the session's task store (tables `transfer` and `choice`)
 /// beside the tasks themselves: one store holds a session task's progress, and a download of a batch creates no
@@ -16,10 +17,30 @@ import GRDB
 package struct SessionRecords: ResumeRecords {
     let store: TaskStore
     let files: TransferRecordStore
+    /// Final records waiting for their task's conclusion, by key (shared by copies of this value).
+    private let finals = NIOLockedValueBox<[String: String]>([:])
 
     package init(store: TaskStore, files: TransferRecordStore) {
         self.store = store
         self.files = files
+    }
+
+    /// Keeps a finished download's final record for ``writeFinal(destinationPath:_:)``, which the session calls in the
+    /// transaction that concludes the task: one write less per download. Should the process die before that, the
+    /// first record stays, naming a partial file that is gone and a destination of its whole length, which a rerun
+    /// recognises as complete (``DownloadJob/isMovedIntoPlace(_:)``); so only a record of a known length waits.
+    package func deferFinal(_ record: TransferRecord) -> Bool {
+        guard record.state == .finished, record.totalLength != nil, !record.adopted else { return false }
+        let text = record.jsonText
+        finals.withLockedValue { $0[record.key] = text }
+        return true
+    }
+
+    /// Writes the final record kept for `destinationPath`, if any, in the caller's transaction.
+    func writeFinal(destinationPath: String, _ db: Database) throws {
+        let key = TransferRecord.key(destinationPath: destinationPath)
+        guard let text = finals.withLockedValue({ $0.removeValue(forKey: key) }) else { return }
+        try db.cachedStatement(sql: Self.saveSQL).execute(arguments: [key, text])
     }
 
     /// The store's record, else a record file left for the destination (read, not taken: see ``claim(_:)``).
@@ -124,6 +145,7 @@ package struct SessionRecords: ResumeRecords {
     }
 
     package func remove(_ key: String) {
+        finals.withLockedValue { _ = $0.removeValue(forKey: key) }
         _ = try? store.writeStatement { db in
             try db.cachedStatement(sql: "DELETE FROM transfer WHERE key = ?").execute(arguments: [key])
         }

@@ -390,7 +390,9 @@ final class DownloadJob {
         record.segments = nil
         self.record = record
         let store = self.store, finished = record
-        try await BlockingIO.run { try store.save(finished, durable: false) }
+        if !store.deferFinal(finished) {
+            try await BlockingIO.run { try store.save(finished, durable: false) }
+        }
         emitProgress()
         let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: lifecycle.fetched, checksum: options.checksum, alreadyComplete: false)
         events(.finished(result))

@@ -84,4 +84,62 @@ import Testing
             #expect(server.requests("/g").last?.header("Range") == "bytes=\(held)-", "the record file of haul get was read")
         }
     }
+    /// A session writes a finished download's final record in the transaction that concludes the task. Should the
+    /// process die between the file's move into place and that transaction, the first record (partial file gone,
+    /// destination of its whole length) is enough for a rerun to recognise the file as complete.
+    @Test func aFinalRecordLostWithTheProcessIsRecognisedFromTheCompleteFile() async throws {
+        try await withHarness { server, _, sandbox in
+            let body = TestData.bytes(40_000, seed: 162)
+            server.serve("/whole.bin", Resource(body: body, etag: "\"w\""))
+            let url = try UserInput.url(server.url("/whole.bin"))
+            let store = try TaskStore(path: storePath(sandbox, "finals"))
+            let destination = sandbox.path("whole.bin")
+            let key = TransferRecord.key(destinationPath: destination)
+            let options = DownloadOptions(url: url, destination: .file(destination))
+
+            // The engine finishes; the session that would conclude the task never does (its process died).
+            let first = TransferEngine(records: SessionRecords(store: store, files: TransferRecordStore(home: sandbox.home)))
+            let done = try await first.download(options)
+            try await first.shutdown()
+            #expect(!done.alreadyComplete && sandbox.contents("whole.bin") == body)
+            let left = try #require(try SessionRecords(store: store, files: TransferRecordStore(home: sandbox.home)).load(key))
+            #expect(left.state == .running && left.totalLength == Int64(body.count), "only the first record was written: \(left)")
+
+            // The next process: the file is complete, nothing is fetched again.
+            let records = SessionRecords(store: store, files: TransferRecordStore(home: sandbox.home))
+            let again = TransferEngine(records: records)
+            let requests = server.requests("/whole.bin").count
+            let result = try await again.download(options)
+            try await again.shutdown()
+            #expect(result.alreadyComplete && result.bytes == Int64(body.count))
+            #expect(server.requests("/whole.bin").count == requests, "no request for a complete file")
+            #expect(try records.load(key)?.state == .finished)
+        }
+    }
+
+    @Test func onlyAFinalRecordOfAKnownLengthWaitsAndItIsWrittenOnceWithTheConclusion() throws {
+        let sandbox = try Sandbox()
+        defer { sandbox.remove() }
+        let store = try TaskStore(path: storePath(sandbox, "waiting"))
+        let records = SessionRecords(store: store, files: TransferRecordStore(home: sandbox.home))
+        var final = TransferRecord(
+            url: "https://example.com/a", destinationPath: sandbox.path("a"), partialPath: sandbox.path("a.haul-part"),
+            offset: 10, totalLength: 10, state: .finished, adopted: false)
+        var unknownLength = final
+        unknownLength.totalLength = nil
+        #expect(!records.deferFinal(unknownLength), "without a length a rerun could not recognise the file: saved now")
+        var running = final
+        running.state = .running
+        #expect(!records.deferFinal(running))
+        #expect(records.deferFinal(final))
+        #expect(try records.load(final.key) == nil, "kept, not written yet")
+        try store.write { db in try records.writeFinal(destinationPath: final.destinationPath, db) }
+        #expect(try records.load(final.key) == final)
+        records.remove(final.key)
+        final.offset = 11
+        #expect(records.deferFinal(final))
+        records.remove(final.key)
+        try store.write { db in try records.writeFinal(destinationPath: final.destinationPath, db) }
+        #expect(try records.load(final.key) == nil, "a removed record's waiting final record is dropped too")
+    }
 }
