@@ -37,7 +37,7 @@ final class GroupCommit: @unchecked Sendable {
             let pending = PendingWrite(
                 grouped: { db in outcome = .success(try body(db)) },
                 alone: { pool in
-                    outcome = Result { transaction ? try pool.write(body) : try pool.writeWithoutTransaction(body) }
+                    outcome = Result { transaction ? try Self.transaction(pool, body) : try pool.writeWithoutTransaction(body) }
                 })
             submit(pending)
             guard let outcome else { throw HaulError(.fileSystem, "a write to the session store was not made") }
@@ -72,7 +72,7 @@ final class GroupCommit: @unchecked Sendable {
     private func commit(_ group: [PendingWrite]) -> Bool {
         if group.count > 1 {
             do {
-                try pool.write { db in
+                try Self.transaction(pool) { db in
                     for write in group { try write.grouped(db) }
                 }
                 return true
@@ -82,6 +82,23 @@ final class GroupCommit: @unchecked Sendable {
         }
         for write in group { write.alone(pool) }
         return false
+    }
+
+    /// Runs `body` in one transaction of the writer connection, begun and ended by cached statements: GRDB's own
+    /// transactions prepare their BEGIN and COMMIT again each time, a visible share of a small write.
+    private static func transaction<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            do {
+                let value = try body(db)
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                return value
+            } catch {
+                // SQLite may have rolled back already (some errors do): then there is nothing to end.
+                if db.isInsideTransaction { try? db.rollback() }
+                throw error
+            }
+        }
     }
 
     /// The writes waiting for a commit, and how many groups were committed together so far (for tests).

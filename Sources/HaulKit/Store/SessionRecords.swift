@@ -62,7 +62,7 @@ package struct SessionRecords: ResumeRecords {
     private func stored(_ key: String) throws(HaulError) -> TransferRecord? {
         let text: String?
         do {
-            text = try store.read { db in
+            text = try store.readStatement { db in
                 try String.fetchOne(try db.cachedStatement(sql: "SELECT record FROM transfer WHERE key = ?"), arguments: [key])
             }
         } catch {
@@ -167,7 +167,7 @@ package struct SessionRecords: ResumeRecords {
     }
 
     private func chosen(_ key: String) -> String? {
-        let path = try? store.read { db in
+        let path = try? store.readStatement { db in
             try String.fetchOne(try db.cachedStatement(sql: "SELECT path FROM choice WHERE key = ?"), arguments: [key])
         }
         return path.flatMap { $0 }

@@ -104,7 +104,7 @@ package final class TaskStore: Sendable {
     }
 
     public func task(id: String) throws -> StoredTask? {
-        try read { db in try Self.fetch(id: id, db) }
+        try readStatement { db in try Self.fetch(id: id, db) }
     }
 
     /// Applies `change` to the task `id` and saves it with a new `updatedAt`, in one transaction;
@@ -142,6 +142,12 @@ package final class TaskStore: Sendable {
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         try Self.mapErrors(path: path) { try pool.read(body) }
+    }
+
+    /// One read-only statement on a reader connection, outside a transaction (one statement sees one state of
+    /// the file anyway): GRDB's snapshot transaction around a read costs two more statements.
+    func readStatement<T>(_ body: (Database) throws -> T) throws -> T {
+        try Self.mapErrors(path: path) { try pool.unsafeRead(body) }
     }
 
     func write<T>(_ body: (Database) throws -> T) throws -> T {
