@@ -169,14 +169,15 @@ package struct WebAccess: Sendable, Equatable {
 
     /// The daemon methods a browser (or an API key) may call through `POST /api/rpc`. Not `daemon.hello`, not
     /// the subscriptions (the event stream replaces them), never `web.*`.
-    public static let bridgedMethods: Set<String> = [
-        "daemon.status", "session.open", "session.setMaxConcurrentDownloads", "session.setRateLimit",
-        "session.configuration", "tasks.add", "tasks.list", "tasks.pause", "tasks.resume", "tasks.cancel",
-        "tasks.remove", "tasks.setPriority", "tasks.segments", "journal.list", "journal.ack",
+    package static let bridgedMethods: Set<DaemonMethod> = [
+        .status, .openSession, .setMaxConcurrentDownloads, .setRateLimit, .sessionConfiguration, .addTasks, .listTasks,
+        .pauseTasks, .resumeTasks, .cancelTasks, .removeTasks, .setPriority, .segments, .listJournal, .acknowledgeJournal,
     ]
 
-    /// Whether the bridge passes `method` on to the daemon.
-    public static func bridges(_ method: String) -> Bool { bridgedMethods.contains(method) }
+    /// Whether the bridge passes `method` (a wire name) on to the daemon.
+    public static func bridges(_ method: String) -> Bool {
+        DaemonMethod(rawValue: method).map { bridgedMethods.contains($0) } ?? false
+    }
 
     /// Compares two secrets in time that depends only on their lengths.
     public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
