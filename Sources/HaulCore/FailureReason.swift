@@ -22,6 +22,10 @@ public enum FailureReason: Sendable, Equatable, Codable {
     case proxyAuthenticationRequired
     /// The TLS certificates or key given could not be loaded.
     case unusableTLSFiles
+    /// The server's certificate is signed by an issuer this machine does not trust (trust its CA to connect).
+    case untrustedCertificate(server: String)
+    /// A redirect from https to plain http was refused (allowing it is the download's choice).
+    case insecureRedirect(target: String)
     /// No daemon is running at the socket and starting one was not allowed.
     case daemonNotRunning(socketPath: String)
     /// The daemon's socket path cannot be used (too long, or in a folder of another user).

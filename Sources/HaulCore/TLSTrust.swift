@@ -128,7 +128,7 @@ package enum CertificateProblem: Equatable, Sendable {
             let shown = names.isEmpty ? "no name" : names.prefix(4).map(Self.printable).joined(separator: ", ")
             return "TLS certificate of \(server) is for \(shown), not this host name (wrong host name)"
         case .unknownIssuer:
-            return "TLS certificate of \(server) is signed by an unknown issuer; trust its CA with --cacert FILE (or SSL_CERT_FILE)"
+            return "TLS certificate of \(server) is signed by an unknown issuer"
         case .handshake(let reason):
             return "TLS handshake with \(server) failed: \(reason)"
         }

@@ -25,6 +25,10 @@ extension HaulError {
             return "give them as --proxy http://user:password@host:port"
         case .unusableTLSFiles:
             return "check --cacert, --capath, --cert and --key"
+        case .untrustedCertificate:
+            return "trust its CA with --cacert FILE (or SSL_CERT_FILE)"
+        case .insecureRedirect:
+            return "pass --allow-insecure-redirects to allow it"
         case .daemonNotRunning:
             return "start one with `haul daemon`, or drop --no-autostart"
         case .unusableSocketPath:

@@ -48,7 +48,8 @@ package struct DaemonLocation: Equatable, Sendable {
         guard mode & 0o077 == 0 else {
             throw HaulError(
                 .usage,
-                "the socket directory \(directory) is open to other users (mode \(String(info.st_mode & 0o7777, radix: 8))); run `chmod 700 \(directory)` or choose another --socket")
+                "the socket directory \(directory) is open to other users (mode \(String(info.st_mode & 0o7777, radix: 8))); run `chmod 700 \(directory)`",
+                reason: .unusableSocketPath(socketPath))
         }
     }
 }

@@ -63,7 +63,7 @@ extension DownloadJob {
         case .loop(let target): return "redirect loop: \(url) leads back to \(target)"
         case .invalidLocation(let location): return "\(url) redirected to an invalid location \"\(location)\""
         case .unsupportedScheme(let scheme): return "\(url) redirected to an unsupported scheme \"\(scheme)\""
-        case .insecureRedirect(let target): return "refused to follow a redirect from https to plain http (\(target)); pass --allow-insecure-redirects to allow it"
+        case .insecureRedirect(let target): return "refused to follow a redirect from https to plain http (\(target))"
         }
     }
 }

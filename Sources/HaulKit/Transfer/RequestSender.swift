@@ -83,6 +83,9 @@ struct RequestSender: Sendable {
                 // Named after the URL asked for, not the last hop.
                 throw HaulError(.httpStatus, DownloadJob.describe(.tooManyRedirects(count), from: start))
             case .failure(let failure):
+                if case .insecureRedirect(let target) = failure {
+                    throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url), reason: .insecureRedirect(target: Redaction.url(target)))
+                }
                 throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url))
             }
         }

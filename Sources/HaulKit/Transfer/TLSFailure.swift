@@ -31,6 +31,9 @@ enum TLSFailure {
         } else {
             return nil
         }
+        if case .unknownIssuer = problem {
+            return HaulError(.network, problem.message(server: server), reason: .untrustedCertificate(server: server))
+        }
         return HaulError(.network, problem.message(server: server))
     }
 

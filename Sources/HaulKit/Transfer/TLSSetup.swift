@@ -46,7 +46,7 @@ extension TLSTrust {
                 configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem))
             } catch {
                 throw HaulError(.usage, "cannot read the client certificate's private key \(keyPath): \(Self.fileProblem(keyPath, error))"
-                    + (clientKey == nil ? " (give it with --key FILE)" : ""))
+                    + (clientKey == nil ? " (no separate key file was given)" : ""), reason: .unusableTLSFiles)
             }
         }
         // Made once here so that a problem is reported now, by what it is about, not as a failed connection.

@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+@testable import HaulCore
+@testable import HaulKit
+
+/// Every typed reason survives the one JSON form it is stored and sent in.
+@Suite struct FailureReasonJSONTests {
+    static let reasons: [FailureReason] = [
+        .destinationExists(path: "/d/a.iso"), .destinationIsDirectory(path: "/d"),
+        .partialOfAnotherURL(partialPath: "/d/a.iso.haul-part", url: "https://example.com/b"),
+        .differsFromServer(path: "/d/a"), .cannotVerifyWithoutRanges(path: "/d/a"), .httpStatus(404, url: "https://example.com/a"),
+        .checksumMismatch(path: "/d/a", expected: "sha256:00", actual: "sha256:11", alreadyAtPath: true),
+        .busy, .proxyAuthenticationRequired, .unusableTLSFiles, .untrustedCertificate(server: "127.0.0.1:8443"),
+        .insecureRedirect(target: "http://example.com/a"), .daemonNotRunning(socketPath: "/run/h.sock"),
+        .unusableSocketPath("/run/h.sock"), .retriesExhausted(retries: 3), .interrupted,
+    ]
+
+    @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
+        let error = HaulError(.network, "what happened", reason: reason)
+        let text = try #require(FailureReasonJSON.encode(error))
+        #expect(FailureReasonJSON.decode(text) == reason, "\(text)")
+        #expect(FailureReasonJSON.decode(FailureReasonJSON.value(error)) == reason)
+    }
+
+    @Test func noReasonIsWrittenAsNothing() {
+        #expect(FailureReasonJSON.encode(HaulError(.network, "what happened")) == nil)
+    }
+}
