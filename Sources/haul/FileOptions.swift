@@ -31,7 +31,7 @@ struct FileOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: "Save to this path.")
     var output: String?
 
-    @Option(name: .customLong("dir"), help: "Save into this folder under the name the server suggests (default: the current folder).")
+    @Option(name: [.customShort("d"), .customShort("P"), .customLong("dir")], help: "Save into this folder under the name the server suggests (default: the current folder; -d as in aria2c, -P as in wget).")
     var directory: String?
 
     @Flag(help: "Replace an existing file at the -o path once the new one is complete.")

@@ -264,7 +264,7 @@ import Glibc
 
                     \(files.urls[2])
                     """
-                let result = try await box.runFeedingStdin(["get", "-i", "-", "--dir", out], input: input, timeout: .seconds(30))
+                let result = try await box.runFeedingStdin(["get", "-i", "-", "-d", out], input: input, timeout: .seconds(30))
                 #expect(result.exitCode == 0 && !result.signalled, "exit \(result.exitCode): \(result.stderr)")
                 #expect(result.stderrLines.contains("3 finished, 0 failed"), "stderr: \(result.stderr)")
                 files.expectExact(in: out)

@@ -17,6 +17,7 @@ import Testing
         BadInput(name: "bad checksum", arguments: ["URL", "-o", "OUT", "--checksum", "sha256:xyz"]),
         BadInput(name: "bad header", arguments: ["URL", "-o", "OUT", "-H", "NoColon"]),
         BadInput(name: "-o with --dir", arguments: ["URL", "-o", "OUT", "--dir", "somewhere"]),
+        BadInput(name: "-o with -d", arguments: ["URL", "-o", "OUT", "-d", "somewhere"]),
         BadInput(name: "bad --limit-rate", arguments: ["URL", "-o", "OUT", "--limit-rate", "fast"]),
         BadInput(name: "port above 65535", arguments: ["http://127.0.0.1:99999/x", "-o", "OUT"]),
         BadInput(name: "IPv6 port above 65535", arguments: ["http://[::1]:99999/x", "-o", "OUT"]),

@@ -73,7 +73,7 @@ import Glibc
                 let log = box.path("hooks.txt")
                 let hook = "sleep 0.5; echo \"$HAUL_SESSION $HAUL_TASK_STATE $HAUL_TASK_ID\" >> '\(log)'"
                 let urls = ["/a.bin", "/b.bin", "/missing.bin"].map(server.url)
-                let result = try await box.run(["get"] + urls + ["--dir", "out", "--on-complete", hook])
+                let result = try await box.run(["get"] + urls + ["-P", "out", "--on-complete", hook])
                 #expect(result.exitCode == 4, "\(result)")
                 let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
                 #expect(lines.count == 3, "one run per download, all before haul exited: \(lines)")
