@@ -5,9 +5,12 @@ import struct Foundation.URLComponents
 /// A user name and password for HTTP Basic authentication (RFC 7617), sent only to the origin they were
 /// given for (the URL's own, for `user:password@` and `-u`), never after a redirect to another origin.
 public struct Credentials: Codable, Equatable, Sendable {
+    /// The user name, as given (not percent-encoded).
     public var user: String
+    /// The password, as given; never printed or logged.
     public var password: String
 
+    /// Credentials from a user name and a password, as given.
     public init(user: String, password: String) {
         self.user = user
         self.password = password

@@ -12,7 +12,10 @@ public struct DownloadSpec: Equatable, Sendable {
     /// A `file` path that is a character device, FIFO or socket (`/dev/null`, a named pipe) is written straight
     /// through like `standardOutput`: no partial file, no rename, no resume, and never replaced or removed.
     public enum Destination: Equatable, Hashable, Sendable {
+        /// This exact path; a relative path is taken from the folder the download was asked for in.
         case file(String)
+        /// This folder, under the name the server suggests (`Content-Disposition`, else the URL's last segment);
+        /// a taken name becomes `name (1).ext`.
         case directory(String)
         /// The bytes go to the process's standard output as they arrive (`-o -`); nothing is kept to resume.
         case standardOutput

@@ -1,13 +1,19 @@
 /// An ordered, case-insensitive list of HTTP header fields; a plain value so the core stays free of I/O types.
 public struct HTTPFields: Equatable, Sendable, ExpressibleByDictionaryLiteral, Sequence {
+    /// One header field: a name (compared case-insensitively) and its value.
     public struct Field: Equatable, Sendable {
+        /// The field's name as it was given, e.g. `Content-Range`.
         public var name: String
+        /// The field's value, without the surrounding whitespace.
         public var value: String
+        /// A field from its name and value.
         public init(name: String, value: String) { self.name = name; self.value = value }
     }
 
+    /// The fields in the order they were given or received, repeated names included.
     public private(set) var fields: [Field]
 
+    /// The fields in this order.
     public init(_ fields: [Field] = []) { self.fields = fields }
 
     public init(dictionaryLiteral elements: (String, String)...) {
@@ -27,13 +33,16 @@ public struct HTTPFields: Equatable, Sendable, ExpressibleByDictionaryLiteral, S
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 
+    /// Adds a field at the end, keeping any earlier ones with the same name.
     public mutating func append(_ name: String, _ value: String) { fields.append(Field(name: name, value: value)) }
 
+    /// Removes every field named `name` (case-insensitive).
     public mutating func remove(_ name: String) {
         let lower = name.lowercased()
         fields.removeAll { $0.name.lowercased() == lower }
     }
 
+    /// Whether a field named `name` (case-insensitive) is present.
     public func contains(_ name: String) -> Bool { self[name] != nil }
 
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }

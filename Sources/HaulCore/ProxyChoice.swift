@@ -2,6 +2,7 @@ import Foundation
 
 /// A proxy to send requests through.
 public struct ProxyEndpoint: Codable, Equatable, Hashable, Sendable, CustomStringConvertible {
+    /// The protocol spoken to the proxy, from the proxy URL's scheme.
     public enum Kind: String, Codable, Hashable, Sendable {
         /// Plain HTTP requests forwarded, HTTPS tunnelled with `CONNECT`.
         case http
@@ -9,11 +10,15 @@ public struct ProxyEndpoint: Codable, Equatable, Hashable, Sendable, CustomStrin
         case socks5, socks5h
     }
 
+    /// The protocol spoken to the proxy.
     public var kind: Kind
+    /// The proxy's host name or IP address.
     public var host: String
+    /// The proxy's port (1080 when its URL named none).
     public var port: Int
     /// Proxy authentication (`user:password@` in the proxy URL); HTTP proxies only.
     public var user: String?
+    /// The password that goes with ``user``; never printed or logged.
     public var password: String?
 
     /// Parses a proxy as curl takes it: `[scheme://][user:password@]host[:port]`, scheme `http` (the default),
@@ -61,8 +66,13 @@ public struct ProxyEndpoint: Codable, Equatable, Hashable, Sendable, CustomStrin
 /// `all_proxy`/`ALL_PROXY`; except hosts matched by `--noproxy`, else `no_proxy`/`NO_PROXY` (a comma list
 /// of host names, matched with their subdomains, a leading dot ignored, literal IPs, or `*` for all).
 public struct ProxyChoice: Codable, Equatable, Sendable {
+    /// The proxy given explicitly (`--proxy`); used for every URL not excluded by ``noProxy``.
     public var explicit: ProxyEndpoint?
+    /// The hosts that go direct (`--noproxy`), in `no_proxy`'s syntax; when `nil`, `no_proxy`/`NO_PROXY` from
+    /// ``environment`` apply.
     public var noProxy: String?
+    /// The environment variables the choice reads (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy` and their
+    /// upper-case forms where curl reads them).
     public var environment: [String: String]
 
     /// Reads nothing but what it is given: `environment` is normally the process's.

@@ -2,10 +2,14 @@ import struct Foundation.URL
 
 /// Scheme, host and port: the unit that credentials are scoped to (RFC 6454).
 public struct Origin: Equatable, Hashable, Sendable {
+    /// The URL's scheme, lower-cased.
     public var scheme: String
+    /// The URL's host, lower-cased.
     public var host: String
+    /// The URL's port, or its scheme's default (80 for `http`, 443 for `https`).
     public var port: Int
 
+    /// The origin of `url`; `nil` when it has no scheme or host.
     public init?(_ url: URL) {
         guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return nil }
         let defaultPort: Int

@@ -70,8 +70,12 @@ package struct ResourceInfo: Equatable, Sendable {
 
 /// Why bytes held must be discarded and the download started again from byte 0.
 public enum RestartReason: Equatable, Sendable, CustomStringConvertible {
+    /// The server's validators (ETag, Last-Modified, length) no longer match the bytes held; says which.
     case resourceChanged(String)
+    /// A partial response that cannot be appended to the bytes held (a `Content-Range` that does not fit the
+    /// request, `multipart/byteranges`, the whole file to a range request); says why.
     case invalidPartialResponse(String)
+    /// The bytes re-fetched to check a resumed file differ from the bytes already on disk.
     case overlapMismatch
 
     public var description: String {

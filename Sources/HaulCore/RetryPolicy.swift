@@ -2,11 +2,14 @@
 public struct RetryPolicy: Equatable, Sendable {
     /// Retries after the first attempt; the count restarts whenever an attempt made progress.
     public var maxRetries: Int
+    /// The backoff before the first retry; it doubles with each retry after that.
     public var baseDelay: Duration
+    /// The longest backoff, however many retries came before.
     public var maxDelay: Duration
     /// The longest `Retry-After` honoured; a longer one is shortened to this.
     public var maxRetryAfter: Duration
 
+    /// A policy with these limits; the defaults are 5 retries, 1 s doubling up to 60 s, `Retry-After` up to 10 min.
     public init(maxRetries: Int = 5, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(60), maxRetryAfter: Duration = .seconds(600)) {
         self.maxRetries = maxRetries
         self.baseDelay = baseDelay

@@ -1,5 +1,6 @@
 /// One byte range of a segmented download and how much of it is written.
 public struct Segment: Codable, Equatable, Sendable {
+    /// The segment's number within its download (0 is the first connection's).
     public var id: Int
     /// First byte of the range.
     public var start: Int64
@@ -8,6 +9,7 @@ public struct Segment: Codable, Equatable, Sendable {
     /// Bytes `start..<start + done` are written.
     public var done: Int64
 
+    /// The range `start..<end`, of which the first `done` bytes are written.
     public init(id: Int, start: Int64, end: Int64, done: Int64 = 0) {
         self.id = id
         self.start = start
@@ -17,7 +19,9 @@ public struct Segment: Codable, Equatable, Sendable {
 
     /// The next byte to fetch.
     public var next: Int64 { start + done }
+    /// Bytes of the range still to fetch.
     public var remaining: Int64 { end - next }
+    /// Whether every byte of the range is written.
     public var isComplete: Bool { next >= end }
 }
 

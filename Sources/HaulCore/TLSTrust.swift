@@ -14,6 +14,7 @@ public struct TLSTrust: Codable, Equatable, Hashable, Sendable {
     /// PEM private key of the client certificate (default: read from ``clientCertificate``).
     public var clientKey: String?
 
+    /// Trust with these settings; with none, the system's CAs are trusted and certificates verified.
     public init(caFile: String? = nil, caDirectory: String? = nil, insecure: Bool = false,
                 clientCertificate: String? = nil, clientKey: String? = nil) {
         self.caFile = caFile

@@ -2,11 +2,15 @@
 public enum TaskCommand: Equatable, Sendable {
     /// The scheduler gives the task a slot.
     case start
+    /// Out of its slot or the queue, bytes kept (from waiting or running).
     case pause
     /// Back into the queue (from paused, failed or cancelled).
     case resume
+    /// Stopped for good (from waiting, running, paused or failed).
     case cancel
+    /// The transfer completed and the file is at its final path (from running).
     case finish
+    /// The transfer gave up (from running).
     case fail
 }
 

@@ -2,14 +2,23 @@ import struct Foundation.URL
 
 /// A problem with what the user asked for, found before any network or file activity.
 public struct InputError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// One line saying what is wrong with the input.
     public var message: String
+    /// An error saying `message`.
     public init(_ message: String) { self.message = message }
     public var description: String { message }
 }
 
 /// A hash algorithm Haul can verify a download with.
 public enum ChecksumAlgorithm: String, CaseIterable, Codable, Sendable {
-    case md5, sha1, sha256, sha512
+    /// MD5 (RFC 1321): only to check against a published MD5, not for security.
+    case md5
+    /// SHA-1 (RFC 3174): only to check against a published SHA-1, not for security.
+    case sha1
+    /// SHA-256 (FIPS 180-4).
+    case sha256
+    /// SHA-512 (FIPS 180-4).
+    case sha512
 
     /// Length of the digest in hex digits.
     public var hexLength: Int {
@@ -24,15 +33,18 @@ public enum ChecksumAlgorithm: String, CaseIterable, Codable, Sendable {
 
 /// An expected digest, given as `ALG:HEX` (also `ALG=HEX`; `sha-256` is accepted for `sha256`).
 public struct Checksum: Equatable, Codable, Sendable, CustomStringConvertible {
+    /// The hash algorithm of the digest.
     public var algorithm: ChecksumAlgorithm
     /// Lower-case hex digits.
     public var hex: String
 
+    /// A digest of `algorithm` given as hex digits (either case); not validated, see ``init(parsing:)``.
     public init(algorithm: ChecksumAlgorithm, hex: String) {
         self.algorithm = algorithm
         self.hex = hex.lowercased()
     }
 
+    /// Parses `ALG:HEX` or `ALG=HEX`, checking the algorithm's name and the digest's length and digits.
     public init(parsing text: String) throws(InputError) {
         guard let separator = text.firstIndex(where: { $0 == ":" || $0 == "=" }) else {
             throw InputError("checksum \"\(text)\" is not ALG:HEX (e.g. sha256:9f86d0…)")

@@ -3,6 +3,7 @@ public struct HaulError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Classes of failure; the CLI maps each to its own exit code.
     public typealias Kind = ErrorKind
 
+    /// The class of the failure (what the CLI's exit code says); ``reason`` tells the case apart.
     public var kind: Kind
     /// What happened, in words, without the next step in any front end's terms.
     public var message: String

@@ -9,6 +9,7 @@ public struct CompletionCommand: Sendable {
     /// Run by `/bin/sh -c`.
     public var command: String
 
+    /// A command line for `/bin/sh -c`.
     public init(_ command: String) { self.command = command }
 
     /// The `HAUL_*` variables describing `task` (`HAUL_SESSION` only with a session).

@@ -12,6 +12,8 @@ import Foundation
 /// missed (first on every ``events()`` stream, and in ``pendingEvents()``) until they are acknowledged
 /// with ``acknowledgeEvents()``.
 public actor DownloadSession {
+    /// The session's name: its tasks are stored under it, and opening it again (in this process or another)
+    /// finds them.
     public nonisolated let identifier: String
     private let backend: any SessionBackend
 
@@ -45,11 +47,15 @@ public actor DownloadSession {
 
     /// Pauses tasks (running ones stop after saving their progress).
     public func pause(_ ids: [String]) async throws { try await backend.apply(.pause, to: ids) }
+    /// Puts paused, failed or cancelled tasks back in the queue; they continue from the bytes held.
     public func resume(_ ids: [String]) async throws { try await backend.apply(.resume, to: ids) }
     /// Cancels tasks; their partial data is deleted.
     public func cancel(_ ids: [String]) async throws { try await backend.apply(.cancel, to: ids) }
+    /// Pauses every waiting and running task.
     public func pauseAll() async throws { try await backend.apply(.pause, to: nil) }
+    /// Puts every paused, failed and cancelled task back in the queue.
     public func resumeAll() async throws { try await backend.apply(.resume, to: nil) }
+    /// Cancels every task that has not finished; their partial data is deleted.
     public func cancelAll() async throws { try await backend.apply(.cancel, to: nil) }
 
     /// Removes tasks from the session, cancelling running ones; with `deleteFile`, finished files are deleted too.
@@ -57,6 +63,7 @@ public actor DownloadSession {
         try await backend.remove(ids, deleteFile: deleteFile)
     }
 
+    /// Changes tasks' priority: among waiting tasks, a higher priority starts first (then the order they were added).
     public func setPriority(_ priority: Int, for ids: [String]) async throws {
         try await backend.setPriority(priority, for: ids)
     }
@@ -69,6 +76,7 @@ public actor DownloadSession {
     /// Every task, in the order they were added.
     public func tasks() async throws -> [TaskSnapshot] { try await backend.tasks() }
 
+    /// The task `id` as it stands, or `nil` when the session has none by that id.
     public func task(_ id: String) async throws -> TaskSnapshot? { try await backend.task(id) }
 
     // MARK: Events

@@ -35,12 +35,14 @@ public struct SessionConfiguration: Sendable {
     /// When set, the session is a background session: `haul daemon` does the transfers (see ``background``).
     public var daemon: DaemonEndpoint?
 
+    /// An in-process session with the defaults.
     public init() {}
 
     /// A background session: the transfers run in `haul daemon` (started when none is running) and go on
     /// after this process exits; ``completionCommand`` runs in the daemon, ``onCompletion`` in this process.
     public static var background: SessionConfiguration { background(DaemonEndpoint()) }
 
+    /// A background session whose daemon is reached (and started) as `daemon` says.
     public static func background(_ daemon: DaemonEndpoint) -> SessionConfiguration {
         var configuration = SessionConfiguration()
         configuration.daemon = daemon
@@ -57,6 +59,8 @@ public struct DaemonEndpoint: Sendable, Equatable {
     /// The `haul` executable to start; `nil`: `$HAUL_EXECUTABLE`, else `haul` beside this program, else on `PATH`.
     public var executable: String?
 
+    /// The daemon at `socketPath` (default location when `nil`), started from `executable` when none answers
+    /// and `autostart` is set.
     public init(socketPath: String? = nil, autostart: Bool = true, executable: String? = nil) {
         self.socketPath = socketPath
         self.autostart = autostart
@@ -97,12 +101,19 @@ public struct DownloadRequest: Sendable {
 
 /// A task as it stands.
 public struct TaskSnapshot: Equatable, Sendable {
+    /// The task's id, unique in its session (given in the ``DownloadRequest`` or made when it was added).
     public var id: String
+    /// The URL as it was added; it may hold `user:password@`, so don't print it as it is.
     public var url: String
+    /// Where the task stands.
     public var state: TaskState
+    /// Among waiting tasks, a higher priority starts first.
     public var priority: Int
+    /// Bytes held: written and durable for a stored task, the latest count for a running one.
     public var bytes: Int64
+    /// The file's size, once the server has said it.
     public var total: Int64?
+    /// The recent speed of a running task (over the last few seconds); `nil` otherwise.
     public var bytesPerSecond: Double?
     /// The downloaded file (once its name is known).
     public var filePath: String?
@@ -131,11 +142,15 @@ public struct TaskSnapshot: Equatable, Sendable {
 
 /// What a session reports.
 public enum SessionEvent: Sendable, Equatable {
+    /// A task was added to the session (not sent for one that already existed).
     case added(TaskSnapshot)
+    /// A task moved from one state to another.
     case stateChanged(id: String, from: TaskState, to: TaskState)
+    /// A running task's progress, at most once per ``SessionConfiguration/progressInterval``.
     case progress(id: String, DownloadProgress)
     /// The task's file is complete and verified at `filePath`.
     case finished(TaskSnapshot)
+    /// The task gave up; its ``TaskSnapshot/error`` says why, and ``DownloadSession/resume(_:)`` tries again.
     case failed(TaskSnapshot)
     /// No task is waiting or running any more (sent once each time the queue drains).
     case allFinished

@@ -6,8 +6,10 @@ import Darwin
 
 /// Where Haul keeps its own state: `$HAUL_HOME`, else `$XDG_DATA_HOME/haul`, else `~/.local/share/haul`.
 public struct HaulHome: Equatable, Sendable {
+    /// The folder; it and what Haul makes in it are private to the user (0700 folders, 0600 files).
     public var path: String
 
+    /// The state folder at `path`.
     public init(path: String) { self.path = path }
 
     /// Resolves the location from an environment (normally `ProcessInfo.processInfo.environment`).

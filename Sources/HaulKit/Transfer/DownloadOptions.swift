@@ -8,12 +8,15 @@ public struct DownloadOptions: Sendable {
     /// Where the file goes: an exact path, or a folder plus the name the server suggests, or standard output.
     public typealias Destination = DownloadSpec.Destination
 
+    /// What to fetch: `http` or `https`, with any `user:password@` used for Basic authentication to its origin.
     public var url: URL
+    /// Where the file goes.
     public var destination: Destination
     /// Replace an existing file at the destination path (only once the new one is complete).
     public var overwrite = false
     /// Continue a partial file at the destination that Haul did not write, after verifying it.
     public var continuePartial = false
+    /// The digest the complete file must have; on a mismatch the download fails and nothing is moved to the destination.
     public var checksum: Checksum?
     /// Extra request headers; sent only to the origin of `url`.
     public var headers = HTTPFields()
@@ -24,6 +27,7 @@ public struct DownloadOptions: Sendable {
     public var proxies: ProxyChoice?
     /// Trusted CAs, `insecure`, client certificate; `nil`: the engine's ``TransferEngine/Configuration/tls``.
     public var tls: TLSTrust?
+    /// When and how often to retry after a transient failure.
     public var retry = RetryPolicy()
     /// Bytes per second for this download (all connections together), or `nil` for no limit.
     public var rateLimit: Int64?
@@ -35,6 +39,7 @@ public struct DownloadOptions: Sendable {
     public var minSegmentSize: Int64 = 1 << 20
     /// At most this many connections to one host.
     public var maxConnectionsPerHost = 8
+    /// Follow a redirect from HTTPS to plain HTTP (refused by default).
     public var allowInsecureRedirects = false
     /// Before any byte has arrived, a refused connection or an unknown host fails within about a second (two
     /// quick retries) instead of after the whole backoff: right for a person at a terminal (`haul get`), not for
@@ -45,10 +50,12 @@ public struct DownloadOptions: Sendable {
     public var keepsRemoteTime = true
     /// Record durable progress at least this often (whichever comes first).
     public var checkpointBytes: Int64 = 16 << 20
+    /// Record durable progress at least this often in time (whichever of this and ``checkpointBytes`` comes first).
     public var checkpointInterval: Duration = .seconds(1)
     /// How often progress events are emitted at most.
     public var progressInterval: Duration = .milliseconds(250)
 
+    /// A download of `url` to `destination` with every other setting at its default.
     public init(url: URL, destination: Destination) {
         self.url = url
         self.destination = destination
@@ -57,13 +64,18 @@ public struct DownloadOptions: Sendable {
 
 /// Progress of a download.
 public struct DownloadProgress: Equatable, Sendable {
+    /// Bytes held so far (all connections together).
     public var bytes: Int64
+    /// The file's size, when the server said it.
     public var total: Int64?
+    /// Speed over the last few seconds; `nil` until it can be measured.
     public var bytesPerSecond: Double?
+    /// Seconds left at that speed; `nil` without a size or a speed.
     public var secondsRemaining: Double?
     /// Each connection's range and progress, for a segmented download.
     public var segments: [Segment]? = nil
 
+    /// Progress with these figures.
     public init(bytes: Int64, total: Int64?, bytesPerSecond: Double?, secondsRemaining: Double?, segments: [Segment]? = nil) {
         self.bytes = bytes
         self.total = total
@@ -75,7 +87,9 @@ public struct DownloadProgress: Equatable, Sendable {
 
 /// What a finished download produced.
 public struct DownloadResult: Equatable, Sendable {
+    /// Where the complete file is (`-` for standard output; a device or pipe's own path).
     public var path: String
+    /// The file's size.
     public var bytes: Int64
     /// Body bytes received from the network in this run (resumed downloads fetch only the rest).
     public var fetchedBytes: Int64
@@ -89,6 +103,7 @@ public struct DownloadResult: Equatable, Sendable {
 public enum DownloadEvent: Sendable {
     /// The first usable response arrived: the destination is known and bytes start flowing.
     case started(url: String, path: String, resumedFrom: Int64, total: Int64?)
+    /// Bytes arrived; at most once per ``DownloadOptions/progressInterval``.
     case progress(DownloadProgress)
     /// A transient failure; the next attempt starts after `delay` and resumes from the bytes held.
     case retrying(retry: Int, maxRetries: Int, delay: Duration, reason: String)
@@ -98,5 +113,6 @@ public enum DownloadEvent: Sendable {
     case singleConnection(reason: String)
     /// Every connection to `host` is in use by other downloads: this one waits for one (it is not stalled).
     case waitingForConnection(host: String)
+    /// The file is complete, verified, fsync'd and at its final path; the last event.
     case finished(DownloadResult)
 }

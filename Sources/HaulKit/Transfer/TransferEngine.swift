@@ -11,12 +11,15 @@ import NIOSSL
 /// resume record under `HAUL_HOME`, resumes with `Range`/`If-Range` by the rules of ``ResumePolicy``,
 /// and moves the file into place only once it is complete and verified.
 public final class TransferEngine: Sendable {
+    /// Settings for every download the engine runs; a download's own options win where it has them.
     public struct Configuration: Sendable {
+        /// How long to wait for a connection before the attempt fails (and is retried).
         public var connectTimeout: Duration = .seconds(30)
         /// A transfer with no bytes for this long is treated as failed and retried.
         public var stallTimeout: Duration = .seconds(30)
         /// Connections the client keeps to one host (segmented downloads use up to this many).
         public var maxConnectionsPerHost = 8
+        /// The `User-Agent` header sent with every request (a download's own header wins).
         public var userAgent = "haul/\(HaulVersion.string)"
         /// Which proxy each URL goes through (none by default; `haul get` passes its environment and flags).
         public var proxies = ProxyChoice()
@@ -25,6 +28,7 @@ public final class TransferEngine: Sendable {
         public var tls = TLSTrust()
         /// Receives one debug line per request, response and resume decision.
         public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// The defaults.
         public init() {}
     }
 
@@ -44,6 +48,7 @@ public final class TransferEngine: Sendable {
     /// Each host's connections, shared fairly between this engine's downloads.
     let connections: HostConnections
 
+    /// An engine keeping its resume records under `home` (`transfers/`), with `configuration` for every download.
     public convenience init(home: HaulHome, configuration: Configuration = Configuration()) {
         self.init(records: TransferRecordStore(home: home), configuration: configuration)
     }
