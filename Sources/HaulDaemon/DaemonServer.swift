@@ -22,6 +22,8 @@ package final class DaemonServer: Sendable {
     private let lock: FileLock
     private let serverChannel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
     private let connections = NIOLockedValueBox((next: 0, open: [Int: Channel]()))
+    /// Accepted connections until ``run()`` takes them; the rest are closed when it ends.
+    private let accepted = AcceptedConnections<ByteBuffer, ByteBuffer>()
     private let idleExit: Duration
 
     /// Takes the socket (refusing when another daemon holds it), restores the sessions it ran before and
@@ -44,6 +46,7 @@ package final class DaemonServer: Sendable {
         unlink(location.socketPath)
         let oldMask = umask(0o177)
         defer { umask(oldMask) }
+        let accepted = self.accepted
         do {
             serverChannel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 256)
@@ -56,9 +59,11 @@ package final class DaemonServer: Sendable {
                         }
                         try channel.pipeline.syncOperations.addHandler(InboundLineHandler(budget: budget, timeout: lineTimeout))
                         // At most two received lines wait to be handled: then the connection is not read.
-                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                            wrappingChannelSynchronously: channel,
-                            configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2)))
+                        return try accepted.admit(channel) {
+                            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                                wrappingChannelSynchronously: channel,
+                                configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2)))
+                        }
                     }
                 }
         } catch {
@@ -79,17 +84,15 @@ package final class DaemonServer: Sendable {
         let watcher = idleExit > .zero ? Task { await self.stopListeningWhenIdle() } : nil
         defer { watcher?.cancel() }
         try await withThrowingDiscardingTaskGroup { group in
-            try await serverChannel.executeThenClose { inbound in
-                for try await connection in inbound {
-                    let id = connections.withLockedValue { state in
-                        state.next += 1
-                        state.open[state.next] = connection.channel
-                        return state.next
-                    }
-                    group.addTask {
-                        await self.serve(connection, id: id)
-                        self.connections.withLockedValue { _ = $0.open.removeValue(forKey: id) }
-                    }
+            try await accepted.acceptLoop(serverChannel) { connection in
+                let id = connections.withLockedValue { state in
+                    state.next += 1
+                    state.open[state.next] = connection.channel
+                    return state.next
+                }
+                group.addTask {
+                    await self.serve(connection, id: id)
+                    self.connections.withLockedValue { _ = $0.open.removeValue(forKey: id) }
                 }
             }
         }

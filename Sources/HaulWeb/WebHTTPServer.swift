@@ -1,4 +1,5 @@
 import Foundation
+import HaulDaemon
 import HaulKit
 import NIOConcurrencyHelpers
 import NIOCore
@@ -18,11 +19,15 @@ final class WebHTTPServer: Sendable {
     private let dashboard: WebDashboard
     private let channel: NIOAsyncChannel<Connection, Never>
     private let open = NIOLockedValueBox((next: 0, channels: [Int: Channel]()))
+    /// Accepted connections until ``run()`` takes them; the rest are closed when it ends.
+    private let accepted: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>
 
     /// The largest request body (a `tasks.add` of many URLs), as on the Unix socket.
     static let maxBody = JSONRPC.maxMessageBytes
 
-    private init(host: String, port: Int, url: String, access: WebAccess, dashboard: WebDashboard, channel: NIOAsyncChannel<Connection, Never>) {
+    private init(host: String, port: Int, url: String, access: WebAccess, dashboard: WebDashboard, channel: NIOAsyncChannel<Connection, Never>,
+                 accepted: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>) {
+        self.accepted = accepted
         self.host = host
         self.port = port
         self.url = url
@@ -39,6 +44,7 @@ final class WebHTTPServer: Sendable {
         let bindHost = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         let ports = configuration.port.map { [$0] } ?? Array(WebListenPolicy.defaultPort..<(WebListenPolicy.defaultPort + 20))
         var lastError: (any Error)?
+        let accepted = AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>()
         for port in ports {
             do {
                 let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -52,14 +58,14 @@ final class WebHTTPServer: Sendable {
                             try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                             if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                            return try Connection(wrappingChannelSynchronously: channel)
+                            return try accepted.admit(channel) { try Connection(wrappingChannelSynchronously: channel) }
                         }
                     }
                 let bound = channel.channel.localAddress?.port ?? port
                 let urlHost = WebListenPolicy.urlHost(configuration.host, fallback: configuration.allowedHosts.first ?? WebListenPolicy.defaultHost)
                 let url = (tls == nil ? "http://" : "https://") + urlHost + ":\(bound)/"
                 let access = WebAccess(port: bound, secure: tls != nil, extraHosts: configuration.allowedHosts)
-                return WebHTTPServer(host: configuration.host, port: bound, url: url, access: access, dashboard: dashboard, channel: channel)
+                return WebHTTPServer(host: configuration.host, port: bound, url: url, access: access, dashboard: dashboard, channel: channel, accepted: accepted)
             } catch {
                 lastError = error
             }
@@ -91,17 +97,15 @@ final class WebHTTPServer: Sendable {
     func run() async {
         do {
             try await withThrowingDiscardingTaskGroup { group in
-                try await channel.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        let id = open.withLockedValue { state in
-                            state.next += 1
-                            state.channels[state.next] = connection.channel
-                            return state.next
-                        }
-                        group.addTask {
-                            await self.serve(connection)
-                            self.open.withLockedValue { _ = $0.channels.removeValue(forKey: id) }
-                        }
+                try await accepted.acceptLoop(channel) { connection in
+                    let id = open.withLockedValue { state in
+                        state.next += 1
+                        state.channels[state.next] = connection.channel
+                        return state.next
+                    }
+                    group.addTask {
+                        await self.serve(connection)
+                        self.open.withLockedValue { _ = $0.channels.removeValue(forKey: id) }
                     }
                 }
             }

@@ -246,6 +246,36 @@ import Testing
         }
     }
 
+    /// SIGTERM while clients keep connecting: a connection accepted as the listener closes is closed too, never
+    /// left half made (SwiftNIO traps on a wrapped connection nobody finished: "Deinited NIOAsyncWriter without
+    /// calling finish()"). The window is narrow, so four rounds, each with four threads connecting and hanging up
+    /// until the daemon is gone (at most 20 s and 50,000 connections per thread).
+    @Test func sigtermWhileClientsKeepConnectingExitsCleanly() async throws {
+        try await Sandbox.with { sandbox in
+            let socket = sandbox.home + "/run/daemon.sock"
+            for round in 0..<4 {
+                let daemon = try await startDaemon(sandbox, socket: socket, expectAt: socket)
+                let connected = ThreadCounter(), threadsDone = ThreadCounter()
+                let deadline = ContinuousClock.now + .seconds(20)
+                for _ in 0..<4 {
+                    Thread {
+                        defer { threadsDone.add() }
+                        for _ in 0..<50_000 where daemon.isRunning && ContinuousClock.now < deadline {
+                            if RawSocketClient.canConnect(socket) { connected.add() }
+                        }
+                    }.start()
+                }
+                try await eventually("round \(round): 200 connections made", timeout: .seconds(30)) { connected.value >= 200 }
+                daemon.signal(SIGTERM)
+                let result = try await daemon.wait(timeout: .seconds(30))
+                try await eventually("round \(round): the connecting threads are done", timeout: .seconds(30)) { threadsDone.value == 4 }
+                #expect(result.exitCode == 0 && !result.signalled, "round \(round), SIGTERM: exit \(result.exitCode): \(result.stderr)")
+                #expect(!result.stderr.contains("Fatal error"), "round \(round): \(result.stderr)")
+                #expect(!fileExists(socket), "round \(round): the socket must be removed on SIGTERM")
+            }
+        }
+    }
+
     /// Ten requests on one connection: five one at a time, then five pipelined; ids mix numbers and strings.
     private static func converse(client index: Int, socket: String, pid: Int, collector: Collector) throws {
         let client = try RawSocketClient(path: socket, timeout: .seconds(10))

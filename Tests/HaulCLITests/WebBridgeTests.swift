@@ -172,6 +172,38 @@ import Testing
         }
     }
 
+    /// SIGTERM while browsers keep connecting to the dashboard: a connection accepted as the listener closes is closed
+    /// too (SwiftNIO traps on a wrapped connection nobody finished). Three rounds, four threads each, connecting and
+    /// hanging up until the daemon is gone (at most 20 s and 50,000 connections per thread).
+    @Test func sigtermWhileBrowsersKeepConnectingExitsCleanly() async throws {
+        try await Sandbox.with { sandbox in
+            for round in 0..<3 {
+                let daemon = try await DaemonHarness.start(sandbox, ["--web", "127.0.0.1:0"])
+                let link = try await WebDashboardHarness.loginLink(sandbox, socket: DaemonHarness.socket(sandbox))
+                let port = try #require(URLComponents(string: link)?.port)
+                let connected = ThreadCounter(), threadsDone = ThreadCounter()
+                let deadline = ContinuousClock.now + .seconds(20)
+                for _ in 0..<4 {
+                    Thread {
+                        defer { threadsDone.add() }
+                        for _ in 0..<50_000 where daemon.isRunning && ContinuousClock.now < deadline {
+                            if let connection = try? WebHTTP(port: port) {
+                                connected.add()
+                                connection.close()
+                            }
+                        }
+                    }.start()
+                }
+                try await eventually("round \(round): 200 connections made", timeout: .seconds(30)) { connected.value >= 200 }
+                daemon.signal(SIGTERM)
+                let result = try await daemon.wait(timeout: .seconds(30))
+                try await eventually("round \(round): the connecting threads are done", timeout: .seconds(30)) { threadsDone.value == 4 }
+                #expect(result.exitCode == 0 && !result.signalled, "round \(round), SIGTERM: exit \(result.exitCode): \(result.stderr.suffix(2_000))")
+                #expect(!result.stderr.contains("Fatal error"), "round \(round): \(result.stderr.suffix(2_000))")
+            }
+        }
+    }
+
     /// A port nothing listens on now (bound to 0, read, closed).
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
