@@ -20,15 +20,17 @@ package final class AcceptedConnections<Inbound: Sendable, Outbound: Sendable>: 
     /// Called from the child initializer, on `channel`'s event loop: wraps the connection and holds it until the accept
     /// loop takes it; after ``stop()``, closes `channel` and throws instead.
     package func admit(_ channel: Channel, wrap: () throws -> Connection) throws -> Connection {
-        try state.withLockedValue { state in
-            guard !state.stopped else {
-                channel.close(promise: nil)
-                throw ChannelError.ioOnClosedChannel
-            }
+        let admitted = try state.withLockedValue { state -> Connection? in
+            guard !state.stopped else { return nil }
             let connection = try wrap()
             state.waiting[ObjectIdentifier(channel)] = connection
             return connection
         }
+        guard let admitted else {
+            channel.close(promise: nil)
+            throw ChannelError.ioOnClosedChannel
+        }
+        return admitted
     }
 
     /// The accept loop: hands each connection of `listener` to `serve` (which must call its `executeThenClose`) until the
@@ -61,7 +63,4 @@ package final class AcceptedConnections<Inbound: Sendable, Outbound: Sendable>: 
             try? await connection.executeThenClose { _, _ in }
         }
     }
-
-    /// How many accepted connections wait for the accept loop (for tests).
-    package var waitingCount: Int { state.withLockedValue { $0.waiting.count } }
 }
