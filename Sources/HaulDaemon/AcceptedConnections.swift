@@ -18,7 +18,7 @@ package final class AcceptedConnections<Inbound: Sendable, Outbound: Sendable>: 
     package init() {}
 
     /// Called from the child initializer, on `channel`'s event loop: wraps the connection and holds it until the accept
-    /// loop takes it; after ``stop()``, closes `channel` and throws instead.
+    /// loop takes it; once the loop has ended, closes `channel` and throws instead.
     package func admit(_ channel: Channel, wrap: () throws -> Connection) throws -> Connection {
         let admitted = try state.withLockedValue { state -> Connection? in
             guard !state.stopped else { return nil }
