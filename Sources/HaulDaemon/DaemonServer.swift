@@ -1,7 +1,6 @@
 import HaulKit
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 #if canImport(Glibc)
@@ -21,9 +20,8 @@ package final class DaemonServer: Sendable {
     private let logger: Logger
     private let lock: FileLock
     private let serverChannel: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
-    private let connections = NIOLockedValueBox((next: 0, open: [Int: Channel]()))
-    /// Accepted connections until ``run()`` takes them; the rest are closed when it ends.
-    private let accepted = AcceptedConnections<ByteBuffer, ByteBuffer>()
+    /// The clients' connections, from accepted to closed.
+    private let connections = AcceptedConnections<ByteBuffer, ByteBuffer>()
     private let idleExit: Duration
 
     /// Takes the socket (refusing when another daemon holds it), restores the sessions it ran before and
@@ -46,7 +44,7 @@ package final class DaemonServer: Sendable {
         unlink(location.socketPath)
         let oldMask = umask(0o177)
         defer { umask(oldMask) }
-        let accepted = self.accepted
+        let connections = self.connections
         do {
             serverChannel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 256)
@@ -59,7 +57,7 @@ package final class DaemonServer: Sendable {
                         }
                         try channel.pipeline.syncOperations.addHandler(InboundLineHandler(budget: budget, timeout: lineTimeout))
                         // At most two received lines wait to be handled: then the connection is not read.
-                        return try accepted.admit(channel) {
+                        return try connections.admit(channel) {
                             try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                                 wrappingChannelSynchronously: channel,
                                 configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2)))
@@ -83,19 +81,7 @@ package final class DaemonServer: Sendable {
     package func run() async throws {
         let watcher = idleExit > .zero ? Task { await self.stopListeningWhenIdle() } : nil
         defer { watcher?.cancel() }
-        try await withThrowingDiscardingTaskGroup { group in
-            try await accepted.acceptLoop(serverChannel) { connection in
-                let id = connections.withLockedValue { state in
-                    state.next += 1
-                    state.open[state.next] = connection.channel
-                    return state.next
-                }
-                group.addTask {
-                    await self.serve(connection, id: id)
-                    self.connections.withLockedValue { _ = $0.open.removeValue(forKey: id) }
-                }
-            }
-        }
+        try await connections.serve(serverChannel) { connection, id in await self.serve(connection, id: id) }
     }
 
     /// Looks at what the daemon does every so often; once ``IdleExit`` says it has been idle long enough, closes the
@@ -106,7 +92,7 @@ package final class DaemonServer: Sendable {
         // Each turn sleeps for the rule's interval (at least 50 ms) or ends.
         while !Task.isCancelled {
             let (tasks, requests) = await service.activity()
-            let activity = IdleExit.Activity(tasks: tasks, connections: connections.withLockedValue { $0.open.count }, requests: requests)
+            let activity = IdleExit.Activity(tasks: tasks, connections: connections.openCount, requests: requests)
             switch rule.observe(activity, at: ContinuousClock.now - start) {
             case .exit:
                 logger.info("nothing to do for \(Int(idleExit.seconds.rounded())) s (no task running or waiting, no client); exiting")
@@ -123,7 +109,7 @@ package final class DaemonServer: Sendable {
     package func shutdown() async {
         try? await serverChannel.channel.close()
         await service.shutdown()
-        for (_, channel) in connections.withLockedValue({ $0.open }) { channel.close(promise: nil) }
+        connections.closeOpen()
         unlink(location.socketPath)
         unlink(location.pidPath)
         lock.release()

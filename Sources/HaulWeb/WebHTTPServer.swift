@@ -1,7 +1,6 @@
 import Foundation
 import HaulDaemon
 import HaulKit
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -18,16 +17,15 @@ final class WebHTTPServer: Sendable {
     let access: WebAccess
     private let dashboard: WebDashboard
     private let channel: NIOAsyncChannel<Connection, Never>
-    private let open = NIOLockedValueBox((next: 0, channels: [Int: Channel]()))
-    /// Accepted connections until ``run()`` takes them; the rest are closed when it ends.
-    private let accepted: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>
+    /// The browsers' connections, from accepted to closed.
+    private let connections: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>
 
     /// The largest request body (a `tasks.add` of many URLs), as on the Unix socket.
     static let maxBody = JSONRPC.maxMessageBytes
 
     private init(host: String, port: Int, url: String, access: WebAccess, dashboard: WebDashboard, channel: NIOAsyncChannel<Connection, Never>,
-                 accepted: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>) {
-        self.accepted = accepted
+                 connections: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>) {
+        self.connections = connections
         self.host = host
         self.port = port
         self.url = url
@@ -44,7 +42,7 @@ final class WebHTTPServer: Sendable {
         let bindHost = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         let ports = configuration.port.map { [$0] } ?? Array(WebListenPolicy.defaultPort..<(WebListenPolicy.defaultPort + 20))
         var lastError: (any Error)?
-        let accepted = AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>()
+        let connections = AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>()
         for port in ports {
             do {
                 let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -58,14 +56,14 @@ final class WebHTTPServer: Sendable {
                             try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                             if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                            return try accepted.admit(channel) { try Connection(wrappingChannelSynchronously: channel) }
+                            return try connections.admit(channel) { try Connection(wrappingChannelSynchronously: channel) }
                         }
                     }
                 let bound = channel.channel.localAddress?.port ?? port
                 let urlHost = WebListenPolicy.urlHost(configuration.host, fallback: configuration.allowedHosts.first ?? WebListenPolicy.defaultHost)
                 let url = (tls == nil ? "http://" : "https://") + urlHost + ":\(bound)/"
                 let access = WebAccess(port: bound, secure: tls != nil, extraHosts: configuration.allowedHosts)
-                return WebHTTPServer(host: configuration.host, port: bound, url: url, access: access, dashboard: dashboard, channel: channel, accepted: accepted)
+                return WebHTTPServer(host: configuration.host, port: bound, url: url, access: access, dashboard: dashboard, channel: channel, connections: connections)
             } catch {
                 lastError = error
             }
@@ -96,19 +94,7 @@ final class WebHTTPServer: Sendable {
     /// Serves connections until ``close()``.
     func run() async {
         do {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await accepted.acceptLoop(channel) { connection in
-                    let id = open.withLockedValue { state in
-                        state.next += 1
-                        state.channels[state.next] = connection.channel
-                        return state.next
-                    }
-                    group.addTask {
-                        await self.serve(connection)
-                        self.open.withLockedValue { _ = $0.channels.removeValue(forKey: id) }
-                    }
-                }
-            }
+            try await connections.serve(channel) { connection, _ in await self.serve(connection) }
         } catch {
             dashboard.logger.debug("the web listener ended: \(error)")
         }
@@ -117,7 +103,7 @@ final class WebHTTPServer: Sendable {
     /// Stops listening and closes every connection (event streams included).
     func close() async {
         try? await channel.channel.close()
-        for (_, channel) in open.withLockedValue({ $0.channels }) { channel.close(promise: nil) }
+        connections.closeOpen()
     }
 
     // MARK: One connection
