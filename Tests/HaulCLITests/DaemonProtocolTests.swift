@@ -255,20 +255,7 @@ import Testing
             let socket = sandbox.home + "/run/daemon.sock"
             for round in 0..<4 {
                 let daemon = try await startDaemon(sandbox, socket: socket, expectAt: socket)
-                let connected = ThreadCounter(), threadsDone = ThreadCounter()
-                let deadline = ContinuousClock.now + .seconds(20)
-                for _ in 0..<4 {
-                    Thread {
-                        defer { threadsDone.add() }
-                        for _ in 0..<50_000 where daemon.isRunning && ContinuousClock.now < deadline {
-                            if RawSocketClient.canConnect(socket) { connected.add() }
-                        }
-                    }.start()
-                }
-                try await eventually("round \(round): 200 connections made", timeout: .seconds(30)) { connected.value >= 200 }
-                daemon.signal(SIGTERM)
-                let result = try await daemon.wait(timeout: .seconds(30))
-                try await eventually("round \(round): the connecting threads are done", timeout: .seconds(30)) { threadsDone.value == 4 }
+                let result = try await sigtermWhileClientsConnect(daemon, round: round) { RawSocketClient.canConnect(socket) }
                 #expect(result.exitCode == 0 && !result.signalled, "round \(round), SIGTERM: exit \(result.exitCode): \(result.stderr)")
                 #expect(!result.stderr.contains("Fatal error"), "round \(round): \(result.stderr)")
                 #expect(!fileExists(socket), "round \(round): the socket must be removed on SIGTERM")

@@ -181,23 +181,11 @@ import Testing
                 let daemon = try await DaemonHarness.start(sandbox, ["--web", "127.0.0.1:0"])
                 let link = try await WebDashboardHarness.loginLink(sandbox, socket: DaemonHarness.socket(sandbox))
                 let port = try #require(URLComponents(string: link)?.port)
-                let connected = ThreadCounter(), threadsDone = ThreadCounter()
-                let deadline = ContinuousClock.now + .seconds(20)
-                for _ in 0..<4 {
-                    Thread {
-                        defer { threadsDone.add() }
-                        for _ in 0..<50_000 where daemon.isRunning && ContinuousClock.now < deadline {
-                            if let connection = try? WebHTTP(port: port) {
-                                connected.add()
-                                connection.close()
-                            }
-                        }
-                    }.start()
+                let result = try await sigtermWhileClientsConnect(daemon, round: round) {
+                    guard let connection = try? WebHTTP(port: port) else { return false }
+                    connection.close()
+                    return true
                 }
-                try await eventually("round \(round): 200 connections made", timeout: .seconds(30)) { connected.value >= 200 }
-                daemon.signal(SIGTERM)
-                let result = try await daemon.wait(timeout: .seconds(30))
-                try await eventually("round \(round): the connecting threads are done", timeout: .seconds(30)) { threadsDone.value == 4 }
                 #expect(result.exitCode == 0 && !result.signalled, "round \(round), SIGTERM: exit \(result.exitCode): \(result.stderr.suffix(2_000))")
                 #expect(!result.stderr.contains("Fatal error"), "round \(round): \(result.stderr.suffix(2_000))")
             }
