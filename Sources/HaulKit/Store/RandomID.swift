@@ -7,8 +7,8 @@ package enum RandomID {
     package static func make() -> String {
         // Two 64-bit draws: each draw is a getrandom(2) call, so not one per byte.
         var generator = SystemRandomNumberGenerator()
-        let high = generator.next(), low = generator.next()
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> ($0 * 8)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> ($0 * 8)) }
+        let draws: (UInt64, UInt64) = (generator.next(), generator.next())
+        var bytes = withUnsafeBytes(of: draws) { Array($0) }
         bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
         bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 9562 variant
         let uuid = UUID(uuid: (
