@@ -18,6 +18,11 @@ public enum FailureReason: Sendable, Equatable, Codable {
     case checksumMismatch(path: String, expected: String, actual: String, alreadyAtPath: Bool)
     /// Another process works on the same download or store.
     case busy
+    /// The partial file was replaced while the download ran (moved away, a link put in its place): nothing was
+    /// published.
+    case replacedWhileDownloading(path: String)
+    /// The path goes through a symbolic link that another user could have put there; it is not followed.
+    case untrustedFolder(path: String)
     /// A proxy asks for credentials (407).
     case proxyAuthenticationRequired
     /// The TLS certificates or key given could not be loaded.

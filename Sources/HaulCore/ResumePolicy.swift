@@ -108,25 +108,24 @@ package enum ResponseDecision: Equatable, Sendable {
 
 /// The resume rules (RFC 9110 §13.1.5, §14, §15.3.7, §15.5.17): what to ask for, and how to treat what comes back.
 package enum ResumePolicy {
-    /// Bytes re-requested before the resume offset when there is no strong ETag, to detect a changed resource.
+    /// Bytes re-requested before the resume offset and compared with the bytes held before anything is appended.
     public static let overlapLength: Int64 = 64 * 1024
 
     /// The request for the next attempt. With `probeRanges`, a fresh download asks for `bytes=0-`, so the
     /// answer shows at once whether the server supports ranges (206) or not (200).
     ///
-    /// With `verifyOverlap`, the bytes held are re-requested and compared even when a strong ETag would do: for
-    /// bytes that another URL wrote, where only their content can show that both URLs serve one representation.
+    /// Every resume re-requests the last bytes held (up to ``overlapLength``) and compares them, even when a strong
+    /// ETag matches: nginx, apache2, lighttpd and caddy make their ETags from a file's size and modification time,
+    /// so a file rewritten in place with both kept (`touch -r`, `rsync --inplace -t`, two writes within a second)
+    /// keeps its ETag. Only the bytes show that they are the same.
     ///
     /// `heldFromThisAnswer`: the bytes held were just received in one answer whose complete length was `*`; the rest
     /// is asked for from exactly the next byte, so that the server can say it ended (416) instead of sending the
-    /// overlap again.
+    /// overlap again. `verifyOverlap` (bytes another URL wrote) asks for the overlap even then.
     public static func plan(for point: ResumePoint, probeRanges: Bool = false, verifyOverlap: Bool = false, heldFromThisAnswer: Bool = false) -> RequestPlan {
         guard point.offset > 0 else { return probeRanges ? .range(start: 0, overlap: 0, ifRange: nil) : .whole }
         if heldFromThisAnswer, !verifyOverlap {
             return .range(start: point.offset, overlap: 0, ifRange: point.validators.ifRangeValue)
-        }
-        if let tag = point.validators.strongEntityTag, !verifyOverlap {
-            return .range(start: point.offset, overlap: 0, ifRange: tag.rawValue)
         }
         let overlap = min(point.offset, overlapLength)
         return .range(start: point.offset - overlap, overlap: overlap, ifRange: point.validators.ifRangeValue)
@@ -152,7 +151,7 @@ package enum ResumePolicy {
             return decidePartial(plan: plan, point: point, headers: headers)
         case 200...299:
             let length = bodyLength(headers)
-            let info = ResourceInfo(validators: Validators(headers: headers), totalLength: length, acceptsRanges: acceptsRanges(headers))
+            let info = ResourceInfo(validators: .wholeResponse(headers), totalLength: length, acceptsRanges: acceptsRanges(headers))
             return .writeWhole(info, bodyLength: length)
         case 301, 302, 303, 307, 308:
             guard let location = headers["location"]?.trimmingASCIIWhitespace(), !location.isEmpty else {
@@ -199,6 +198,11 @@ package enum ResumePolicy {
         guard last >= start + overlap - 1 else {
             return .restart(.invalidPartialResponse("range ends at byte \(last), before the \(start + overlap) bytes held"))
         }
+        if plan.last == nil, overlap > 0, last == start + overlap - 1, let complete, complete > start + overlap {
+            // Only the bytes held came back, yet the file is said to go on: asking again would get the same. The
+            // server's length and its ranges disagree.
+            return .restart(.invalidPartialResponse("the range ends at the bytes held (byte \(last)), yet the file is said to be \(complete) bytes"))
+        }
         if let asked = plan.last, last > asked {
             return .restart(.invalidPartialResponse("range ends at byte \(last), past the \(asked) asked for"))
         }
@@ -218,7 +222,8 @@ package enum ResumePolicy {
         let merged = Validators(
             entityTag: validators.entityTag ?? point.validators.entityTag,
             lastModified: validators.lastModified ?? point.validators.lastModified,
-            contentEncoding: validators.contentEncoding
+            contentEncoding: validators.contentEncoding,
+            digest: validators.digest ?? point.validators.digest
         )
         let info = ResourceInfo(validators: merged, totalLength: complete ?? point.totalLength, acceptsRanges: true)
         return .append(info, bodyLength: range.length, overlap: overlap)

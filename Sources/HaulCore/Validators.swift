@@ -16,24 +16,39 @@ package struct EntityTag: Equatable, Hashable, Sendable, Codable {
     public var isStrong: Bool { !isWeak && rawValue.count >= 2 && rawValue.hasPrefix("\"") && rawValue.hasSuffix("\"") }
 }
 
-/// What identifies one version of a resource as it is sent: its ETag, Last-Modified date and content coding.
+/// What identifies one version of a resource as it is sent: its ETag, Last-Modified date, content coding and, when
+/// the server sends one, its digest.
 package struct Validators: Equatable, Sendable, Codable {
     public var entityTag: EntityTag?
     public var lastModified: String?
     /// The `Content-Encoding` the bytes are in, lower-cased; `nil` for identity (none).
     public var contentEncoding: String?
+    /// The digest of the whole representation the server sent (RFC 9530 `Repr-Digest`, or the `Content-Digest` of
+    /// a complete 200): the finished file must have it.
+    public var digest: Checksum?
 
-    public init(entityTag: EntityTag? = nil, lastModified: String? = nil, contentEncoding: String? = nil) {
+    public init(entityTag: EntityTag? = nil, lastModified: String? = nil, contentEncoding: String? = nil, digest: Checksum? = nil) {
         self.entityTag = entityTag
         self.lastModified = lastModified?.trimmingASCIIWhitespace()
         if self.lastModified?.isEmpty == true { self.lastModified = nil }
         self.contentEncoding = Validators.normalizedEncoding(contentEncoding)
+        self.digest = digest
     }
 
+    /// The validators of a response's headers; `Repr-Digest` is its digest (a `Content-Digest` counts only for a
+    /// complete answer: see ``wholeResponse(_:)``).
     public init(headers: HTTPFields) {
         self.init(
             entityTag: headers["etag"].flatMap(EntityTag.init), lastModified: headers["last-modified"],
-            contentEncoding: headers.combined("content-encoding"))
+            contentEncoding: headers.combined("content-encoding"), digest: DigestFields.strongest(headers.combined("repr-digest")))
+    }
+
+    /// The validators of a 200 carrying the whole representation, whose content is the file itself: its
+    /// `Content-Digest` is the file's digest too when there is no `Repr-Digest`.
+    public static func wholeResponse(_ headers: HTTPFields) -> Validators {
+        var validators = Validators(headers: headers)
+        if validators.digest == nil { validators.digest = DigestFields.strongest(headers.combined("content-digest")) }
+        return validators
     }
 
     /// A `Content-Encoding` value as compared: lower case, spaces removed, `identity` and empty as `nil`.
@@ -59,6 +74,7 @@ package struct Validators: Equatable, Sendable, Codable {
         if comparingEncoding, contentEncoding != other.contentEncoding { return true }
         if let mine = entityTag, let theirs = other.entityTag, mine.rawValue != theirs.rawValue { return true }
         if let mine = lastModified, let theirs = other.lastModified, mine != theirs { return true }
+        if let mine = digest, let theirs = other.digest, mine.algorithm == theirs.algorithm, mine.hex != theirs.hex { return true }
         return false
     }
 }

@@ -30,6 +30,20 @@ struct SegmentState: Equatable, CustomStringConvertible {
 
     static func doneBytes(_ segments: [SegmentState]) -> Int { segments.reduce(0) { $0 + $1.done } }
 
+    /// The closed ranges a resume asks for to compare the last bytes (up to 64 KiB) of each stretch held, before
+    /// any segment continues: adjacent done bytes of neighbouring segments form one stretch.
+    static func checks(_ segments: [SegmentState]) -> [(first: Int, last: Int)] {
+        var runs: [Range<Int>] = []
+        for segment in segments where segment.done > 0 {
+            if let last = runs.last, last.upperBound == segment.start {
+                runs[runs.count - 1] = last.lowerBound..<segment.next
+            } else {
+                runs.append(segment.start..<segment.next)
+            }
+        }
+        return runs.map { (max($0.lowerBound, $0.upperBound - 65536), $0.upperBound - 1) }
+    }
+
     /// nil when `segments` cover `0..<total` without gaps or overlaps and every `done` fits its segment.
     static func coverageProblem(_ segments: [SegmentState], total: Int) -> String? {
         var expected = 0
@@ -68,22 +82,30 @@ func heldBytesProblem(_ path: String, segments: [SegmentState], source: [UInt8])
     return nil
 }
 
-/// Checks the requests of a resumed segmented download against the segments recorded before it:
-/// every unfinished segment is continued exactly at `start + done`, any other request starts inside a range not
-/// yet done (a stolen half), no request asks for a byte recorded as done, and each carries `If-Range`.
+/// Checks the requests of a resumed segmented download against the segments recorded before it: first one closed
+/// check of the last 64 KiB of each stretch held (compared whatever the ETag says); then every unfinished segment is
+/// continued exactly at `start + done`, any other request starts inside a range not yet done (a stolen half), no
+/// request asks for a byte recorded as done, and each carries `If-Range`. Returns the bytes the checks asked for.
+@discardableResult
 func expectResumeRequests(
     _ requests: [RecordedRequest], recorded: [SegmentState], total: Int, etag: String,
     sourceLocation: SourceLocation = #_sourceLocation
-) {
+) -> Int {
     let nexts = Set(recorded.filter { !$0.isComplete }.map(\.next))
+    var checks = SegmentState.checks(recorded)
+    let checkBytes = checks.reduce(0) { $0 + $1.last - $1.first + 1 }
     var ranges: [(first: Int, last: Int)] = []
     for request in requests {
         guard let range = byteRange(request.header("Range"), total: total) else {
             Issue.record("a resumed request without a usable Range: \(request.headers)", sourceLocation: sourceLocation)
             continue
         }
-        ranges.append(range)
         #expect(request.header("If-Range") == etag, "If-Range missing or wrong: \(request.headers)", sourceLocation: sourceLocation)
+        if let check = checks.firstIndex(where: { $0 == range }) {
+            checks.remove(at: check)
+            continue
+        }
+        ranges.append(range)
         #expect(range.first <= range.last && range.last < total, "bad range \(range)", sourceLocation: sourceLocation)
         let insideUndone = recorded.contains { $0.next < range.first && range.first < $0.end }
         #expect(nexts.contains(range.first) || insideUndone,
@@ -95,11 +117,13 @@ func expectResumeRequests(
                     sourceLocation: sourceLocation)
         }
     }
+    #expect(checks.isEmpty, "held stretches never compared: \(checks)", sourceLocation: sourceLocation)
     for next in nexts.sorted() {
         #expect(ranges.contains { $0.first == next },
                 "no request continued the segment at byte \(next); ranges \(ranges), recorded \(recorded)",
                 sourceLocation: sourceLocation)
     }
+    return checkBytes
 }
 
 /// Body bytes the server sent for the requests to `path` from index `index` on, after waiting (bounded) for the
@@ -165,8 +189,8 @@ func serverBytesSent(_ server: TestServer, _ path: String, from index: Int, atLe
                 #expect(!fileExists(partial))
 
                 let resumed = Array(server.requests("/file.bin").dropFirst(before))
-                expectResumeRequests(resumed, recorded: recorded, total: total, etag: Self.etag)
-                let needed = total - held
+                let checked = expectResumeRequests(resumed, recorded: recorded, total: total, etag: Self.etag)
+                let needed = total - held + checked
                 let sent = await serverBytesSent(server, "/file.bin", from: before, atLeast: needed)
                 #expect(sent <= needed, "the rerun fetched \(sent) bytes; only the \(needed) not done were needed; ranges \(resumed.map { $0.header("Range") ?? "-" })")
             }

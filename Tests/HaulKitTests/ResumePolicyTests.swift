@@ -10,11 +10,14 @@ import Testing
         #expect(RequestPlan.whole.headers == [:])
     }
 
-    @Test func strongETagResumesExactlyAtOffsetWithIfRange() {
+    @Test func strongETagStillOverlapsAndGoesInIfRange() {
+        // An ETag made of size and time survives an in-place rewrite: the bytes held are compared all the same.
         let plan = ResumePolicy.plan(for: ResumePoint(offset: 40, validators: strong, totalLength: 100))
-        #expect(plan == .range(start: 40, overlap: 0, ifRange: "\"v1\""))
-        #expect(plan.headers["Range"] == "bytes=40-")
+        #expect(plan == .range(start: 0, overlap: 40, ifRange: "\"v1\""))
+        #expect(plan.headers["Range"] == "bytes=0-")
         #expect(plan.headers["If-Range"] == "\"v1\"")
+        let far = ResumePolicy.plan(for: ResumePoint(offset: 500_000, validators: strong, totalLength: 900_000))
+        #expect(far == .range(start: 500_000 - ResumePolicy.overlapLength, overlap: ResumePolicy.overlapLength, ifRange: "\"v1\""))
     }
 
     @Test func weakETagIsNeverSentAndOverlapIsRequested() {
@@ -52,7 +55,8 @@ import Testing
     let etag = "\"v1\""
     var validators: Validators { Validators(entityTag: EntityTag(etag)) }
     var held: ResumePoint { ResumePoint(offset: 40, validators: validators, totalLength: 100) }
-    var plan: RequestPlan { ResumePolicy.plan(for: held) }
+    /// A continuation without overlap, as a segment's range is (a resume's overlap is tested below).
+    var plan: RequestPlan { .range(start: 40, overlap: 0, ifRange: etag) }
 
     func decide(_ status: Int, _ headers: HTTPFields, plan: RequestPlan? = nil, point: ResumePoint? = nil) -> ResponseDecision {
         ResumePolicy.decide(plan: plan ?? self.plan, point: point ?? held, response: ResponseHead(status: status, headers: headers))

@@ -154,6 +154,8 @@ public struct Resource: Sendable {
     public var contentType: String? = "application/octet-stream"
     /// `Accept-Ranges: bytes` header present, and Range honoured.
     public var acceptRanges: Bool = true
+    /// More headers sent with every 200, 206 and 416 answer (such as `Repr-Digest`).
+    public var extraHeaders: [(String, String)] = []
     public var faults: Faults = .init()
 
     public init(body: [UInt8], etag: String? = nil, lastModified: String? = nil, contentDisposition: String? = nil) {

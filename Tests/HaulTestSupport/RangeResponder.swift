@@ -31,6 +31,7 @@ enum RangeResponder {
         var validators: [(String, String)] = []
         if let etag = resource.etag { validators.append(("ETag", etag)) }
         if let lastModified = resource.lastModified { validators.append(("Last-Modified", lastModified)) }
+        validators += resource.extraHeaders
         var common: [(String, String)] = []
         if let type = resource.contentType { common.append(("Content-Type", type)) }
         common += validators

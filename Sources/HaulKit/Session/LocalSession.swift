@@ -125,7 +125,7 @@ package actor LocalSession: SessionBackend {
             if running[id] != nil { await stop(id, as: .cancel) }
             let options = self.options(for: task)
             if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
-                POSIX.unlink(path)
+                OpenDirectory.unlink(path)
             }
             engine.discardPartialData(options)
             try store.remove(ids: [id])

@@ -23,12 +23,14 @@ enum BlockingIO {
 /// into place). Each caller still returns only after an fsync that began after it asked; many downloads finishing
 /// into one folder then cost a few directory fsyncs instead of one each.
 final class DirectorySyncer: Sendable {
-    private struct Pending {
-        var waiting: [CheckedContinuation<Void, Never>] = []
+    private struct Waiter {
+        var continuation: CheckedContinuation<Void, Never>
+        /// Syncs the directory by a descriptor the waiter holds open while it waits; `nil`: by the key, a path.
+        var syncHeld: (@Sendable () -> Void)?
     }
 
     /// The directories with a sync running, and who waits for the next one of each.
-    private let state = NIOLockedValueBox<[String: Pending]>([:])
+    private let state = NIOLockedValueBox<[String: [Waiter]]>([:])
     private let sync: @Sendable (String) -> Void
 
     init(sync: @escaping @Sendable (String) -> Void = { POSIX.syncDirectory($0) }) {
@@ -39,35 +41,46 @@ final class DirectorySyncer: Sendable {
 
     /// Returns once an fsync of `directory` that began after this call has completed.
     func sync(_ directory: String) async {
+        await wait(key: directory, syncHeld: nil)
+    }
+
+    /// Returns once an fsync of `folder` (by its descriptor, or another's open on the same folder) that began
+    /// after this call has completed. Folders are told apart by device and inode, not by path.
+    func sync(_ folder: OpenDirectory) async {
+        await wait(key: folder.identityKey, syncHeld: { folder.sync() })
+    }
+
+    private func wait(key: String, syncHeld: (@Sendable () -> Void)?) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let first = state.withLockedValue { directories in
-                let running = directories[directory] != nil
-                directories[directory, default: Pending()].waiting.append(continuation)
+                let running = directories[key] != nil
+                directories[key, default: []].append(Waiter(continuation: continuation, syncHeld: syncHeld))
                 return !running
             }
-            if first { BlockingIO.pool.submit { _ in self.drain(directory) } }
+            if first { BlockingIO.pool.submit { _ in self.drain(key) } }
         }
     }
 
-    /// Syncs `directory` for everyone waiting, again while more arrived meanwhile, then marks it idle.
-    private func drain(_ directory: String) {
+    /// Syncs `key`'s directory for everyone waiting, again while more arrived meanwhile, then marks it idle.
+    private func drain(_ key: String) {
         while true {
             let batch = state.withLockedValue { directories in
-                let waiting = directories[directory]?.waiting ?? []
-                directories[directory]?.waiting = []
+                let waiting = directories[key] ?? []
+                directories[key] = []
                 return waiting
             }
             if batch.isEmpty {
                 let idle = state.withLockedValue { directories in
-                    guard directories[directory]?.waiting.isEmpty ?? true else { return false }
-                    directories[directory] = nil
+                    guard directories[key]?.isEmpty ?? true else { return false }
+                    directories[key] = nil
                     return true
                 }
                 if idle { return }
                 continue
             }
-            sync(directory)
-            for continuation in batch { continuation.resume() }
+            // Every waiter of the batch still holds its descriptor open: any of them syncs the same folder.
+            if let held = batch.first?.syncHeld { held() } else { sync(key) }
+            for waiter in batch { waiter.continuation.resume() }
         }
     }
 }

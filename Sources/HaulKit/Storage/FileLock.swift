@@ -1,4 +1,5 @@
 import Crypto
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -14,10 +15,38 @@ import Darwin
 /// path protects nothing, so taking one checks that the file locked is still the one at the path, else tries again.
 package final class FileLock: Sendable {
     private let fd: Int32
+    /// What this lock is called in ``heldHere``, while held.
+    private let name: String?
+
+    /// The locks this process holds, by ``registryName(key:among:)``: a second download of this process that
+    /// wants one is refused at once, and told that it is this process's own (a batch's or a daemon's other
+    /// download), not another process.
+    private static let heldHere = NIOLockedValueBox<Set<String>>([])
+
+    /// Whether this process holds the lock of `key` among the ones kept in `path` (or the lock file `path`).
+    package static func isHeldHere(key: String? = nil, among path: String) -> Bool {
+        heldHere.withLockedValue { $0.contains(registryName(key: key, among: path)) }
+    }
+
+    private static func registryName(key: String?, among path: String) -> String {
+        key.map { "\(path)\u{0}\($0)" } ?? path
+    }
+
+    /// Enters `name` as held by this process; `false` when it is already.
+    private static func enter(_ name: String) -> Bool {
+        heldHere.withLockedValue { $0.insert(name).inserted }
+    }
 
     /// Takes the lock at `path` (creating the file), or throws `busy` when another process holds it.
     package convenience init(path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
-        self.init(descriptor: try Self.acquire(path, busy: busy))
+        let name = Self.registryName(key: nil, among: path)
+        guard Self.enter(name) else { throw busy() }
+        do {
+            self.init(descriptor: try Self.acquire(path, busy: busy), name: name)
+        } catch {
+            Self.heldHere.withLockedValue { _ = $0.remove(name) }
+            throw error
+        }
     }
 
     /// The descriptor of the file at `path`, locked.
@@ -44,7 +73,10 @@ package final class FileLock: Sendable {
         throw busy()
     }
 
-    private init(descriptor: Int32) { fd = descriptor }
+    private init(descriptor: Int32, name: String? = nil) {
+        fd = descriptor
+        self.name = name
+    }
 
     /// Takes the lock of `key` among the many kept in the one file at `path`, or throws `busy` when another
     /// download (of this process or another) holds it.
@@ -56,10 +88,18 @@ package final class FileLock: Sendable {
     /// is the `flock` of the file `path.key`.
     package convenience init(key: String, among path: String, busy: @autoclosure () -> HaulError) throws(HaulError) {
         #if os(Linux)
-        if let fd = try Self.acquireRange(Self.offset(of: key), in: path, busy: busy) {
-            self.init(descriptor: fd)
-            return
+        let name = Self.registryName(key: key, among: path)
+        guard Self.enter(name) else { throw busy() }
+        do {
+            if let fd = try Self.acquireRange(Self.offset(of: key), in: path, busy: busy) {
+                self.init(descriptor: fd, name: name)
+                return
+            }
+        } catch {
+            Self.heldHere.withLockedValue { _ = $0.remove(name) }
+            throw error
         }
+        Self.heldHere.withLockedValue { _ = $0.remove(name) }
         #endif
         try self.init(path: "\(path).\(key)", busy: busy())
     }
@@ -149,7 +189,10 @@ package final class FileLock: Sendable {
         return .taken(FileLock(descriptor: fd))
     }
 
-    package func release() { _ = close(fd) }
+    package func release() {
+        if let name { Self.heldHere.withLockedValue { _ = $0.remove(name) } }
+        _ = close(fd)
+    }
 
     /// Whether the open file `fd` is the file now at `path`.
     private static func isStill(_ fd: Int32, at path: String) -> Bool {

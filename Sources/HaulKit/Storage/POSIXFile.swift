@@ -160,6 +160,19 @@ final class PartialFile: Sendable {
         self.descriptor = NIOLockedValueBox(fd)
     }
 
+    /// Takes over `descriptor`, an open file at `path` (see ``OpenDirectory/openFile(_:exclusive:)``).
+    init(descriptor: Int32, path: String) {
+        self.path = path
+        self.descriptor = NIOLockedValueBox(descriptor)
+    }
+
+    /// What the open file is (device, inode, size), wherever its name is now.
+    func status() throws(HaulError) -> FileStatus {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw POSIX.error("reading", path) }
+        return FileStatus(info)
+    }
+
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
         var done = 0
         while done < bytes.count {

@@ -12,6 +12,7 @@ extension TransferRecord {
         if let lastModified { Self.member("lastModified", string: lastModified, to: &out) }
         out += ",\"offset\":" + String(offset)
         Self.member("partialPath", string: partialPath, to: &out)
+        if let reprDigest { Self.member("reprDigest", string: reprDigest, to: &out) }
         if let segments {
             out += ",\"segments\":["
             for (index, segment) in segments.enumerated() {

@@ -20,6 +20,8 @@ package struct TransferRecord: Codable, Equatable, Sendable {
     public var lastModified: String?
     /// The content coding the held bytes are in (`nil`: identity); a continuation must use the same.
     public var contentEncoding: String? = nil
+    /// The server's digest of the whole file (RFC 9530), as `ALG:HEX`: the finished file must have it.
+    public var reprDigest: String? = nil
     public var state: State
     /// The bytes held are a file Haul did not write (adopted with `--continue`), still at `destinationPath`
     /// until the server's bytes are shown to match them.
@@ -28,7 +30,8 @@ package struct TransferRecord: Codable, Equatable, Sendable {
     public var segments: [Segment]? = nil
 
     public var validators: Validators {
-        Validators(entityTag: entityTag.flatMap(EntityTag.init), lastModified: lastModified, contentEncoding: contentEncoding)
+        Validators(entityTag: entityTag.flatMap(EntityTag.init), lastModified: lastModified, contentEncoding: contentEncoding,
+                   digest: reprDigest.flatMap { try? Checksum(parsing: $0) })
     }
 
     public var resumePoint: ResumePoint {
@@ -41,6 +44,7 @@ package struct TransferRecord: Codable, Equatable, Sendable {
         entityTag = point.validators.entityTag?.rawValue
         lastModified = point.validators.lastModified
         contentEncoding = point.validators.contentEncoding
+        reprDigest = point.validators.digest?.description
     }
 
     /// The file name of this record: see ``key(destinationPath:)``.

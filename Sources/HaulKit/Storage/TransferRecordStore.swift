@@ -106,11 +106,18 @@ package struct TransferRecordStore: Sendable {
     /// or crash. `what` names the destination in the error. It is `key`'s byte in the one file `transfers/locks`
     /// (``FileLock/init(key:among:busy:)``): no file per download.
     package func lock(_ key: String, what: String) throws(HaulError) -> FileLock {
-        try inDirectory { () throws(HaulError) in
-            try FileLock(
-                key: key, among: locksPath,
-                busy: HaulError(.busy, "another haul process is already downloading to \(what); wait for it or stop it first", reason: .busy))
+        let locksPath = self.locksPath
+        // Read before trying: while trying, this process holds the name itself.
+        let here = FileLock.isHeldHere(key: key, among: locksPath)
+        return try inDirectory { () throws(HaulError) in
+            try FileLock(key: key, among: locksPath, busy: Self.busy(
+                here ? "another download of this process" : "another haul process", "is already downloading to \(what)"))
         }
+    }
+
+    /// `who` (this process's other download, or another process) holds a lock: one line for the person.
+    static func busy(_ who: String, _ what: String) -> HaulError {
+        HaulError(.busy, "\(who) \(what); wait for it or stop it first", reason: .busy)
     }
 
     /// The file holding the destinations' locks.
@@ -118,10 +125,11 @@ package struct TransferRecordStore: Sendable {
 
     /// Takes the lock file `transfers/KEY.lock`, whose note remembers the name a `--dir` download chose.
     func noteLock(_ key: String, what: String) throws(HaulError) -> FileLock {
-        try inDirectory { () throws(HaulError) in
-            try FileLock(
-                path: "\(directory)/\(key).lock",
-                busy: HaulError(.busy, "another haul process is already downloading \(what); wait for it or stop it first", reason: .busy))
+        let path = "\(directory)/\(key).lock"
+        let here = FileLock.isHeldHere(among: path)
+        return try inDirectory { () throws(HaulError) in
+            try FileLock(path: path, busy: Self.busy(
+                here ? "another download of this process" : "another haul process", "is already downloading \(what)"))
         }
     }
 

@@ -172,50 +172,100 @@ extension DownloadJob {
         }
     }
 
-    /// Picks the destination (for `--dir`, from the response) and opens the partial file.
+    /// Picks the destination (for `--dir`, from the response) and creates the partial file.
     private func openDestination(finalURL: URL, headers: HTTPFields) async throws {
+        guard let folder else { throw HaulError(.fileSystem, "the destination's folder is not open") }
         if let record {
-            if file == nil { file = try PartialFile(path: record.partialPath, create: true) }
+            // The record's partial file was not there when the record was read: anything at its name now is not
+            // the bytes it counts.
+            if file == nil { file = try folder.createFresh(Self.name(record.partialPath)) }
             return
         }
-        let destination: String
-        switch options.destination {
-        case .file(let path):
-            destination = path
-        case .standardOutput:
-            throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
-        case .directory(let directory):
-            let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
-            guard let free = FileNaming.freeName(for: name, isTaken: {
-                POSIX.exists("\(directory)/\($0)") || POSIX.exists("\(directory)/\($0).haul-part")
-            }) else {
-                throw HaulError(.fileSystem, "no free file name for \(name) in \(directory)")
+        for _ in 0..<3 {
+            let destination: String
+            switch options.destination {
+            case .file(let path):
+                destination = path
+            case .standardOutput:
+                throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
+            case .directory(let directory):
+                let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
+                let (free, lock) = try reserveName(name, in: folder, directory: directory)
+                destination = "\(directory)/\(free)"
+                locks.append(lock)
             }
-            destination = "\(directory)/\(free)"
-            locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
+            let partial = destination + ".haul-part"
+            var fresh = TransferRecord(
+                url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
+                partialPath: partial, offset: 0, state: .running, adopted: false)
+            // What the response said of the file (length, validators) is kept from the start: a file that then
+            // arrives in one go needs no other record to be recognised complete on a rerun.
+            fresh.update(from: ResumePoint(offset: 0, validators: point.validators, totalLength: point.totalLength))
+            // The record first: a partial file never exists without a record that names it. A `--dir` download's
+            // name is remembered before that, so that a rerun after kill -9 finds the same name. Both on the
+            // blocking-I/O threads: a session's store may be busy (a WAL checkpoint's fsync) and must not hold a
+            // concurrency thread.
+            let store = self.store, choice = directoryChoice, saved = fresh
+            try await BlockingIO.run { try store.saveFirst(saved, choice: choice) }
+            record = fresh
+            guard case .directory = options.destination else {
+                // The destination's lock is held and no record names this partial file: whatever is at its name
+                // (a stale partial of another program or run, a planted link) is foreign. Start from empty.
+                file = try folder.createFresh(Self.name(partial))
+                return
+            }
+            do {
+                // The name was free under its lock; only a program that takes no lock can have made it since.
+                file = try folder.openFile(Self.name(partial), exclusive: true)
+                return
+            } catch {
+                guard folder.status(Self.name(partial)) != nil else { throw error }
+                store.remove(fresh.key)
+                record = nil
+                locks.removeLast().release()
+            }
         }
-        let partial = destination + ".haul-part"
-        var fresh = TransferRecord(
-            url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
-            partialPath: partial, offset: 0, state: .running, adopted: false)
-        // What the response said of the file (length, validators) is kept from the start: a file that then
-        // arrives in one go needs no other record to be recognised complete on a rerun.
-        fresh.update(from: ResumePoint(offset: 0, validators: point.validators, totalLength: point.totalLength))
-        // The record first: a partial file never exists without a record that names it. A `--dir` download's name
-        // is remembered before that, so that a rerun after kill -9 finds the same name. Both on the blocking-I/O
-        // threads: a session's store may be busy (a WAL checkpoint's fsync) and must not hold a concurrency thread.
-        let store = self.store, choice = directoryChoice, saved = fresh
-        try await BlockingIO.run { try store.saveFirst(saved, choice: choice) }
-        record = fresh
-        file = try PartialFile(path: partial, create: true)
+        throw HaulError(.fileSystem, "another program keeps creating files in \(folder.path) under the names Haul chooses; stop it or choose another folder")
     }
 
-    /// The adopted file's bytes match the server's: move it to the partial path and own it from now on.
+    /// Reserves a free name for `name` in `folder` (`name`, else `name (1)`, …): neither the file nor its partial
+    /// file exists, and this process holds the name's destination lock, so no other download (of this process or
+    /// another) takes it until the lock is released.
+    private func reserveName(_ name: String, in folder: OpenDirectory, directory: String) throws(HaulError) -> (String, FileLock) {
+        var reserved: FileLock?
+        var failure: HaulError?
+        let store = self.store
+        let free = FileNaming.freeName(for: name) { candidate in
+            guard failure == nil else { return false }
+            let isUsed = { folder.status(candidate) != nil || folder.status(candidate + ".haul-part") != nil }
+            if isUsed() { return true }
+            let key = TransferRecord.key(destinationPath: "\(directory)/\(candidate)")
+            do throws(HaulError) {
+                let lock = try store.lock(key, what: "\(directory)/\(candidate)")
+                // Under the lock: another download may have created either just before it let go.
+                if isUsed() {
+                    lock.release()
+                    return true
+                }
+                reserved = lock
+                return false
+            } catch where error.kind == .busy {
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+        guard let free, let reserved else { throw HaulError(.fileSystem, "no free file name for \(name) in \(directory)") }
+        return (free, reserved)
+    }
+
+    /// The adopted file's bytes match the server's: move it to the partial path and own it from now on. The open
+    /// descriptor goes on: it is the file checked, whatever happens to the names (the publish checks them again).
     func adoptVerifiedFile(_ path: String) async throws {
-        guard var record else { return }
-        file?.close()
-        try POSIX.rename(path, record.partialPath)
-        file = try PartialFile(path: record.partialPath, create: false)
+        guard var record, let folder else { return }
+        _ = try folder.rename(Self.name(path), to: Self.name(record.partialPath), replacing: true)
         adoptedPath = nil
         record.adopted = false
         self.record = record

@@ -55,13 +55,16 @@ final class DownloadJob {
     /// What is held: bytes `0..<point.offset` of `file` belong to the version `point.validators` describe.
     var point = ResumePoint()
     var file: PartialFile?
+    /// The destination's folder, held open for the whole run: every file of the download is created, checked,
+    /// renamed and synced relative to it (``OpenDirectory``).
+    var folder: OpenDirectory?
     /// A file Haul did not write, adopted with `--continue`, not yet shown to match the server's bytes.
     var adoptedPath: String?
     /// The URL whose download left the bytes held at this destination, when it is not `options.url`. They are
     /// continued only once a response shows they are the same representation (a re-signed URL), else refused.
     var foreignURL: String?
-    /// Bytes of a restored segmented download that no response has vouched for yet (no strong ETag, or written
-    /// for another URL): checked against the server before any segment continues.
+    /// Bytes of a restored segmented download not yet compared with the server's in this run: checked before any
+    /// segment continues.
     var heldBytesUnverified = false
     var hasher: Checksummer?
     /// Set while the download is segmented: which ranges are written.
@@ -83,6 +86,9 @@ final class DownloadJob {
     let rateLimiter: RateLimiter?
     /// The destination's lock, held for the whole run.
     var locks: [FileLock] = []
+    /// The file found at the destination is to be replaced by the finished download (only what was there when
+    /// the run began: a file that appears meanwhile is never replaced).
+    var replacesDestination = false
     /// For `--dir`: this URL's name choice in that folder, which remembers the name chosen (held for the whole run).
     var directoryChoice: (any DirectoryChoice)?
 
@@ -111,6 +117,7 @@ final class DownloadJob {
         let connections = engine.connections, connectionID = self.connectionID, host = self.host
         defer {
             file?.close()
+            folder?.close()
             locks.forEach { $0.release() }
             directoryChoice?.release()
             connections.releaseAll(connectionID, host: host)
@@ -133,17 +140,18 @@ final class DownloadJob {
         case .standardOutput:
             throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
         case .file(let path):
-            if POSIX.isDirectory(path) {
+            let folder = try OpenDirectory.open(POSIX.directoryOf(path), create: true)
+            self.folder = folder
+            if folder.status(Self.name(path))?.isDirectory == true {
                 throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path))
             }
-            try POSIX.makeDirectories(POSIX.directoryOf(path))
             destination = path
         case .directory(let directory):
-            try POSIX.makeDirectories(directory)
+            folder = try OpenDirectory.open(directory, create: true)
             let choice = try store.choice(url: options.url, directory: directory)
             directoryChoice = choice
-            // The name is chosen from the first response, unless an earlier run chose it already.
-            guard let chosen = choice.chosen else { return nil }
+            // The name is chosen from the first response, unless an earlier run chose it already (in this folder).
+            guard let chosen = choice.chosen, POSIX.directoryOf(chosen) == directory else { return nil }
             destination = chosen
         }
         locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
@@ -179,18 +187,18 @@ final class DownloadJob {
     /// representation (checked before anything is written); returns `false` when the record is set aside and the
     /// destination is to be treated as any existing file.
     private func takeOver(_ saved: inout TransferRecord) throws -> Bool {
-        guard saved.state != .finished, !saved.adopted, !Self.isMovedIntoPlace(saved) else {
+        guard saved.state != .finished, !saved.adopted, !isMovedIntoPlace(saved) else {
             // A finished file of another URL is not "already complete" for this one: the destination just exists.
             if options.overwrite { store.remove(saved.key) }
             return false
         }
         if options.overwrite {
-            POSIX.unlink(saved.partialPath)
+            folder?.unlink(Self.name(saved.partialPath))
             store.remove(saved.key)
             return false
         }
         saved.finalURL = nil
-        if saved.offset > 0, POSIX.fileSize(saved.partialPath) != nil {
+        if saved.offset > 0, partialSize(saved.partialPath) != nil {
             foreignURL = saved.url
         } else {
             saved.url = options.url.absoluteString
@@ -200,16 +208,39 @@ final class DownloadJob {
 
     /// A record not marked finished whose partial file is gone and whose destination is a regular file of the
     /// record's whole length: the partial file was moved into place.
-    static func isMovedIntoPlace(_ saved: TransferRecord) -> Bool {
-        guard saved.state != .finished, !saved.adopted, let total = saved.totalLength,
-              POSIX.fileSize(saved.partialPath) == nil, POSIX.isRegularFile(saved.destinationPath) else { return false }
-        return POSIX.fileSize(saved.destinationPath) == total
+    func isMovedIntoPlace(_ saved: TransferRecord) -> Bool {
+        guard saved.state != .finished, !saved.adopted, let total = saved.totalLength, status(saved.partialPath) == nil,
+              let destination = status(saved.destinationPath), destination.isRegular else { return false }
+        return destination.size == total
+    }
+
+    /// The last component of `path`: a file's name in its folder.
+    static func name(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    /// What is at `path` (a record's destination or partial file, always in the destination's folder), not
+    /// following a link; `nil` when nothing is.
+    func status(_ path: String) -> FileStatus? {
+        folder?.status(Self.name(path))
+    }
+
+    /// The size of the regular file at `path`; `nil` when there is none (or something else, such as a link planted
+    /// there, which is never continued: ``openDestination`` replaces it).
+    func partialSize(_ path: String) -> Int64? {
+        status(path).flatMap { $0.isRegular ? $0.size : nil }
+    }
+
+    /// Opens the file at `path` in the destination's folder (a regular file, never through a link).
+    func openInFolder(_ path: String, writable: Bool = true) throws(HaulError) -> PartialFile {
+        guard let folder else { throw HaulError(.fileSystem, "the folder of \(path) is not open") }
+        return try folder.openFile(Self.name(path), writable: writable)
     }
 
     /// Continues a record of this destination: segments, a single stretch of bytes, or a finished file.
     private func restore(_ found: TransferRecord) throws -> DownloadResult? {
         var saved = found
-        if foreignURL == nil, Self.isMovedIntoPlace(saved), let total = saved.totalLength {
+        if foreignURL == nil, isMovedIntoPlace(saved), let total = saved.totalLength {
             // Killed between moving the finished file into place and recording that: it is complete.
             saved.state = .finished
             saved.offset = total
@@ -218,27 +249,29 @@ final class DownloadJob {
         }
         let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
         if saved.state == .finished {
-            if !options.overwrite, POSIX.isRegularFile(saved.destinationPath),
-               saved.totalLength == nil || POSIX.fileSize(saved.destinationPath) == saved.totalLength {
+            if !options.overwrite, let found = status(saved.destinationPath), found.isRegular,
+               saved.totalLength == nil || found.size == saved.totalLength {
                 return try alreadyFinished(saved)
             }
             store.remove(saved.key)
             return try checkDestination(saved.destinationPath)
         } else if let segments = saved.segments, let total = saved.totalLength,
                   let plan = SegmentPlan(restoring: segments, total: total, minSegmentSize: options.minSegmentSize),
-                  POSIX.fileSize(saved.partialPath) == total {
-            file = try PartialFile(path: saved.partialPath, create: false)
+                  partialSize(saved.partialPath) == total {
+            file = try openInFolder(saved.partialPath)
             segmentPlan = plan
             point = ResumePoint(offset: plan.doneBytes, validators: saved.validators, totalLength: total)
-            heldBytesUnverified = plan.doneBytes > 0 && (point.validators.strongEntityTag == nil || foreignURL != nil)
+            // Whatever the validators say (an ETag made of size and time survives an in-place rewrite): the bytes held
+            // are compared with the server's before any segment continues.
+            heldBytesUnverified = plan.doneBytes > 0
         } else {
             if let segments = saved.segments {
                 // Segments that cannot be continued: keep only the bytes held without a gap from byte 0.
                 saved.offset = SegmentPlan.contiguousPrefix(of: segments)
                 saved.segments = nil
             }
-            if let size = POSIX.fileSize(saved.partialPath) {
-                let file = try PartialFile(path: saved.partialPath, create: false)
+            if let size = partialSize(saved.partialPath) {
+                let file = try openInFolder(saved.partialPath)
                 self.file = file
                 saved.offset = min(saved.offset, size)
                 try file.truncate(to: saved.offset)
@@ -257,25 +290,29 @@ final class DownloadJob {
     /// No download of this URL holds bytes for `path`: an existing file is refused, replaced (`--overwrite`) or
     /// adopted (`--continue`).
     private func checkDestination(_ path: String) throws -> DownloadResult? {
-        guard POSIX.exists(path) else { return nil }
-        if options.continuePartial, let size = POSIX.fileSize(path), size > 0 {
-            file = try PartialFile(path: path, create: false)
+        guard let found = status(path) else { return nil }
+        if options.continuePartial, found.size > 0 {
+            file = try openInFolder(path)
+            let size = try file?.status().size ?? found.size
             adoptedPath = path
             point = ResumePoint(offset: size)
             record = TransferRecord(
                 url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
                 offset: size, state: .running, adopted: true)
-        } else if !options.overwrite, !(options.continuePartial && POSIX.fileSize(path) == 0) {
-            // An empty file given to --continue holds nothing to check: the download simply starts fresh.
+        } else if !options.overwrite, !(options.continuePartial && found.isRegular && found.size == 0) {
             throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
+        } else {
+            // Replaced once the download is complete: asked for (`--overwrite`), or an empty file given to
+            // `--continue`, which holds nothing to check, so the download simply starts fresh.
+            replacesDestination = true
         }
         return nil
     }
 
     private func alreadyFinished(_ saved: TransferRecord) throws -> DownloadResult {
-        let size = POSIX.fileSize(saved.destinationPath) ?? 0
+        let size = status(saved.destinationPath)?.size ?? 0
         if let expected = options.checksum {
-            let file = try PartialFile(path: saved.destinationPath, create: false)
+            let file = try openInFolder(saved.destinationPath, writable: false)
             defer { file.close() }
             var hasher = Checksummer(expected.algorithm)
             try file.forEachChunk(upTo: size) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
@@ -358,32 +395,45 @@ final class DownloadJob {
     // MARK: The end
 
     private func finish() async throws -> DownloadResult {
-        guard var record else { throw HaulError(.server, "the server never sent the file") }
+        guard var record, let file, let folder else { throw HaulError(.server, "the server never sent the file") }
         try await checkpointer.waitForPending()
+        if point.totalLength == nil { point.totalLength = point.offset }
+        // Exactly the resource's bytes: whatever lies past them (a stale tail no response wrote) goes before anything
+        // is verified or published.
+        try file.truncate(to: point.offset)
         if let expected = options.checksum {
+            // Of the file as it will be published: the running digest covers exactly bytes 0..<offset, else they are read again.
             try hashHeldBytes()
             let actual = hasher?.hexDigest() ?? ""
             guard actual == expected.hex else {
-                file?.close()
-                file = nil
-                if adoptedPath == nil { POSIX.unlink(record.partialPath) }
-                store.remove(record.key)
-                throw HaulError(.checksum, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded",
-                                reason: .checksumMismatch(path: record.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: false))
+                throw discardMismatch(record, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded",
+                                      reason: .checksumMismatch(path: record.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
-        // The file's date, its bytes and its move into place in one call off the concurrency threads; then its folder.
-        let source = adoptedPath ?? record.partialPath, destination = record.destinationPath
-        let file = self.file, remoteTime = options.keepsRemoteTime ? point.validators.lastModified : nil
+        if let digest = point.validators.digest {
+            // The server's own digest of the whole file (RFC 9530): the bytes as published must have it.
+            let length = point.offset
+            let actual = try await BlockingIO.run { () throws(HaulError) in
+                var hasher = Checksummer(digest.algorithm)
+                try file.forEachChunk(upTo: length) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
+                return hasher.hexDigest()
+            }
+            guard actual == digest.hex else {
+                throw discardMismatch(record, "\(record.destinationPath) does not have the digest the server announced (Repr-Digest \(digest.algorithm.rawValue):\(digest.hex.prefix(16))…, got …\(actual.prefix(16))); the download was discarded",
+                                      reason: .checksumMismatch(path: record.destinationPath, expected: digest.description, actual: "\(digest.algorithm.rawValue):\(actual)", alreadyAtPath: false))
+            }
+        }
+        // The file's date, its bytes, its check and its move into place in one call off the concurrency threads;
+        // then its folder.
+        let source = Self.name(adoptedPath ?? record.partialPath), destination = Self.name(record.destinationPath)
+        let remoteTime = options.keepsRemoteTime ? point.validators.lastModified : nil
+        let replacing = options.overwrite || replacesDestination || source == destination
         try await BlockingIO.run {
-            if let file {
-                if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
-                try file.sync()
-            }
-            if source != destination { try POSIX.rename(source, destination) }
+            if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
+            try file.sync()
+            try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
         }
-        await DirectorySyncer.shared.sync(POSIX.directoryOf(destination))
-        if point.totalLength == nil { point.totalLength = point.offset }
+        await DirectorySyncer.shared.sync(folder)
         record.update(from: point)
         record.state = .finished
         record.adopted = false
@@ -397,6 +447,51 @@ final class DownloadJob {
         let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: lifecycle.fetched, checksum: options.checksum, alreadyComplete: false)
         events(.finished(result))
         return result
+    }
+
+    /// Moves the file Haul wrote, open as `file` and named `source` in `folder`, to `destination`. Only that very
+    /// file is published: should `source` now be anything else (moved away, a link or another file put in its
+    /// place), nothing is moved and the intruder stays where it is. Without `replacing`, a file that appeared at
+    /// `destination` meanwhile is never replaced.
+    static func publish(_ file: PartialFile, from source: String, to destination: String, in folder: OpenDirectory, replacing: Bool) throws(HaulError) {
+        let written = try file.status()
+        guard let found = folder.status(source), found.isRegular, found.isSameFile(as: written) else {
+            throw replaced(folder.pathOf(source))
+        }
+        guard source != destination else { return }
+        let moved: Bool
+        do {
+            moved = try folder.rename(source, to: destination, replacing: replacing)
+        } catch {
+            // Moved away between the check and the rename: not the file Haul wrote any more.
+            guard folder.status(source)?.isSameFile(as: written) == true else { throw replaced(folder.pathOf(source)) }
+            throw error
+        }
+        guard moved else {
+            throw HaulError(.usage, "\(folder.pathOf(destination)) appeared while downloading and was left as it is; the download is kept in \(folder.pathOf(source)): move the other file away and run the same command again",
+                            reason: .destinationExists(path: folder.pathOf(destination)))
+        }
+        // The name was checked, then renamed: should another program have swapped it in between, the file now at
+        // the destination is not Haul's. Put it back where it was found and fail.
+        guard folder.status(destination)?.isSameFile(as: written) == true else {
+            _ = try? folder.rename(destination, to: source, replacing: false)
+            throw replaced(folder.pathOf(source))
+        }
+    }
+
+    private static func replaced(_ path: String) -> HaulError {
+        HaulError(.fileSystem, "\(path) was replaced by another program while downloading (it is no longer the file Haul wrote), so nothing was published; run the same command again to download afresh",
+                  reason: .replacedWhileDownloading(path: path))
+    }
+
+    /// Discards a complete download whose bytes failed a check: its partial file and record go (a file given to
+    /// `--continue` stays); the error says why.
+    private func discardMismatch(_ record: TransferRecord, _ message: String, reason: FailureReason) -> HaulError {
+        file?.close()
+        file = nil
+        if adoptedPath == nil { folder?.unlink(Self.name(record.partialPath)) }
+        store.remove(record.key)
+        return HaulError(.checksum, message, reason: reason)
     }
 
     /// Saves what can be saved and turns any error into the one-line ``HaulError`` a person sees.

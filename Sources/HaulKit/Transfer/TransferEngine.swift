@@ -167,9 +167,9 @@ extension TransferEngine {
         let key = TransferRecord.key(destinationPath: path)
         if let record = try? store.load(key) {
             guard record.url == options.url.absoluteString else { return }
-            if record.state != .finished { POSIX.unlink(record.partialPath) }
+            if record.state != .finished { OpenDirectory.unlink(record.partialPath) }
         } else if case .file = options.destination {
-            POSIX.unlink(path + ".haul-part")
+            OpenDirectory.unlink(path + ".haul-part")
         }
         store.remove(key)
     }

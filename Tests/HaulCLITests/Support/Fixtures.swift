@@ -31,3 +31,7 @@ func contentMismatch(_ path: String, expected: [UInt8]) -> String? {
 func sha256Hex(_ bytes: [UInt8]) -> String {
     SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
 }
+
+/// The first byte a resume of `held` bytes asks for: the last bytes held again (up to 64 KiB), compared before
+/// anything is appended, whatever the validators say.
+func resumeStart(_ held: Int) -> Int { held - min(held, 65536) }

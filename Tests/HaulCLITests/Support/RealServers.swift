@@ -236,3 +236,21 @@ func rawHTTPRequest(port: Int, path: String, headers: [String] = [], maxBytes: I
     }
     return RawHTTPResponse(status: status, headers: fields, body: Array(response[(end + 4)...]))
 }
+
+/// Runs `body` with a fresh caddy (`caddy file-server`) serving `<prefix>/www`; its state (autosaved config, data)
+/// goes under `<prefix>` instead of the user's home.
+func withCaddy<T>(_ body: (ExternalServer) async throws -> T) async throws -> T {
+    guard let caddy = RealServerTools.caddy else {
+        throw HarnessError("caddy is not installed: install caddy (apt-get install caddy)")
+    }
+    return try await ExternalServer.with(name: "caddy", documentRoot: { $0 + "/www" }, launch: { prefix, port in
+        try launchProcess("/usr/bin/env", [
+            "HOME=\(prefix)", "XDG_DATA_HOME=\(prefix)/data", "XDG_CONFIG_HOME=\(prefix)/config",
+            caddy, "file-server", "--root", prefix + "/www", "--listen", "127.0.0.1:\(port)",
+        ], logsIn: prefix)
+    }, body)
+}
+
+extension RealServerTools {
+    static let caddy = ExternalTools.find("caddy", also: ["/usr/bin", "/usr/local/bin"])
+}

@@ -117,3 +117,10 @@ func expectHaulError(_ kind: HaulError.Kind, sourceLocation: SourceLocation = #_
     }
     return nil
 }
+
+/// The `Range` a resume of `offset` held bytes asks for: the last bytes held again (up to 64 KiB), compared before
+/// anything is appended, whatever the validators.
+func resumeRange(from offset: some BinaryInteger) -> String {
+    let held = Int64(offset)
+    return "bytes=\(held - min(held, ResumePolicy.overlapLength))-"
+}

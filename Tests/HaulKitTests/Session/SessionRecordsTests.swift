@@ -52,7 +52,7 @@ import Testing
             await reopened.close()
             #expect(sandbox.contents("in/named.bin") == body)
             #expect(!sandbox.exists("in/named.bin.haul-part"))
-            #expect(server.requests("/named.bin").last?.header("Range") == "bytes=\(saved.offset)-", "resumed from the stored offset")
+            #expect(server.requests("/named.bin").last?.header("Range") == resumeRange(from: saved.offset), "resumed from the stored offset")
             #expect(try records.load(TransferRecord.key(destinationPath: destination))?.state == .finished)
         }
     }
@@ -81,7 +81,7 @@ import Testing
             #expect(try await session.task(task.id)?.state == .finished)
             await session.close()
             #expect(sandbox.contents("g") == body)
-            #expect(server.requests("/g").last?.header("Range") == "bytes=\(held)-", "the record file of haul get was read")
+            #expect(server.requests("/g").last?.header("Range") == resumeRange(from: held), "the record file of haul get was read")
         }
     }
     /// A session writes a finished download's final record in the transaction that concludes the task. Should the

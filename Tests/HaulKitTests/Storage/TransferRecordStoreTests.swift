@@ -28,6 +28,7 @@ import Testing
         full.entityTag = "\"v1\""
         full.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
         full.contentEncoding = "gzip"
+        full.reprDigest = "sha256:" + String(repeating: "ab", count: 32)
         full.adopted = true
         full.state = .paused
         full.offset = (1 << 40) + 7

@@ -1,0 +1,252 @@
+import NIOConcurrencyHelpers
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A folder held open by its descriptor. A download resolves its destination's folder once, then creates, opens,
+/// checks, renames and syncs its files relative to this descriptor: a folder renamed or swapped for a symbolic link
+/// while the download runs never redirects a write, because no path is looked up twice.
+///
+/// Opening walks the path one component at a time without following symbolic links, except one that only its
+/// owner or root could have put there (see ``isTrusted(link:in:)``): `~/Downloads` linked to another disk is
+/// followed, a link another user planted in a folder they can write is refused.
+final class OpenDirectory: Sendable {
+    /// The path as given, for messages.
+    let path: String
+    /// -1 once closed, so that a late use fails (EBADF) instead of reaching whatever reuses the number.
+    private let descriptor: NIOLockedValueBox<Int32>
+    var fd: Int32 { descriptor.withLockedValue { $0 } }
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.descriptor = NIOLockedValueBox(fd)
+    }
+
+    deinit { close() }
+
+    /// Removes the file at `path` through its folder, opened as any download's (no link another user could have
+    /// planted is followed); nothing when the folder or the file is not there.
+    static func unlink(_ path: String) {
+        guard let folder = try? open(POSIX.directoryOf(path), create: false) else { return }
+        folder.unlink(path.split(separator: "/").last.map(String.init) ?? path)
+    }
+
+    /// Symbolic links followed at most while opening one folder, as the kernel's own limit (`ELOOP`).
+    static let maxLinks = 40
+
+    /// Opens the folder at `path` (made absolute against the working directory), creating missing folders (mode
+    /// 0755 before umask) when `create`.
+    static func open(_ path: String, create: Bool) throws(HaulError) -> OpenDirectory {
+        let absolute = POSIX.absolute(path)
+        var fd = Glibc_open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw POSIX.error("opening", "/") }
+        var remaining = absolute.split(separator: "/").map(String.init)
+        var walked = ""
+        var links = 0
+        do throws(HaulError) {
+            while !remaining.isEmpty {
+                let component = remaining.removeFirst()
+                if component == "." || component.isEmpty { continue }
+                let next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if next >= 0 {
+                    _ = Glibc_close(fd)
+                    fd = next
+                    walked = component == ".." ? POSIX.directoryOf(walked) : walked + "/" + component
+                    continue
+                }
+                let reason = errno
+                let here = walked + "/" + component
+                if reason == ENOENT, create {
+                    if mkdirat(fd, component, 0o755) != 0, errno != EEXIST { throw POSIX.error("creating directory", here) }
+                    remaining.insert(component, at: 0)
+                    continue
+                }
+                var info = stat()
+                guard fstatat(fd, component, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFLNK else {
+                    if reason == ENOTDIR || reason == ELOOP {
+                        throw HaulError(.fileSystem, "\(here) is not a folder; choose another destination")
+                    }
+                    throw POSIX.error("opening", here, errno: reason)
+                }
+                links += 1
+                guard links <= maxLinks else { throw POSIX.error("opening", absolute, errno: ELOOP) }
+                guard isTrusted(link: info, in: fd) else {
+                    throw HaulError(.fileSystem, "\(here) is a symbolic link in a folder another user can change, which Haul does not follow; name the real folder",
+                                    reason: .untrustedFolder(path: here))
+                }
+                guard let target = readLink(component, in: fd) else { throw POSIX.error("reading the link", here) }
+                if target.hasPrefix("/") {
+                    _ = Glibc_close(fd)
+                    fd = Glibc_open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                    guard fd >= 0 else { throw POSIX.error("opening", "/") }
+                    walked = ""
+                }
+                remaining.insert(contentsOf: target.split(separator: "/").map(String.init), at: 0)
+            }
+        } catch {
+            _ = Glibc_close(fd)
+            throw error
+        }
+        return OpenDirectory(path: absolute, fd: fd)
+    }
+
+    /// Whether a symbolic link found in the folder `parent` may be followed: it belongs to root or to this
+    /// process's user, and nobody else can replace it, because the folder is writable only by its owner (root or
+    /// this user) or is sticky (as `/tmp`, where only a link's owner may remove it). The kernel's
+    /// `protected_symlinks` reasons the same way.
+    static func isTrusted(link: stat, in parent: Int32) -> Bool {
+        let me = geteuid()
+        guard link.st_uid == 0 || link.st_uid == me else { return false }
+        var folder = stat()
+        guard fstat(parent, &folder) == 0 else { return false }
+        if folder.st_mode & S_ISVTX != 0 { return true }
+        let ownerTrusted = folder.st_uid == 0 || folder.st_uid == me
+        return ownerTrusted && folder.st_mode & (S_IWGRP | S_IWOTH) == 0
+    }
+
+    private static func readLink(_ name: String, in fd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlinkat(fd, name, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `name` as a path, for messages and records.
+    func pathOf(_ name: String) -> String { path == "/" ? "/" + name : path + "/" + name }
+
+    /// What is at `name` (not following a symbolic link), or `nil` when nothing is.
+    func status(_ name: String) -> FileStatus? {
+        var info = stat()
+        guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return FileStatus(info)
+    }
+
+    /// Opens the regular file `name` for reading and writing (`writable: false`: reading), never through a symbolic
+    /// link. `exclusive` creates it, and fails when anything is there already.
+    func openFile(_ name: String, exclusive: Bool = false, writable: Bool = true) throws(HaulError) -> PartialFile {
+        let flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_CREAT | O_EXCL : 0)
+        let fd = openat(self.fd, name, flags, 0o644)
+        guard fd >= 0 else { throw POSIX.error(exclusive ? "creating" : "opening", pathOf(name)) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            _ = Glibc_close(fd)
+            throw HaulError(.fileSystem, "\(pathOf(name)) is not a regular file; Haul writes only files of its own there")
+        }
+        // Writes block as on any file; O_NONBLOCK only kept the open of a FIFO planted at the name from waiting.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return PartialFile(descriptor: fd, path: pathOf(name))
+    }
+
+    /// Creates `name` afresh: whatever is there (a stale partial file, a link planted in its place) is removed
+    /// first, never opened, truncated or written through.
+    func createFresh(_ name: String) throws(HaulError) -> PartialFile {
+        for _ in 0..<8 {
+            do {
+                return try openFile(name, exclusive: true)
+            } catch {
+                guard status(name) != nil else { throw error }
+                if unlinkat(fd, name, 0) != 0, errno != ENOENT {
+                    throw HaulError(.fileSystem, "\(pathOf(name)) is in the way and could not be removed (\(String(cString: strerror(errno)))); remove it or choose another destination")
+                }
+            }
+        }
+        throw HaulError(.fileSystem, "\(pathOf(name)) keeps being recreated by another program; stop it or choose another destination")
+    }
+
+    /// Removes the file (or link) `name`; nothing when it is not there.
+    func unlink(_ name: String) {
+        _ = unlinkat(fd, name, 0)
+    }
+
+    /// Renames `from` to `to` in this folder. Without `replacing`, an existing `to` is never replaced: `false` is
+    /// returned and nothing moved.
+    func rename(_ from: String, to: String, replacing: Bool) throws(HaulError) -> Bool {
+        if replacing {
+            guard renameat(fd, from, fd, to) == 0 else { throw POSIX.error("moving the download to", pathOf(to)) }
+            return true
+        }
+        switch Self.renameNoReplace(fd, from, to) {
+        case 0: return true
+        case EEXIST: return false
+        case let code: throw POSIX.error("moving the download to", pathOf(to), errno: code)
+        }
+    }
+
+    /// `renameat2(…, RENAME_NOREPLACE)` where the system has it, else a hard link and an unlink (a link never
+    /// replaces a file either); returns 0 or the errno.
+    private static func renameNoReplace(_ fd: Int32, _ from: String, _ to: String) -> Int32 {
+        #if os(Linux)
+        if let call = renameat2Function {
+            if call(fd, from, fd, to, 1 /* RENAME_NOREPLACE */) == 0 { return 0 }
+            let code = errno
+            // EINVAL/ENOSYS: the file system or kernel lacks the flag; fall back to the link.
+            guard code == EINVAL || code == ENOSYS else { return code }
+        }
+        #elseif canImport(Darwin)
+        if renameatx_np(fd, from, fd, to, UInt32(RENAME_EXCL)) == 0 { return 0 }
+        let code = errno
+        guard code == ENOTSUP || code == EINVAL else { return code }
+        #endif
+        guard linkat(fd, from, fd, to, 0) == 0 else { return errno }
+        _ = unlinkat(fd, from, 0)
+        return 0
+    }
+
+    #if os(Linux)
+    private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+    /// glibc 2.28 has `renameat2`, but Swift's Glibc module does not declare it: looked up once at run time.
+    private static let renameat2Function: RenameAt2? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+        return unsafeBitCast(symbol, to: RenameAt2.self)
+    }()
+    #endif
+
+    /// Tells this folder from another whatever its path: its device and inode.
+    var identityKey: String {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return "unknown:" + path }
+        return "folder:\(info.st_dev):\(info.st_ino)"
+    }
+
+    /// Makes creations and renames in this folder durable.
+    func sync() {
+        _ = fsync(fd)
+    }
+
+    func close() {
+        let fd = descriptor.withLockedValue { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        if fd >= 0 { _ = Glibc_close(fd) }
+    }
+}
+
+/// What `fstat`/`fstatat` says of a file, as far as Haul asks.
+struct FileStatus: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var isRegular: Bool
+    var isDirectory: Bool
+    var linkCount: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        isRegular = (info.st_mode & S_IFMT) == S_IFREG
+        isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
+        linkCount = UInt64(info.st_nlink)
+    }
+
+    /// Whether both describe the same file (device and inode).
+    func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
+}
+
+private func Glibc_open(_ path: String, _ flags: Int32) -> Int32 { open(path, flags) }
+private func Glibc_close(_ fd: Int32) -> Int32 { close(fd) }

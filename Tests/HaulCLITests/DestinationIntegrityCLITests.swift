@@ -1,0 +1,124 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file at the destination is the download and nothing else, as a user and an attacker meet it from the
+/// command line and the daemon: stale partial files, names that collide, folders another user swaps.
+@Suite struct DestinationIntegrityCLITests {
+    @Test func aStalePartialFileIsNeverContinuedOrKept() async throws {
+        try await withTestServer { server in
+            let small = TestData.bytes(100_000, seed: 950), large = TestData.bytes(3 << 20, seed: 951)
+            server.serve("/small.bin", Resource(body: small, etag: "\"s\""))
+            server.serve("/large.bin", Resource(body: large, etag: "\"l\""))
+            try await Sandbox.with { box in
+                // One connection, with the right checksum: the stale tail must not survive, nor be "verified".
+                try writeBytes(TestData.bytes(300_000, seed: 952), to: box.path("a.bin.haul-part"))
+                let one = try await box.run(["get", server.url("/small.bin"), "-o", "a.bin", "--checksum", "sha256:" + sha256Hex(small)])
+                #expect(one.exitCode == 0, "\(one.stderr)")
+                #expect(contentMismatch(box.path("a.bin"), expected: small) == nil)
+                // Several connections, a stale partial longer than the file.
+                try writeBytes(TestData.bytes(5 << 20, seed: 953), to: box.path("b.bin.haul-part"))
+                let segmented = try await box.run(["get", server.url("/large.bin"), "-o", "b.bin", "--segments", "4", "--min-segment-size", "256K"])
+                #expect(segmented.exitCode == 0, "\(segmented.stderr)")
+                #expect(contentMismatch(box.path("b.bin"), expected: large) == nil)
+                // The daemon.
+                try writeBytes(TestData.bytes(300_000, seed: 954), to: box.path("c.bin.haul-part"))
+                let added = try await box.run(["add", server.url("/small.bin"), "-o", "c.bin"])
+                let id = try #require(added.stdoutLines.first, "add failed: \(added.stderr)")
+                let waited = try await box.run(["wait", id], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "\(waited.stderr)")
+                #expect(contentMismatch(box.path("c.bin"), expected: small) == nil)
+                _ = try await box.run(["daemon", "stop"])
+            }
+        }
+    }
+
+    @Test func collidingNamesInABatchAndInTheDaemonGetAFileEach() async throws {
+        try await withTestServer { server in
+            // Six URLs whose last segment is the same name, each with other bytes.
+            var bodies: [String: [UInt8]] = [:]
+            for index in 0..<6 {
+                let body = TestData.bytes(20_000 + index * 1_001, seed: UInt64(960 + index))
+                bodies["/u\(index)/ok"] = body
+                var resource = Resource(body: body, etag: "\"u\(index)\"")
+                resource.faults.throttleBytesPerSecond = 200_000
+                server.serve("/u\(index)/ok", resource)
+            }
+            let urls = bodies.keys.sorted().map { server.url($0) }
+            func expectOneFileEach(_ folder: String, _ what: String) {
+                let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+                #expect(names.count == 6, "\(what): \(names)")
+                var matched: Set<String> = []
+                for name in names {
+                    let bytes = readBytes(folder + "/" + name)
+                    let owner = bodies.first { $0.value == bytes }?.key
+                    #expect(owner != nil, "\(what): \(name) is no URL's bytes")
+                    if let owner { matched.insert(owner) }
+                }
+                #expect(matched.count == 6, "\(what): every URL's bytes are in a file of their own: \(matched.sorted())")
+            }
+            try await Sandbox.with { box in
+                for run in 0..<2 {
+                    let result = try await box.run(["get"] + urls + ["--dir", "D", "-j", "3"], timeout: .seconds(60))
+                    #expect(result.exitCode == 0, "run \(run): \(result.stderr)")
+                    #expect(!result.stderr.contains("another haul process"), "\(result.stderr)")
+                    expectOneFileEach(box.path("D"), "batch run \(run)")
+                }
+                var ids: [String] = []
+                for url in urls {
+                    let added = try await box.run(["add", url, "--dir", "E"])
+                    ids.append(try #require(added.stdoutLines.first, "add failed: \(added.stderr)"))
+                }
+                let waited = try await box.run(["wait"] + ids, timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "\(waited.stderr)")
+                expectOneFileEach(box.path("E"), "daemon")
+                _ = try await box.run(["daemon", "stop"])
+            }
+        }
+    }
+
+    /// The daemon runs as root and downloads into a folder of another user, mallory. While the task is paused,
+    /// mallory replaces the folder with a link to a folder only root may write. The resumed task must not write
+    /// there: it fails with one line naming the link.
+    @Test(.enabled(if: LocalUser.available, "needs root, useradd and runuser to act as a second user"))
+    func aFolderSwappedByAnotherUserNeverRedirectsTheDaemon() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(2 << 20, seed: 970)
+            var resource = Resource(body: body, etag: "\"m\"")
+            resource.faults.throttleBytesPerSecond = 256 << 10
+            server.serve("/b.bin", resource)
+            try await LocalUser.with { mallory in
+                try await Sandbox.with { box in
+                    let home = box.root + "/mallory", secret = box.root + "/secret"
+                    #expect(chmod(box.root, 0o755) == 0)
+                    for folder in [home, home + "/dl"] {
+                        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                        mallory.own(folder)
+                    }
+                    try FileManager.default.createDirectory(atPath: secret, withIntermediateDirectories: true)
+                    #expect(chmod(secret, 0o700) == 0)
+
+                    let added = try await box.run(["add", server.url("/b.bin"), "-o", home + "/dl/b.bin"])
+                    let id = try #require(added.stdoutLines.first, "add failed: \(added.stderr)")
+                    try await eventually("the download is under way", timeout: .seconds(30)) {
+                        (fileSize(home + "/dl/b.bin.haul-part") ?? 0) > 0
+                    }
+                    let paused = try await box.run(["pause", id])
+                    #expect(paused.exitCode == 0, "\(paused.stderr)")
+                    try mallory.shell("mv '\(home)/dl' '\(home)/dl.old' && ln -s '\(secret)' '\(home)/dl'")
+
+                    _ = try await box.run(["resume", id])
+                    let waited = try await box.run(["wait", id], timeout: .seconds(60))
+                    #expect(waited.exitCode == 6, "\(waited.stdout) \(waited.stderr)")
+                    #expect(waited.stderr.contains("\(home)/dl") && waited.stderr.contains("symbolic link"), "\(waited.stderr)")
+                    #expect(try FileManager.default.contentsOfDirectory(atPath: secret).isEmpty, "nothing was written in the root-only folder")
+                    _ = try await box.run(["daemon", "stop"])
+                }
+            }
+        }
+    }
+}
