@@ -104,12 +104,20 @@ package enum ProgressLine {
         return TerminalText.fit(TerminalText.fit(name, width: nameRoom, cut: .middle) + gap + note, width: width, cut: .end)
     }
 
-    /// The total line of several downloads, in at most `width` columns; waiting tasks are counted when there are
-    /// any.
-    public static func summary(finished: Int, failed: Int, running: Int, waiting: Int = 0, bytesPerSecond: Double, width: Int) -> String {
+    /// The total line of several downloads, in at most `width` columns. Waiting tasks are counted when there are
+    /// any, with why they wait when the session's number of downloads at once (`atOnce`) is known and that many
+    /// run ("3 at once"; "0 at once" holds every task).
+    public static func summary(
+        finished: Int, failed: Int, running: Int, waiting: Int = 0, atOnce: Int? = nil, bytesPerSecond: Double, width: Int
+    ) -> String {
         let counts = "\(finished) finished, \(failed) failed, \(running) running" + (waiting > 0 ? ", \(waiting) waiting" : "")
+        var reason = ""
+        // Every slot taken (0 of them: the session holds every task); with one free, another cap keeps them.
+        if waiting > 0, let atOnce, running >= atOnce { reason = " (\(atOnce) at once)" }
         let speed = speedText(bytesPerSecond) ?? "0 B/s"
-        for line in ["total: " + counts + gap + speed, counts + gap + speed, counts] where TerminalText.width(line) <= width {
+        // The speed goes first, then the reason; the counts stay.
+        let choices = ["total: " + counts + reason + gap + speed, counts + reason + gap + speed, counts + reason, counts]
+        for line in choices where TerminalText.width(line) <= width {
             return line
         }
         return TerminalText.fit(counts, width: width, cut: .end)

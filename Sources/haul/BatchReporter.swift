@@ -26,8 +26,9 @@ final class BatchReporter: @unchecked Sendable {
     private var order: [String] = []
     private var finished = 0
     private var failed = 0
-    /// Tasks waiting to start, when the caller counts them (`haul watch`).
+    /// Tasks waiting to start, when the caller counts them (`haul watch`), and the session's downloads at once.
     private var waiting: Int?
+    private var atOnce: Int?
     /// The most downloads seen running at once: the live view's size, which per-file lines leave room for.
     private var mostActive: Int
     private var listed = 0
@@ -65,7 +66,7 @@ final class BatchReporter: @unchecked Sendable {
 
     /// What a fresh list of tasks says: their files' paths, why running ones are not moving, which run; with
     /// `countsWaiting` the list is every followed task and gives the number waiting.
-    func update(_ tasks: [TaskSnapshot], countsWaiting: Bool) {
+    func update(_ tasks: [TaskSnapshot], countsWaiting: Bool, atOnce: Int? = nil) {
         lock.lock()
         defer { lock.unlock() }
         guard mode != .json else { return }
@@ -83,6 +84,7 @@ final class BatchReporter: @unchecked Sendable {
             }
         }
         if countsWaiting { waiting = tasks.filter { $0.state == .waiting }.count }
+        if let atOnce { self.atOnce = atOnce }
         lastDraw = ContinuousClock.now - .seconds(1)
         draw()
     }
@@ -175,7 +177,8 @@ final class BatchReporter: @unchecked Sendable {
         let states = order.map { id in state(of: id) }
         let speed = active.values.compactMap { $0?.bytesPerSecond }.reduce(0, +)
         let summary = ProgressLine.summary(
-            finished: finished, failed: failed, running: active.count, waiting: waiting ?? 0, bytesPerSecond: speed, width: size.width)
+            finished: finished, failed: failed, running: active.count, waiting: waiting ?? 0, atOnce: atOnce, bytesPerSecond: speed,
+            width: size.width)
         area.draw(ProgressLine.view(states, summary: summary, width: size.width, height: size.height))
     }
 

@@ -26,9 +26,9 @@ struct WatchCommand: AsyncParsableCommand {
         do {
             final = try await TaskFollower(options: daemon, typed: ids).follow(
                 seed: { reporter.seed($0) }, event: { reporter.handle($0) },
-                tick: { tasks in
+                tick: { tasks, atOnce in
                     // The list says what events do not: the file a task was named, and why a running one is not moving.
-                    reporter.update(tasks, countsWaiting: true)
+                    reporter.update(tasks, countsWaiting: true, atOnce: atOnce)
                     // Without a terminal, a progress line per running task every few seconds.
                     guard !terminal, !json, ContinuousClock.now - lastPlain >= .seconds(2) else { return }
                     lastPlain = ContinuousClock.now
@@ -98,7 +98,7 @@ struct WaitCommand: AsyncParsableCommand {
     func run() async throws {
         let final: [TaskSnapshot]
         do {
-            final = try await TaskFollower(options: daemon, typed: ids).follow(seed: { _ in }, event: { _ in }, tick: { _ in })
+            final = try await TaskFollower(options: daemon, typed: ids, readsSettings: false).follow(seed: { _ in }, event: { _ in }, tick: { _, _ in })
         } catch {
             throw CLIFailure.exit(error)
         }
@@ -113,12 +113,14 @@ struct WaitCommand: AsyncParsableCommand {
 struct TaskFollower {
     var options: DaemonClientOptions
     var typed: [String]
+    /// Whether each tick also reads the session's downloads at once (why tasks wait, for `haul watch`).
+    var readsSettings = true
     /// Reconnections allowed in a row without progress.
     static let maxReconnects = 20
 
     /// Returns the tasks as they ended (removed ones are missing).
     func follow(
-        seed: ([TaskSnapshot]) -> Void, event: @escaping @Sendable (SessionEvent) -> Void, tick: ([TaskSnapshot]) -> Void
+        seed: ([TaskSnapshot]) -> Void, event: @escaping @Sendable (SessionEvent) -> Void, tick: ([TaskSnapshot], Int?) -> Void
     ) async throws -> [TaskSnapshot] {
         /// The followed tasks, in the order they were added.
         var targets: [String]?
@@ -164,7 +166,8 @@ struct TaskFollower {
                 while true {
                     let tasks = try await connection.tasks(ids: wanted)
                     failures = 0
-                    tick(tasks)
+                    let settings = readsSettings ? try? await connection.call(.sessionConfiguration) : nil
+                    tick(tasks, settings?.objectValue?["maxConcurrentDownloads"]?.intValue)
                     if !tasks.contains(where: { $0.state == .waiting || $0.state == .running || $0.state == .paused }) {
                         // The list can overtake the last events (they are read by another task): an end not shown
                         // yet is shown from the list, once, after the reader stopped.

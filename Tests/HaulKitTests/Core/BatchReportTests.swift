@@ -115,5 +115,12 @@ import Testing
                 == "total: 1 finished, 0 failed, 2 running, 5 waiting  0 B/s")
         #expect(ProgressLine.summary(finished: 1, failed: 0, running: 2, bytesPerSecond: 0, width: 80)
                 == "total: 1 finished, 0 failed, 2 running  0 B/s")
+        // Why they wait: every slot is taken, or the session holds them.
+        #expect(ProgressLine.summary(finished: 0, failed: 0, running: 3, waiting: 5, atOnce: 3, bytesPerSecond: 0, width: 80)
+                == "total: 0 finished, 0 failed, 3 running, 5 waiting (3 at once)  0 B/s")
+        #expect(ProgressLine.summary(finished: 0, failed: 0, running: 0, waiting: 5, atOnce: 0, bytesPerSecond: 0, width: 80)
+                == "total: 0 finished, 0 failed, 0 running, 5 waiting (0 at once)  0 B/s")
+        #expect(ProgressLine.summary(finished: 0, failed: 0, running: 1, waiting: 5, atOnce: 3, bytesPerSecond: 0, width: 80)
+                == "total: 0 finished, 0 failed, 1 running, 5 waiting  0 B/s", "slots free: another cap (per host) or about to start")
     }
 }
