@@ -77,7 +77,9 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls", abstract: "List the daemon's tasks: id, state, bytes, total, speed, path, note.",
         discussion: """
-            On a terminal the table fits its width: ids are their shortest unique prefixes (8 characters at least;             any command takes them), paths are shortened in the middle and a long note gets a line of its own.             Output that is not a terminal, and --wide, keep every value whole, one task per line.
+            On a terminal the table fits its width: ids are their shortest unique prefixes (8 characters at least; \
+            any command takes them), paths are shortened in their folders and a long note gets a line of its own. \
+            Output that is not a terminal, and --wide, keep every value whole, one task per line.
 
             """ + HelpText.examples(
             "haul ls",
