@@ -25,13 +25,15 @@ package struct SegmentMap: Equatable, Sendable {
     }
 
     /// The map of a segmented download: each segment's written prefix is done; while it runs, the rest of an
-    /// unfinished segment is being fetched.
-    public init(total: Int64, segments: [Segment], running: Bool = true, limit: Int = maxRanges) {
+    /// unfinished segment a connection works on is being fetched (every unfinished one when `fetching` is nil),
+    /// and the rest of the others is in neither list: not fetched yet.
+    public init(total: Int64, segments: [Segment], running: Bool = true, fetching: Set<Int>? = nil, limit: Int = maxRanges) {
         var done: [ClosedOpen] = [], active: [ClosedOpen] = []
         for segment in segments {
             let written = min(max(segment.next, segment.start), segment.end)
             if written > segment.start { done.append(ClosedOpen(segment.start, written)) }
-            if running, written < segment.end { active.append(ClosedOpen(written, segment.end)) }
+            let isFetched = fetching.map { $0.contains(segment.id) } ?? true
+            if running, isFetched, written < segment.end { active.append(ClosedOpen(written, segment.end)) }
         }
         self.init(total: total, done: Self.bounded(done, limit: limit), active: Self.bounded(active, limit: limit))
     }

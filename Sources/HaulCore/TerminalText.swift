@@ -58,6 +58,23 @@ package enum TerminalText {
         }
     }
 
+    /// A path in at most `width` columns that keeps its file name whole where it can: the folders give way
+    /// first, in their middle (`/home/me/Do…/data/file.iso`); a file name too long even alone is shortened in
+    /// its middle (its folders then left out).
+    public static func fitPath(_ path: String, width columns: Int) -> String {
+        guard columns > 0 else { return "" }
+        if width(path) <= columns { return path }
+        guard let slash = path.lastIndex(of: "/"), path.index(after: slash) < path.endIndex else {
+            return fit(path, width: columns, cut: .middle)
+        }
+        let folder = String(path[...slash])
+        let name = String(path[path.index(after: slash)...])
+        let room = columns - width(name)
+        // A folder shown with fewer than four columns says nothing ("/…/"): the name alone is shown instead.
+        if room >= 4 { return fit(folder, width: room, cut: .middle) + name }
+        return fit(name, width: columns, cut: .middle)
+    }
+
     /// The longest start of `text` that takes at most `columns` columns.
     public static func prefix(_ text: String, columns: Int) -> String {
         var used = 0

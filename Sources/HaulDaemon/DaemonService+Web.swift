@@ -42,7 +42,7 @@ extension DaemonService {
     }
 
     /// `session.configuration`: the saved configuration, with the values of default headers hidden (they may be
-    /// credentials).
+    /// credentials), and `store`, the path of the session's task store.
     func configuration(of name: String) async throws -> JSONValue {
         _ = try await session(name)
         guard var object = configurations[name].map({ DaemonProtocol.encode($0) })?.objectValue else { throw RPCError.noSuchSession(name) }
@@ -53,6 +53,8 @@ extension DaemonService {
                 return .object(fields)
             })
         }
+        // Not a setting: where the session's tasks are kept, for `haul session show`.
+        object["store"] = .string(LocalSession.folder(name, home: home) + "/tasks.sqlite")
         return .object(object)
     }
 

@@ -14,7 +14,7 @@ extension WebDashboard {
         case .progress(let id, let progress):
             if let segments = progress.segments, let total = progress.total,
                state.withLockedValue({ $0.segmentThrottle.allow(session + "\u{0}" + id, at: now) }) {
-                var map = DaemonService.encode(SegmentMap(total: total, segments: segments), id: id).objectValue ?? [:]
+                var map = DaemonService.encode(SegmentMap(total: total, segments: segments, fetching: progress.fetching), id: id).objectValue ?? [:]
                 map["type"] = "segments"
                 lines.append(JSONValue.object(map).serialized)
             }

@@ -36,9 +36,19 @@ struct BatchGet {
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
         let mode: BatchReporter.Mode = command.json ? .json : command.quiet ? .quiet : (LiveArea.isLiveTerminal() ? .terminal : .plain)
-        let reporter = BatchReporter(mode: mode)
+        let reporter = BatchReporter(mode: mode, live: command.jobs, listEachFile: command.verbose)
         let events = await session.events()
         let printer = Task { for await event in events { reporter.handle(event) } }
+        // On a terminal, the running tasks are read again every second: the file a --dir download was named, and
+        // why one is not moving (a retry, a connection it waits for), which no event says.
+        let poller = mode == .terminal ? Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                var shown: [TaskSnapshot] = []
+                for id in reporter.activeIDs { if let task = try? await session.task(id) { shown.append(task) } }
+                if !Task.isCancelled { reporter.update(shown, countsWaiting: false) }
+            }
+        } : nil
 
         // Added a few at a time, the first downloads start at once instead of after the whole list is stored, and
         // the session answers its running downloads between the parts.
@@ -62,6 +72,8 @@ struct BatchGet {
         signals.stop()
         let interrupted = waiter.isCancelled
         let final = try await session.tasks().filter { ids.contains($0.id) }
+        poller?.cancel()
+        await poller?.value
         await session.close()
         printer.cancel()
         // After this no event draws again: the last lines below are the summary's.
@@ -74,7 +86,9 @@ struct BatchGet {
         let finished = final.filter { $0.state == .finished }.count
         let failed = final.filter { $0.state != .finished }
         if mode != .quiet && mode != .json {
-            Reporter.printError("\(finished) finished, \(failed.count) failed")
+            // The failures by name and reason (the first ten), however many lines scrolled past or were only counted.
+            let lines = BatchReport.summary(finished: finished, failures: failed.map(BatchReporter.failure), width: reporter.terminalWidth)
+            for line in lines { Reporter.printError(line) }
         }
         if let first = failed.first {
             throw ExitCode(ExitStatus.code(for: first.error?.kind ?? .network))
@@ -99,99 +113,5 @@ struct BatchGet {
             }
         }
         return "get-" + String(hash, radix: 16)
-    }
-}
-
-/// Shows a batch: on a terminal one line per active download plus a total line, else one line per result.
-final class BatchReporter: @unchecked Sendable {
-    enum Mode { case terminal, plain, quiet, json }
-
-    private let mode: Mode
-    private let lock = NSLock()
-    private var active: [String: (name: String, progress: DownloadProgress?)] = [:]
-    private var order: [String] = []
-    private var names: [String: String] = [:]
-    private var finished = 0
-    private var failed = 0
-    private let area = LiveArea()
-    private var lastDraw = ContinuousClock.now - .seconds(1)
-
-    init(mode: Mode) { self.mode = mode }
-
-    /// Starts from tasks that already exist (`haul watch`): their names, and the running ones as active.
-    func seed(_ tasks: [TaskSnapshot]) {
-        lock.lock()
-        defer { lock.unlock() }
-        for task in tasks {
-            names[task.id] = BatchReporter.shortName(Redaction.url(task.url))
-            if task.state == .running {
-                active[task.id] = (names[task.id] ?? task.id, nil)
-                order.append(task.id)
-            }
-        }
-    }
-
-    func handle(_ event: SessionEvent) {
-        lock.lock()
-        defer { lock.unlock() }
-        if mode == .json { return json(event) }
-        switch event {
-        case .added(let task):
-            names[task.id] = BatchReporter.shortName(Redaction.url(task.url))
-        case .stateChanged(let id, _, let to):
-            if to == .running {
-                active[id] = (names[id] ?? id, nil)
-                order.append(id)
-            } else {
-                active[id] = nil
-                order.removeAll { $0 == id }
-            }
-        case .progress(let id, let progress):
-            if active[id] != nil { active[id]?.progress = progress }
-        case .finished(let task):
-            finished += 1
-            if mode != .quiet { say("saved \(task.filePath ?? Redaction.url(task.url)) (\(ByteFormat.string(task.bytes)))") }
-        case .failed(let task):
-            failed += 1
-            say("haul: error: " + Reporter.failure(of: Redaction.url(task.url), task.error?.line ?? "failed"))
-        case .allFinished:
-            break
-        }
-        draw()
-    }
-
-    /// Clears the live lines for good (later events draw nothing).
-    func finish() {
-        lock.lock()
-        defer { lock.unlock() }
-        area.close()
-    }
-
-    private func say(_ line: String) {
-        area.say(line)
-        // The lines it replaced come back at once, not at the next frame.
-        lastDraw = ContinuousClock.now - .seconds(1)
-    }
-
-    private func draw() {
-        guard mode == .terminal else { return }
-        let now = ContinuousClock.now
-        guard now - lastDraw >= .milliseconds(200) else { return }
-        lastDraw = now
-        let size = area.layoutSize
-        let states = order.compactMap { id in active[id].map { Reporter.state(of: $0.progress, name: $0.name) } }
-        let speed = active.values.compactMap { $0.progress?.bytesPerSecond }.reduce(0, +)
-        let summary = ProgressLine.summary(
-            finished: finished, failed: failed, running: active.count, bytesPerSecond: speed, width: size.width)
-        area.draw(ProgressLine.view(states, summary: summary, width: size.width, height: size.height))
-    }
-
-    private func json(_ event: SessionEvent) {
-        Reporter.write(EventJSON.session(event, redacting: true).serialized + "\n", to: STDOUT_FILENO)
-    }
-
-    static func shortName(_ url: String) -> String {
-        let last = URL(string: url)?.lastPathComponent ?? url
-        return last.isEmpty || last == "/" ? url : last
     }
 }

@@ -46,7 +46,7 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON event per line on stdout.")
     var json = false
 
-    @Flag(name: .shortAndLong, help: "Log every request, response and resume decision to stderr.")
+    @Flag(name: .shortAndLong, help: "Log every request, response and resume decision to stderr; with several URLs, a line for every file, also on a terminal.")
     var verbose = false
 
     func run() async throws {

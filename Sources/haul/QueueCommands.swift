@@ -75,15 +75,24 @@ struct AddCommand: AsyncParsableCommand {
 
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ls", abstract: "List the daemon's tasks: id, state, bytes, total, speed, path.",
-        discussion: HelpText.examples(
+        commandName: "ls", abstract: "List the daemon's tasks: id, state, bytes, total, speed, path, note.",
+        discussion: """
+            On a terminal the table fits its width: ids are their shortest unique prefixes (8 characters at least; \
+            any command takes them), paths are shortened in their folders and a long note gets a line of its own. \
+            Output that is not a terminal, and --wide, keep every value whole, one task per line.
+
+            """ + HelpText.examples(
             "haul ls",
+            "haul ls --wide                        # whole ids, paths and notes",
             "haul ls --json                        # every task as JSON, for scripts",
             "haul ls --session my-app"
         ))
 
     @Flag(help: "One JSON object per task and line.")
     var json = false
+
+    @Flag(help: "Every value whole (whole ids, paths and notes), even on a terminal.")
+    var wide = false
 
     @OptionGroup var daemon: DaemonClientOptions
 
@@ -97,27 +106,25 @@ struct ListCommand: AsyncParsableCommand {
                 return
             }
             let rows = tasks.map { task in
-                [
-                    task.id, task.state.rawValue, ByteFormat.string(task.bytes), task.total.map(ByteFormat.string) ?? "-",
-                    task.bytesPerSecond.map { ByteFormat.string(Int64($0)) + "/s" } ?? "-",
-                    task.filePath ?? Redaction.url(task.url),
+                TaskTable.Row(
+                    id: task.id, state: task.state.rawValue, bytes: task.bytes, total: task.total,
+                    bytesPerSecond: task.bytesPerSecond, path: task.filePath ?? Redaction.url(task.url),
                     // Why it failed, or why a running task is not moving.
-                    task.error?.message ?? task.note ?? "",
-                ]
+                    note: task.error?.message ?? task.note, url: Redaction.url(task.url))
             }
-            print(Self.table([["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH", "NOTE"]] + rows), terminator: "")
+            let width = wide ? nil : Self.terminalWidth()
+            let lines = width.map { TaskTable.fitted(rows, width: $0) } ?? TaskTable.full(rows)
+            Reporter.write(lines.map { $0 + "\n" }.joined(), to: STDOUT_FILENO)
         } catch {
             throw CLIFailure.exit(error)
         }
     }
 
-    static func table(_ rows: [[String]]) -> String {
-        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
-            row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ").trimmingTrailingSpaces()
-        }.joined(separator: "\n") + "\n"
+    /// The width of the terminal standard output is, or nil when it is not one (a pipe, a file).
+    static func terminalWidth() -> Int? {
+        guard isatty(STDOUT_FILENO) == 1 else { return nil }
+        if let size = LiveArea.terminalSize(STDOUT_FILENO) { return size.columns }
+        return ProcessInfo.processInfo.environment["COLUMNS"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 80
     }
 }
 
@@ -182,13 +189,5 @@ private func control(
         await connection.close()
     } catch {
         throw CLIFailure.exit(error)
-    }
-}
-
-private extension String {
-    func trimmingTrailingSpaces() -> String {
-        var text = Substring(self)
-        while text.last == " " { text.removeLast() }
-        return String(text)
     }
 }

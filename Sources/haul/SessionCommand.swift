@@ -6,12 +6,68 @@ import HaulKit
 struct SessionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "session",
-        abstract: "Change a daemon session's settings.",
+        abstract: "Show or change a daemon session's settings.",
         discussion: HelpText.examples(
+            "haul session show",
             "haul session set --max-concurrent 5",
             "haul session set --session my-app --limit-rate 2M"
         ),
-        subcommands: [SessionSetCommand.self])
+        subcommands: [SessionShowCommand.self, SessionSetCommand.self])
+}
+
+/// `haul session show`: what a session does now, and where it keeps its tasks.
+struct SessionShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show a session's settings: downloads at once, speed limit, completion command, and where its store is.",
+        discussion: HelpText.examples(
+            "haul session show",
+            "haul session show --session my-app",
+            "haul session show --json              # the daemon's answer, for scripts"
+        ))
+
+    @Flag(help: "The settings as one JSON object (docs/protocol.md, session.configuration).")
+    var json = false
+
+    @OptionGroup var daemon: DaemonClientOptions
+
+    func run() async throws {
+        let settings: JSONValue
+        do {
+            let connection = try await daemon.connect()
+            settings = try await connection.call(.sessionConfiguration)
+            await connection.close()
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+        if json {
+            print(settings.serialized)
+            return
+        }
+        for line in Self.lines(settings.objectValue ?? [:], session: daemon.session) { print(line) }
+    }
+
+    /// The settings one per line, their names aligned.
+    static func lines(_ settings: [String: JSONValue], session: String) -> [String] {
+        func seconds(_ key: String) -> String? {
+            settings[key]?.doubleValue.map { String(format: "%g s", $0) }
+        }
+        let headers = settings["defaultHeaders"]?.arrayValue?.compactMap { $0.objectValue?["name"]?.stringValue } ?? []
+        let pairs: [(String, String)] = [
+            ("session", session),
+            ("downloads at once", settings["maxConcurrentDownloads"]?.intValue.map { $0 == 0 ? "0 (waiting tasks are held)" : String($0) } ?? "-"),
+            ("per host", settings["maxDownloadsPerHost"]?.intValue.map(String.init) ?? "-"),
+            ("speed limit", settings["rateLimit"]?.int64Value.map { ByteFormat.string($0) + "/s for all its downloads" } ?? "none"),
+            ("completion command", settings["completionCommand"]?.stringValue.map(TerminalText.sanitized) ?? "none"),
+            ("default folder", settings["defaultDirectory"]?.stringValue.map(TerminalText.sanitized) ?? "none (haul add saves in the folder it runs in)"),
+            ("default headers", headers.isEmpty ? "none" : headers.map(TerminalText.sanitized).joined(separator: ", ") + " (values not shown)"),
+            ("stall timeout", seconds("stallTimeout") ?? "-"),
+            ("resume on relaunch", settings["resumeRunningTasksOnRelaunch"]?.boolValue.map { $0 ? "yes" : "no" } ?? "-"),
+            ("store", settings["store"]?.stringValue.map(TerminalText.sanitized) ?? "(not said by this daemon)"),
+        ]
+        let width = pairs.map { $0.0.count }.max() ?? 0
+        return pairs.map { name, value in (name + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0) + " " + value }
+    }
 }
 
 /// `haul session set`: changes what the session does from now on (saved; running downloads carry on).
@@ -54,7 +110,9 @@ struct SessionSetCommand: AsyncParsableCommand {
                 changes["rateLimit"] = none ? .null : JSONValue(try FileOptions.byteCount(limitRate, "--limit-rate"))
             }
             if let onComplete { changes["completionCommand"] = onComplete.isEmpty ? .null : .string(onComplete) }
-            guard !changes.isEmpty else { throw InputError("nothing to change: give --max-concurrent, --limit-rate or --on-complete") }
+            guard !changes.isEmpty else {
+                throw InputError("nothing to change: give --max-concurrent, --limit-rate or --on-complete (`haul session show` shows the settings)")
+            }
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)

@@ -22,26 +22,58 @@ struct WatchCommand: AsyncParsableCommand {
         let terminal = !json && LiveArea.isLiveTerminal()
         let reporter = BatchReporter(mode: json ? .json : terminal ? .terminal : .plain)
         var lastPlain = ContinuousClock.now - .seconds(2)
+        let final: [TaskSnapshot]
         do {
-            let final = try await TaskFollower(options: daemon, typed: ids).follow(
+            final = try await TaskFollower(options: daemon, typed: ids).follow(
                 seed: { reporter.seed($0) }, event: { reporter.handle($0) },
-                tick: { tasks in
+                tick: { tasks, atOnce in
+                    // The list says what events do not: the file a task was named, and why a running one is not moving.
+                    reporter.update(tasks, countsWaiting: true, atOnce: atOnce)
                     // Without a terminal, a progress line per running task every few seconds.
                     guard !terminal, !json, ContinuousClock.now - lastPlain >= .seconds(2) else { return }
                     lastPlain = ContinuousClock.now
+                    let prefixes = Dictionary(zip(tasks.map(\.id), TaskTable.uniquePrefixes(tasks.map(\.id))), uniquingKeysWith: { a, _ in a })
                     for task in tasks where task.state == .running {
-                        let progress = DownloadProgress(bytes: task.bytes, total: task.total, bytesPerSecond: task.bytesPerSecond, secondsRemaining: nil)
-                        Reporter.printError("\(task.id.prefix(8))  \(BatchReporter.shortName(Redaction.url(task.url)))  \(Reporter.progressLine(progress))")
+                        let line = ProgressLine.render(BatchReporter.plainState(of: task), width: .max)
+                        Reporter.printError("\(prefixes[task.id] ?? task.id)  \(line)")
                     }
                 })
-            reporter.finish()
-            let counts = Dictionary(grouping: final, by: { $0.state }).mapValues { $0.count }
-            let summary = TaskState.allCases.compactMap { state in counts[state].map { "\($0) \(state.rawValue)" } }
-            Reporter.printError(summary.isEmpty ? "no tasks to watch" : summary.joined(separator: ", "))
         } catch {
             reporter.finish()
             throw CLIFailure.exit(error)
         }
+        let width = reporter.terminalWidth
+        reporter.finish()
+        let counts = Dictionary(grouping: final, by: { $0.state }).mapValues { $0.count }
+        let summary = TaskState.allCases.compactMap { state in counts[state].map { "\($0) \(state.rawValue)" } }
+        var lines = [summary.isEmpty ? "no tasks to watch" : summary.joined(separator: ", ")]
+        // The failures by name and reason, however many scrolled past or were only counted.
+        let failures = final.filter { $0.state == .failed }.map(BatchReporter.failure)
+        lines += BatchReport.summary(finished: 0, failures: failures, width: width).dropFirst()
+        for line in lines { Reporter.printError(width.map { TerminalText.fit(line, width: $0, cut: .end) } ?? line) }
+        // As `haul wait`: a failed task's error gives the exit code, a cancelled or removed one 1.
+        if let code = TaskOutcome.exitCode(final, typed: ids).code { throw ExitCode(code) }
+    }
+}
+
+/// How followed tasks ended, as `haul wait` and `haul watch` report it.
+enum TaskOutcome {
+    /// The exit code (nil for 0: every task finished) and a line for each task that did not finish: the first
+    /// failed task's error kind gives the code; a cancelled or removed task, 1.
+    static func exitCode(_ final: [TaskSnapshot], typed: [String]) -> (code: Int32?, lines: [String]) {
+        var code: Int32 = 0
+        var lines: [String] = []
+        for task in final where task.state != .finished {
+            let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
+            lines.append("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.line))
+            if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
+        }
+        let present = Set(final.map(\.id))
+        for id in TaskFollower.resolvedTargets(final, typed: typed) where !present.contains(id) {
+            lines.append("haul: error: \(id) was removed")
+            if code == 0 { code = 1 }
+        }
+        return (code == 0 ? nil : code, lines)
     }
 }
 
@@ -66,22 +98,13 @@ struct WaitCommand: AsyncParsableCommand {
     func run() async throws {
         let final: [TaskSnapshot]
         do {
-            final = try await TaskFollower(options: daemon, typed: ids).follow(seed: { _ in }, event: { _ in }, tick: { _ in })
+            final = try await TaskFollower(options: daemon, typed: ids, readsSettings: false).follow(seed: { _ in }, event: { _ in }, tick: { _, _ in })
         } catch {
             throw CLIFailure.exit(error)
         }
-        var code: Int32 = 0
-        for task in final where task.state != .finished {
-            let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
-            Reporter.printError("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.line))
-            if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
-        }
-        let missing = Set(final.map(\.id))
-        for id in TaskFollower.resolvedTargets(final, typed: ids) where !missing.contains(id) {
-            Reporter.printError("haul: error: \(id) was removed")
-            if code == 0 { code = 1 }
-        }
-        if code != 0 { throw ExitCode(code) }
+        let outcome = TaskOutcome.exitCode(final, typed: ids)
+        for line in outcome.lines { Reporter.printError(line) }
+        if let code = outcome.code { throw ExitCode(code) }
     }
 }
 
@@ -90,12 +113,14 @@ struct WaitCommand: AsyncParsableCommand {
 struct TaskFollower {
     var options: DaemonClientOptions
     var typed: [String]
+    /// Whether each tick also reads the session's downloads at once (why tasks wait, for `haul watch`).
+    var readsSettings = true
     /// Reconnections allowed in a row without progress.
     static let maxReconnects = 20
 
     /// Returns the tasks as they ended (removed ones are missing).
     func follow(
-        seed: ([TaskSnapshot]) -> Void, event: @escaping @Sendable (SessionEvent) -> Void, tick: ([TaskSnapshot]) -> Void
+        seed: ([TaskSnapshot]) -> Void, event: @escaping @Sendable (SessionEvent) -> Void, tick: ([TaskSnapshot], Int?) -> Void
     ) async throws -> [TaskSnapshot] {
         /// The followed tasks, in the order they were added.
         var targets: [String]?
@@ -141,7 +166,8 @@ struct TaskFollower {
                 while true {
                     let tasks = try await connection.tasks(ids: wanted)
                     failures = 0
-                    tick(tasks)
+                    let settings = readsSettings ? try? await connection.call(.sessionConfiguration) : nil
+                    tick(tasks, settings?.objectValue?["maxConcurrentDownloads"]?.intValue)
                     if !tasks.contains(where: { $0.state == .waiting || $0.state == .running || $0.state == .paused }) {
                         // The list can overtake the last events (they are read by another task): an end not shown
                         // yet is shown from the list, once, after the reader stopped.

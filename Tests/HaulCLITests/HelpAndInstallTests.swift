@@ -5,7 +5,7 @@ import Testing
 /// the shell completions, and the systemd user unit in contrib/.
 @Suite struct HelpAndInstallTests {
     static let commands: [[String]] = [
-        [], ["get"], ["add"], ["ls"], ["pause"], ["resume"], ["rm"], ["watch"], ["wait"], ["session"], ["session", "set"],
+        [], ["get"], ["add"], ["ls"], ["pause"], ["resume"], ["rm"], ["watch"], ["wait"], ["session"], ["session", "show"], ["session", "set"],
         ["daemon"], ["daemon", "stop"], ["web"],
     ]
 

@@ -307,7 +307,7 @@ package actor LocalSession: SessionBackend {
         guard let task = try store.task(id: id) else { return nil }
         let latest = progress[id]
         if task.state == .running, let latest, let segments = latest.segments, let total = latest.total {
-            return SegmentMap(total: total, segments: segments)
+            return SegmentMap(total: total, segments: segments, fetching: latest.fetching)
         }
         // A segmented download that is not running: its resume record says which segments hold what.
         if task.state != .finished, task.state != .running, let path = task.filePath,

@@ -156,7 +156,8 @@ final class SegmentMonitor: @unchecked Sendable {
             if due { lastCheckpoint = now }
             return (DownloadProgress(
                 bytes: plan.doneBytes, total: plan.total, bytesPerSecond: meter.bytesPerSecond,
-                secondsRemaining: meter.secondsRemaining(total: plan.total), segments: plan.segments), due)
+                secondsRemaining: meter.secondsRemaining(total: plan.total), segments: plan.segments,
+                fetching: plan.active), due)
         }
         events(.progress(progress))
         guard due else { return }

@@ -74,14 +74,21 @@ public struct DownloadProgress: Equatable, Sendable {
     public var secondsRemaining: Double?
     /// Each connection's range and progress, for a segmented download.
     public var segments: [Segment]? = nil
+    /// Of ``segments``, the ids of those a connection is fetching now (the others wait for one); `nil` when not
+    /// known.
+    public var fetching: Set<Int>? = nil
 
     /// Progress with these figures.
-    public init(bytes: Int64, total: Int64?, bytesPerSecond: Double?, secondsRemaining: Double?, segments: [Segment]? = nil) {
+    public init(
+        bytes: Int64, total: Int64?, bytesPerSecond: Double?, secondsRemaining: Double?, segments: [Segment]? = nil,
+        fetching: Set<Int>? = nil
+    ) {
         self.bytes = bytes
         self.total = total
         self.bytesPerSecond = bytesPerSecond
         self.secondsRemaining = secondsRemaining
         self.segments = segments
+        self.fetching = fetching
     }
 }
 

@@ -7,7 +7,7 @@
   performance.mark('haul-start');
 
   // ------------------------------------------------------------------ constants
-  const ROW_HEIGHT = 52;          // px; must match .row in app.css
+  const NARROW = window.matchMedia('(max-width: 980px)'); // the details open over the list (app.css)
   const OVERSCAN = 8;             // rows drawn above and below the visible ones
   const FIRST_PAGE_LIMIT = 200;   // tasks.list page that draws the first screen
   const PAGE_LIMIT = 2000;        // tasks.list page size while loading in the background
@@ -47,6 +47,7 @@
     loggedOut: false,
     interactiveMarked: false,
     eventCount: 0,
+    rowHeight: 52,           // px: the list's --row-height (app.css; taller where rows are cards)
   };
 
   const $ = (id) => document.getElementById(id);
@@ -112,6 +113,14 @@
     } catch (e) {
       return task.url || task.id;
     }
+  }
+
+  /** A message without the URL it starts with, where the row names the task already ("… answered 404"). */
+  function withoutUrl(message, url) {
+    const text = String(message || '');
+    if (!url || !text.startsWith(url)) return text;
+    const rest = text.slice(url.length).replace(/^[\s:]+/, '');
+    return rest || text;
   }
 
   function etaOf(task) {
@@ -223,7 +232,15 @@
         if (event.to !== 'running') { task.bytesPerSecond = null; delete task.secondsRemaining; }
         trackSpeed(task);
         app.dirtyView = true;
-        if (event.id === app.focused) app.dirtyDetail = true;
+        if (event.id === app.focused) {
+          app.dirtyDetail = true;
+          if (event.to !== 'running') {
+            // Nothing is being fetched any more: the daemon's map says where the bytes stopped.
+            app.segmentsFromStream = false;
+            drawSegments();
+            loadSegments(event.id);
+          }
+        }
         break;
       }
       case 'progress': {
@@ -242,6 +259,8 @@
           if (app.segments && app.segments.id === event.id && !app.segmentsFromStream && event.bytes > 0) {
             app.segments.done = [[0, event.bytes]];
             app.segments.total = task.total;
+            const total = typeof task.total === 'number' ? task.total : null;
+            app.segments.active = total !== null && total > event.bytes ? [[event.bytes, total]] : [];
             drawSegments();
           }
         }
@@ -441,7 +460,7 @@
       app.pruneSelection = false;
       for (const id of Array.from(app.selected)) if (!index.has(id)) app.selected.delete(id);
     }
-    $('task-list-inner').style.height = (view.length * ROW_HEIGHT) + 'px';
+    $('task-list-inner').style.height = (view.length * app.rowHeight) + 'px';
     const list = $('task-list');
     list.dataset.count = String(view.length);
     $('list-empty').hidden = !(app.loaded && view.length === 0);
@@ -451,6 +470,18 @@
 
   const rowPool = [];     // row elements, reused
   let rowsShown = 0;
+
+  /** Reads the rows' height from the stylesheet (cards on phones are taller); a change redraws the list. */
+  function measureRowHeight() {
+    const value = parseFloat(getComputedStyle($('task-list')).getPropertyValue('--row-height'));
+    const height = value > 0 ? value : 52;
+    if (height !== app.rowHeight) {
+      app.rowHeight = height;
+      app.dirtyView = true;
+      app.dirtyRows = true;
+      schedule();
+    }
+  }
 
   /** A new element of `tag` with `className` (the rows' cells). */
   function element(tag, className) {
@@ -489,7 +520,7 @@
 
   function fillRow(row, task, index) {
     const p = row._parts;
-    row.style.transform = 'translateY(' + (index * ROW_HEIGHT) + 'px)';
+    row.style.transform = 'translateY(' + (index * app.rowHeight) + 'px)';
     row.dataset.taskId = task.id;
     row.dataset.index = String(index);
     row.dataset.state = task.state;
@@ -505,7 +536,7 @@
       p.name.title = name;
       p.check.setAttribute('aria-label', 'Select ' + name);
       if (task.state === 'failed' && task.error) {
-        p.sub.textContent = task.error.message;
+        p.sub.textContent = withoutUrl(task.error.message, task.url);
         p.sub.className = 'sub error-text';
       } else if (task.note) {
         p.sub.textContent = task.note;
@@ -539,8 +570,8 @@
     const list = $('task-list');
     const inner = $('task-list-inner');
     const height = list.clientHeight || 600;
-    const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - OVERSCAN);
-    const last = Math.min(app.view.length, Math.ceil((list.scrollTop + height) / ROW_HEIGHT) + OVERSCAN);
+    const first = Math.max(0, Math.floor(list.scrollTop / app.rowHeight) - OVERSCAN);
+    const last = Math.min(app.view.length, Math.ceil((list.scrollTop + height) / app.rowHeight) + OVERSCAN);
     const needed = Math.max(0, last - first);
     while (rowPool.length < needed) {
       const row = makeRow();
@@ -598,6 +629,8 @@
       ? formatSpeed(task.bytesPerSecond) + ', ' + formatDuration(etaOf(task)) + ' left'
       : '—';
     $('detail-priority').textContent = String(task.priority || 0);
+    $('detail-pause').disabled = !(task.state === 'running' || task.state === 'waiting');
+    $('detail-resume').disabled = !(task.state === 'paused' || task.state === 'failed' || task.state === 'cancelled');
     const note = task.note || '';
     $('detail-note').textContent = note;
     $('detail-note').hidden = !note;
@@ -630,6 +663,7 @@
 
   // ------------------------------------------------------------------ selection
   function setFocus(id) {
+    if (!id) closeDetail();
     if (app.focused === id) return;
     app.focused = id;
     app.segments = null;
@@ -652,6 +686,22 @@
     } catch (err) {
       if (app.focused === id) reportError('Could not read the segment map', err);
     }
+  }
+
+  /** Where the details open over the list (narrow windows), shows them; the Close button takes the focus. */
+  function openDetail() {
+    if (!NARROW.matches || !app.focused) return;
+    $('detail').classList.add('open');
+    // Drawn while hidden, the map had no width: it is drawn again at the sheet's.
+    drawSegments();
+    $('detail-close').focus();
+  }
+
+  function closeDetail() {
+    const detail = $('detail');
+    if (!detail.classList.contains('open')) return;
+    detail.classList.remove('open');
+    $('task-list').focus();
   }
 
   function rowOf(target) {
@@ -684,6 +734,8 @@
       app.anchor = id;
     }
     if (!onCheckbox || !app.focused) setFocus(id);
+    // A plain tap or click on a task shows its details (over the list where the window is narrow).
+    if (!onCheckbox && !event.shiftKey && !event.ctrlKey && !event.metaKey) openDetail();
     app.dirtyRows = true;
     app.dirtyStatus = true;
     schedule();
@@ -716,9 +768,9 @@
     app.anchor = id;
     setFocus(id);
     const list = $('task-list');
-    const top = index * ROW_HEIGHT;
+    const top = index * app.rowHeight;
     if (top < list.scrollTop) list.scrollTop = top;
-    else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
+    else if (top + app.rowHeight > list.scrollTop + list.clientHeight) list.scrollTop = top + app.rowHeight - list.clientHeight;
     app.dirtyRows = true; app.dirtyStatus = true; schedule();
   }
 
@@ -738,6 +790,29 @@
     } catch (err) {
       reportError('Could not ' + label, err);
     }
+  }
+
+  /** An action on the task whose details are shown. */
+  async function actOnFocused(method, extra, label) {
+    const id = app.focused;
+    if (!id) return;
+    try {
+      await rpc(method, Object.assign({ session: app.session, ids: [id] }, extra || {}));
+      if (method === 'tasks.remove') forgetTasks([id]);
+    } catch (err) {
+      reportError('Could not ' + label, err);
+    }
+  }
+
+  /** The Settings and Actions buttons (phones): each shows or hides what it folds. */
+  function wireMenu(buttonId, panelId) {
+    const button = $(buttonId);
+    const panel = $(panelId);
+    button.addEventListener('click', () => {
+      const open = button.getAttribute('aria-expanded') !== 'true';
+      button.setAttribute('aria-expanded', String(open));
+      panel.classList.toggle('open', open);
+    });
   }
 
   async function changePriority(delta) {
@@ -1010,23 +1085,32 @@
     const canvas = $('segment-map');
     if (!canvas) return;
     const map = app.segments;
+    const task = map ? app.tasks.get(map.id) : null;
     const done = map ? map.done : [];
-    const active = map ? map.active : [];
+    // Only a running task has bytes being fetched (a map read before it paused may still list some).
+    const active = map && task && task.state === 'running' ? map.active : [];
     const total = map && typeof map.total === 'number' ? map.total : null;
     const doneBytes = sumRanges(done);
     const activeBytes = sumRanges(active);
+    const todoBytes = total === null ? 0 : Math.max(0, total - doneBytes - activeBytes);
     canvas.dataset.total = total === null ? '' : String(total);
     canvas.dataset.doneBytes = String(doneBytes);
     canvas.dataset.activeBytes = String(activeBytes);
     canvas.dataset.doneRanges = String(done.length);
     canvas.dataset.activeRanges = String(active.length);
+    canvas.dataset.todoBytes = String(todoBytes);
+    // The legend names what the map shows, nothing else.
+    $('legend-done').hidden = !(doneBytes > 0);
+    $('legend-active').hidden = !(activeBytes > 0);
+    $('legend-todo').hidden = !(todoBytes > 0);
     canvas.dataset.map = JSON.stringify({ done: done, active: active });
     const summary = $('segment-summary');
     if (summary) {
       if (!map) summary.textContent = '';
       else if (total === null) summary.textContent = formatBytes(doneBytes) + ' done; size unknown';
       else summary.textContent = formatBytes(doneBytes) + ' of ' + formatBytes(total) + ' done in ' + done.length
-        + (done.length === 1 ? ' range' : ' ranges') + (active.length ? ', ' + active.length + ' being fetched' : '');
+        + (done.length === 1 ? ' range' : ' ranges') + (active.length ? ', ' + active.length + ' being fetched' : '')
+        + (todoBytes > 0 ? ', ' + formatBytes(todoBytes) + ' not yet' : '');
     }
     sizeCanvas(canvas);
     const ctx = canvas.getContext('2d');
@@ -1054,7 +1138,13 @@
     list.addEventListener('scroll', () => { app.dirtyRows = true; schedule(); }, { passive: true });
     list.addEventListener('click', onListClick);
     list.addEventListener('keydown', onListKey);
-    window.addEventListener('resize', () => { app.dirtyRows = true; schedule(); drawGraph(); drawSegments(); });
+    window.addEventListener('resize', () => { measureRowHeight(); app.dirtyRows = true; schedule(); drawGraph(); drawSegments(); });
+    wireMenu('settings-toggle', 'session-controls');
+    wireMenu('actions-toggle', 'task-actions');
+    $('detail-close').addEventListener('click', closeDetail);
+    $('detail-pause').addEventListener('click', () => actOnFocused('tasks.pause', null, 'pause'));
+    $('detail-resume').addEventListener('click', () => actOnFocused('tasks.resume', null, 'resume'));
+    $('detail-remove').addEventListener('click', () => actOnFocused('tasks.remove', { deleteFile: false }, 'remove'));
     $('select-all').addEventListener('change', onSelectAll);
 
     $('action-pause').addEventListener('click', () => act('tasks.pause', null, 'pause'));
@@ -1131,6 +1221,10 @@
     });
     document.addEventListener('drop', onDrop);
     document.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && $('detail').classList.contains('open') && !document.querySelector('dialog[open]')) {
+        closeDetail();
+        return;
+      }
       const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement
         || event.target instanceof HTMLSelectElement;
       if (!typing && event.key === 'n' && !event.ctrlKey && !event.metaKey && !event.altKey && !document.querySelector('dialog[open]')) {
@@ -1163,6 +1257,7 @@
     $('loading').hidden = true;
     $('app').hidden = false;
     wire();
+    measureRowHeight();
     drawGraph();
     await switchSession(session);
   }

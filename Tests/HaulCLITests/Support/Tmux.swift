@@ -46,10 +46,23 @@ final class TmuxSession: @unchecked Sendable {
     /// The screen as tmux shows it, each line joined with its wrapped continuation (`-J`, so a line longer than
     /// the terminal shows as one long line), trailing spaces and empty lines left out.
     func screen() throws -> [String] {
-        try call(["capture-pane", "-p", "-J", "-t", Self.target])
+        try screen(joined: true)
+    }
+
+    /// The screen with each wrapped line joined (`-J`) or as the terminal's rows (a line that wrapped shows as two):
+    /// when both are the same, no line wrapped. Trailing spaces and empty lines are left out.
+    func screen(joined: Bool) throws -> [String] {
+        try call(["capture-pane", "-p"] + (joined ? ["-J"] : []) + ["-t", Self.target])
             .split(separator: "\n", omittingEmptySubsequences: false)
             .map { String($0.reversed().drop { $0 == " " }.reversed()) }
             .filter { !$0.isEmpty }
+    }
+
+    /// How many lines have scrolled off the top of the screen into the pane's history.
+    func historySize() throws -> Int {
+        let text = try call(["display-message", "-p", "-t", Self.target, "#{history_size}"])
+        guard let size = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw HarnessError("history_size: \(text)") }
+        return size
     }
 
     func resize(width: Int, height: Int) throws {

@@ -17,6 +17,21 @@ import Testing
         #expect(paused.done == map.done && paused.active.isEmpty)
     }
 
+    /// Only the segments a connection works on are being fetched: the rest of the others is "not yet" (in
+    /// neither list), as a segment is between two connections or before its first.
+    @Test func segmentsWithoutAConnectionAreNotYetFetched() {
+        let segments = [
+            Segment(id: 0, start: 0, end: 100, done: 30), Segment(id: 1, start: 100, end: 200, done: 0),
+            Segment(id: 2, start: 200, end: 300, done: 50), Segment(id: 3, start: 300, end: 400, done: 100),
+        ]
+        let map = SegmentMap(total: 400, segments: segments, fetching: [0, 3])
+        #expect(map.done == [R(0, 30), R(200, 250), R(300, 400)])
+        #expect(map.active == [R(30, 100)])
+        let notYet = 400 - (map.done + map.active).reduce(0) { $0 + $1.end - $1.start }
+        #expect(notYet == 150, "segment 1 whole and the rest of segment 2")
+        #expect(SegmentMap(total: 400, segments: segments, running: false, fetching: [0, 1, 2]).active.isEmpty, "paused: nothing fetched")
+    }
+
     @Test func aCompleteDownloadIsOneDoneRange() {
         let map = SegmentMap(total: 1_000, segments: (0..<10).map { Segment(id: $0, start: Int64($0) * 100, end: Int64($0 + 1) * 100, done: 100) })
         #expect(map.done == [R(0, 1_000)])

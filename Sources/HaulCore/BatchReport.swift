@@ -1,0 +1,99 @@
+/// What a batch of downloads (`haul get` with several URLs, `haul watch`) prints besides its live view: a line
+/// per file while they fit on the terminal, then a count; and at the end a summary that names the failures. Every
+/// line for a terminal fits its width. Pure.
+package enum BatchReport {
+    /// A download that failed, as the summary names it.
+    public struct Failure: Equatable, Sendable {
+        /// The URL, without secrets.
+        public var url: String
+        /// The file it was to be saved as, when known.
+        public var path: String?
+        /// Why it failed (one line; it may name the URL).
+        public var message: String
+
+        /// A failure with these values.
+        public init(url: String, path: String? = nil, message: String) {
+            self.url = url
+            self.path = path
+            self.message = message
+        }
+    }
+
+    /// The failures the summary names one by one; the rest are counted.
+    public static let namedFailures = 10
+    /// A name or URL keeps at least this many columns beside its reason.
+    static let readableSubject = 16
+
+    /// How many per-file lines a terminal of `rows` rows may show above a live view of at most `live` downloads
+    /// before they would push one another off the screen: the rows the view does not need (it takes a line per
+    /// download, one for those starting or hidden, and its total), less one for the line that says the rest are
+    /// counted and one for the cursor.
+    public static func listedLines(rows: Int, live: Int) -> Int {
+        let view = min(max(live, 0) + 2, max(rows - 1, 1))
+        return max(0, rows - view - 2)
+    }
+
+    /// Said once, when a terminal's per-file lines stop.
+    public static let countedNotice = "\(TerminalText.ellipsis) more files are counted, not listed (--verbose lists each)"
+
+    /// `saved PATH (SIZE)`, the path shortened in its folders to fit `width` (nil: whole).
+    public static func savedLine(path: String, size: String, width: Int?) -> String {
+        let path = TerminalText.sanitized(path)
+        let suffix = " (\(size))"
+        guard let width else { return "saved " + path + suffix }
+        let room = width - TerminalText.width("saved ") - TerminalText.width(suffix)
+        guard room >= 8 else { return TerminalText.fit("saved " + TerminalText.fitPath(path, width: max(room, 1)) + suffix, width: width, cut: .end) }
+        return "saved " + TerminalText.fitPath(path, width: room) + suffix
+    }
+
+    /// One failure on a line starting with `lead`: whole (`URL: reason`, the URL said once) without a width; else
+    /// the file's name (or the URL while there is none) and the reason, each shortened to share `width`.
+    public static func failureLine(_ failure: Failure, lead: String = "", width: Int?) -> String {
+        let message = TerminalText.sanitized(failure.message)
+        let url = TerminalText.sanitized(failure.url)
+        guard let width else { return lead + (message.contains(url) ? message : url + ": " + message) }
+        let subject = failure.path.map(TerminalText.sanitized).map(fileName) ?? url
+        let reason = withoutURL(message, url)
+        let room = width - TerminalText.width(lead) - 2
+        let reasonWidth = TerminalText.width(reason)
+        let subjectWidth = TerminalText.width(subject)
+        let subjectRoom = room - reasonWidth >= min(subjectWidth, readableSubject)
+            ? room - reasonWidth
+            : min(subjectWidth, max(readableSubject, room / 2))
+        // A URL keeps its last part whole where it can, as a path keeps its file name.
+        let line = lead + TerminalText.fitPath(subject, width: subjectRoom) + ": " + reason
+        return TerminalText.fit(line, width: width, cut: .end)
+    }
+
+    /// The end of a batch: the counts, then the first ``namedFailures`` failures one per line (indented) and how
+    /// many more there were. `width` is the terminal's (nil: not a terminal, every line whole).
+    public static func summary(finished: Int, failures: [Failure], width: Int?) -> [String] {
+        let counts = "\(finished) finished, \(failures.count) failed"
+        var lines = [width.map { TerminalText.fit(counts, width: $0, cut: .end) } ?? counts]
+        for failure in failures.prefix(namedFailures) {
+            lines.append(failureLine(failure, lead: "  ", width: width))
+        }
+        if failures.count > namedFailures {
+            let more = "  \(TerminalText.ellipsis) and \(failures.count - namedFailures) more"
+            lines.append(width.map { TerminalText.fit(more, width: $0, cut: .end) } ?? more)
+        }
+        return lines
+    }
+
+    /// `text` without `url` where it names it, when something names the URL already (a line of its own, a
+    /// column): "http://h/f answered 404" → "answered 404", "retry 1/5 in 3 s: http://h/f answered 503" → "retry
+    /// 1/5 in 3 s: answered 503". Unchanged when nothing would be left.
+    public static func withoutURL(_ text: String, _ url: String) -> String {
+        guard !url.isEmpty, let range = text.range(of: url) else { return text }
+        var rest = text[range.upperBound...]
+        while rest.first == " " || rest.first == ":" { rest.removeFirst() }
+        let result = String(text[..<range.lowerBound]) + rest
+        return result.allSatisfy({ $0 == " " || $0 == ":" }) ? text : result
+    }
+
+    /// The last part of a path.
+    static func fileName(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/"), path.index(after: slash) < path.endIndex else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
