@@ -7,7 +7,7 @@
 /// remainder going to those that came first), and everyone holding or waiting gets at least one.
 package struct ConnectionShare: Sendable, Equatable {
     /// Connections to the host at once.
-    public let limit: Int
+    public private(set) var limit: Int
     /// Downloads in the order they first asked, with the connections each holds.
     private var holders: [(id: Int, held: Int)] = []
     /// Downloads waiting for their first connection, in order.
@@ -17,6 +17,15 @@ package struct ConnectionShare: Sendable, Equatable {
 
     public init(limit: Int) {
         self.limit = max(1, limit)
+    }
+
+    /// A download that allows more connections to the host (`--max-connections-per-host N`) raises the host's limit
+    /// to N while the host is in use; returns the downloads admitted by the new room.
+    @discardableResult
+    public mutating func raiseLimit(to count: Int) -> [Int] {
+        guard count > limit else { return [] }
+        limit = count
+        return admitWaiting()
     }
 
     public var held: Int { holders.reduce(0) { $0 + $1.held } }

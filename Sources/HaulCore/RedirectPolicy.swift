@@ -22,6 +22,13 @@ public struct Origin: Equatable, Hashable, Sendable {
         self.host = host
         self.port = url.port ?? defaultPort
     }
+
+    /// `host:port`: one server, as connections are shared and counted (two ports of one machine are two servers,
+    /// and one of them may speak HTTP/2 while the other does not).
+    public var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// The ``authority`` of `url`, or its text when it has none.
+    public static func authority(of url: URL) -> String { Origin(url)?.authority ?? url.absoluteString }
 }
 
 /// How redirects are followed: at most `maxRedirects` hops, no loops, no https → http unless allowed,

@@ -253,6 +253,20 @@ package enum ResumePolicy {
         return .alreadyComplete
     }
 
+    /// The whole representation's length as a response announces it: a 206's complete length, else a 200's
+    /// `Content-Length`; `nil` when it does not say.
+    public static func announcedLength(_ response: ResponseHead) -> Int64? {
+        switch response.status {
+        case 206:
+            guard let raw = response.headers["content-range"], case .satisfied(_, _, let complete)? = ContentRange(raw) else { return nil }
+            return complete
+        case 200:
+            return bodyLength(response.headers)
+        default:
+            return nil
+        }
+    }
+
     /// The body length from `Content-Length`, or `nil` when chunked or absent or malformed.
     public static func bodyLength(_ headers: HTTPFields) -> Int64? {
         if let coding = headers.combined("transfer-encoding"), !coding.isEmpty { return nil }

@@ -11,12 +11,15 @@ package struct WaitingQueue: Sendable {
         public var priority: Int
         public var sequence: Int64
         public var host: String
+        /// The task's own `--max-connections-per-host`, which lets its host run that many while it is next.
+        public var hostLimit: Int?
 
-        public init(id: String, priority: Int, sequence: Int64, host: String) {
+        public init(id: String, priority: Int, sequence: Int64, host: String, hostLimit: Int? = nil) {
             self.id = id
             self.priority = priority
             self.sequence = sequence
             self.host = host
+            self.hostLimit = hostLimit
         }
 
         /// Whether `self` runs before `other`.
@@ -73,6 +76,9 @@ package struct WaitingQueue: Sendable {
     public var isEmpty: Bool { byID.isEmpty }
     public func contains(_ id: String) -> Bool { byID[id] != nil }
 
+    /// The waiting task `id`, if it is waiting.
+    public func entry(_ id: String) -> Entry? { byID[id] }
+
     /// Adds `entry`, replacing a waiting task with the same id (a changed priority moves it).
     public mutating func insert(_ entry: Entry) {
         remove(entry.id)
@@ -97,10 +103,17 @@ package struct WaitingQueue: Sendable {
     /// The waiting tasks to start, in order, for `slots` free slots when `runningPerHost` run on each host and a
     /// host runs at most `maxPerHost` (at least 1). The tasks stay queued until ``remove(_:)``.
     public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: Int) -> [Entry] {
+        next(slots: slots, runningPerHost: runningPerHost, maxPerHost: { _ in maxPerHost })
+    }
+
+    /// ``next(slots:runningPerHost:maxPerHost:)`` with a cap of its own for each host (a host that speaks HTTP/2
+    /// runs its downloads as streams of one connection, and is capped only by the session's `slots`).
+    public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: (String) -> Int) -> [Entry] {
         guard slots > 0 else { return [] }
         var candidates: [Entry] = []
         for (host, queue) in hosts {
-            let room = min(max(1, maxPerHost) - runningPerHost[host, default: 0], slots)
+            let cap = max(1, maxPerHost(host), queue.entries[queue.start].hostLimit ?? 0)
+            let room = min(cap - runningPerHost[host, default: 0], slots)
             guard room > 0 else { continue }
             candidates += queue.entries[queue.start..<(queue.start + min(room, queue.count))]
         }

@@ -23,6 +23,8 @@ struct BatchGet {
         command.connection.warnIfInsecure()
         var configuration = SessionConfiguration()
         configuration.maxConcurrentDownloads = command.jobs
+        // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
+        configuration.maxDownloadsPerHost = command.file.maxConnectionsPerHost
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
         let identifier = BatchGet.identifier(for: requests)

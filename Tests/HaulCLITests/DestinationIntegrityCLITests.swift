@@ -89,7 +89,7 @@ import Glibc
         try await withTestServer { server in
             let body = TestData.bytes(2 << 20, seed: 970)
             var resource = Resource(body: body, etag: "\"m\"")
-            resource.faults.throttleBytesPerSecond = 256 << 10
+            resource.faults.throttleBytesPerSecond = 64 << 10
             server.serve("/b.bin", resource)
             try await LocalUser.with { mallory in
                 try await Sandbox.with { box in
@@ -104,8 +104,11 @@ import Glibc
 
                     let added = try await box.run(["add", server.url("/b.bin"), "-o", home + "/dl/b.bin"])
                     let id = try #require(added.stdoutLines.first, "add failed: \(added.stderr)")
-                    try await eventually("the download is under way", timeout: .seconds(30)) {
-                        (fileSize(home + "/dl/b.bin.haul-part") ?? 0) > 0
+                    var listed = ""
+                    try await eventuallyAsync("the download is under way (haul ls: \(listed))", timeout: .seconds(60)) {
+                        if (fileSize(home + "/dl/b.bin.haul-part") ?? 0) > 0 { return true }
+                        listed = try await box.run(["ls", "--json"]).stdout
+                        return false
                     }
                     let paused = try await box.run(["pause", id])
                     #expect(paused.exitCode == 0, "\(paused.stderr)")

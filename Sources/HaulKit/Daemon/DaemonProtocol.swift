@@ -51,12 +51,14 @@ package enum DaemonProtocol {
             if let reason = FailureReasonJSON.value(failure) { object["failure"] = reason }
             error = .object(object)
         }
-        return [
+        var object: [String: JSONValue] = [
             "id": .string(task.id), "url": .string(task.url), "state": .string(task.state.rawValue),
             "priority": JSONValue(task.priority), "bytes": JSONValue(task.bytes), "total": task.total.map(JSONValue.init) ?? .null,
             "bytesPerSecond": task.bytesPerSecond.map(JSONValue.number) ?? .null, "path": JSONValue(task.filePath),
             "error": error, "note": JSONValue(task.note),
         ]
+        if let version = task.httpVersion { object["protocol"] = .string(version) }
+        return .object(object)
     }
 
     public static func decodeTask(_ value: JSONValue) -> TaskSnapshot? {
@@ -68,10 +70,12 @@ package enum DaemonProtocol {
             error = HaulError(
                 kind, value["error"]?["message"]?.stringValue ?? "", reason: FailureReasonJSON.decode(value["error"]?["failure"]) ?? .other)
         }
-        return TaskSnapshot(
+        var task = TaskSnapshot(
             id: id, url: url, state: state, priority: value["priority"]?.intValue ?? 0, bytes: bytes,
             total: value["total"]?.int64Value, bytesPerSecond: value["bytesPerSecond"]?.doubleValue,
             filePath: value["path"]?.stringValue, error: error, note: value["note"]?.stringValue)
+        task.httpVersion = value["protocol"]?.stringValue
+        return task
     }
 
     public static func decodeTasks(_ value: JSONValue?) -> [TaskSnapshot]? {

@@ -61,6 +61,7 @@ package enum EventJSON {
                 bytesPerSecond: nil, filePath: result.path, error: nil)
             var object = DaemonProtocol.encode(.finished(redacted(task))).objectValue ?? [:]
             object["fetchedBytes"] = JSONValue(result.fetchedBytes)
+            if let version = result.httpVersion { object["protocol"] = .string(version) }
             object["alreadyComplete"] = .bool(result.alreadyComplete)
             object["checksum"] = result.checksum.map { .string($0.description) } ?? .null
             return .object(object)

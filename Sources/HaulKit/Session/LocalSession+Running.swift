@@ -100,7 +100,7 @@ extension LocalSession {
         switch outcome {
         case .success(let result):
             let records = self.records
-            conclude(id, .finished, alsoWriting: { db in try records.writeFinal(destinationPath: result.path, db) }) {
+            conclude(id, .finished, httpVersion: result.httpVersion, alsoWriting: { db in try records.writeFinal(destinationPath: result.path, db) }) {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
@@ -132,7 +132,8 @@ extension LocalSession {
     /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
     /// transaction, then tells everyone and runs the completion hooks.
     private func conclude(
-        _ id: String, _ state: TaskState, alsoWriting also: (Database) throws -> Void = { _ in }, _ change: (inout StoredTask) -> Void
+        _ id: String, _ state: TaskState, httpVersion: String? = nil, alsoWriting also: (Database) throws -> Void = { _ in },
+        _ change: (inout StoredTask) -> Void
     ) {
         let kind = state == .finished ? "finished" : "failed"
         let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
@@ -142,7 +143,8 @@ extension LocalSession {
         noteStored(stored.task)
         markEnded()
         if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
-        let snapshot = self.snapshot(of: stored.task)
+        var snapshot = self.snapshot(of: stored.task)
+        snapshot.httpVersion = httpVersion
         emit(state == .finished ? .finished(snapshot) : .failed(snapshot), sequence: stored.sequence)
         completionHooks(snapshot, own: stored.task.spec.completionCommand)
     }
@@ -172,7 +174,11 @@ extension LocalSession {
     }
 
     func snapshot(of task: StoredTask) -> TaskSnapshot {
-        guard task.state == .running else { return Self.snapshot(of: task, progress: nil) }
+        guard task.state == .running else {
+            var snapshot = Self.snapshot(of: task, progress: nil)
+            if task.state == .waiting { snapshot.note = heldBackNote(task.id) }
+            return snapshot
+        }
         var shown = task
         if let file = startedFile(task.id) {
             shown.filePath = file.path

@@ -69,6 +69,8 @@ package actor LocalSession: SessionBackend {
         // Every download the session may run against one host gets a connection (more than 8 would
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)
+        // Many files from one host: over HTTP/2 they are streams of one connection (large files keep HTTP/1.1).
+        engineConfiguration.multiplexesHTTP2 = true
         // The tasks' resume records live in the session's store with the tasks (one store for a task's progress).
         self.records = SessionRecords(store: store, files: TransferRecordStore(home: configuration.home))
         self.engine = TransferEngine(records: records, configuration: engineConfiguration)
@@ -233,7 +235,9 @@ package actor LocalSession: SessionBackend {
     /// Keeps the waiting queue in step with a task as it was just stored.
     func noteStored(_ task: StoredTask) {
         if task.state == .waiting {
-            queue.insert(WaitingQueue.Entry(id: task.id, priority: task.priority, sequence: task.sequence, host: Self.host(of: task.url)))
+            queue.insert(WaitingQueue.Entry(
+                id: task.id, priority: task.priority, sequence: task.sequence, host: Self.host(of: task.url),
+                hostLimit: task.spec.maxConnectionsPerHost))
         } else {
             queue.remove(task.id)
         }
@@ -244,15 +248,27 @@ package actor LocalSession: SessionBackend {
 
     /// The waiting tasks to start now, in order (still queued).
     func nextToStart() -> [WaitingQueue.Entry] {
-        queue.next(
-            slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(),
-            maxPerHost: configuration.maxDownloadsPerHost)
+        queue.next(slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(), maxPerHost: maxDownloads(to:))
+    }
+
+    /// How many of the session's downloads may run against `host` at once: its per-host limit, or, for a host that
+    /// speaks HTTP/2 (its downloads are streams of one connection), as many as the session runs.
+    func maxDownloads(to host: String) -> Int {
+        engine.connections.isMultiplexed(host) ? max(currentMaxConcurrent, configuration.maxDownloadsPerHost) : configuration.maxDownloadsPerHost
+    }
+
+    /// Why the waiting task `id` has not started although the session has room: its host's limit is reached.
+    func heldBackNote(_ id: String) -> String? {
+        guard let entry = queue.entry(id), runningCount < currentMaxConcurrent else { return nil }
+        let limit = max(maxDownloads(to: entry.host), entry.hostLimit ?? 0)
+        guard runningPerHost()[entry.host, default: 0] >= limit else { return nil }
+        return "held back: \(limit) downloads from \(entry.host) at once (the per-host limit)"
     }
 
     var hasWaitingTasks: Bool { !queue.isEmpty }
 
-    /// The host a task counts against for the per-host cap.
-    static func host(of url: String) -> String { URL(string: url)?.host ?? "" }
+    /// The server a task counts against for the per-host cap: its `host:port` (as the engine shares connections).
+    static func host(of url: String) -> String { URL(string: url).map(Origin.authority(of:)) ?? "" }
 
     /// The file a task's destination names from the start (a folder's file is named by the server later).
     static func filePath(of destination: DownloadSpec.Destination?) -> String? {

@@ -121,6 +121,8 @@ public struct TaskSnapshot: Equatable, Sendable {
     public var error: HaulError?
     /// Why a running task is not moving: its last retry and reason (`retry 2/5 in 4 s: connection refused (host:80)`).
     public var note: String? = nil
+    /// The protocol a finished task's bytes came over (`HTTP/1.1` or `HTTP/2`), in the event of its end.
+    public var httpVersion: String? = nil
 
     /// A task as it stands (for a ``CompletionCommand`` run outside a session, say).
     public init(

@@ -138,6 +138,8 @@ package struct SessionRecords: ResumeRecords {
         /// Every record, as JSON text; none when the store has no records table yet.
         package func recordTexts() throws -> [String] {
             try queue.read { db in
+                // Opened maybe before the store made its tables: GRDB would otherwise keep saying there are none.
+                db.clearSchemaCache()
                 guard try db.tableExists("transfer") else { return [] }
                 return try String.fetchAll(db, sql: "SELECT record FROM transfer ORDER BY key")
             }

@@ -7,6 +7,7 @@ extension DownloadJob {
     /// One request (following redirects) and, when the response is usable, its body written to the partial file.
     func attempt() async throws -> AttemptOutcome {
         if let segmentPlan {
+            try await holdConnection()
             if heldBytesUnverified {
                 guard try await heldBytesMatch(segmentPlan) else {
                     if let foreignURL { throw foreignMismatch(foreignURL, "its bytes differ from this URL's") }
@@ -29,7 +30,21 @@ extension DownloadJob {
             events(.singleConnection(reason: "the server's answers to range requests were inconsistent"))
         }
         let plan = ResumePolicy.plan(for: point, probeRanges: probe, verifyOverlap: foreignURL != nil, heldFromThisAnswer: heldFromUnknownTotal)
-        let (response, url) = try await sender.send(plan, to: requestURL)
+        if !usesHTTP2 { try await holdConnection() }
+        var (response, url) = try await sender.send(plan, to: requestURL, multiplexed: usesHTTP2)
+        if response.isHTTP2 {
+            // The host speaks HTTP/2: this download and the others waiting to be streams need no connection of their own.
+            engine.connections.markMultiplexed(host, by: connectionID)
+            if let total = ResumePolicy.announcedLength(RequestSender.head(response)), total >= TransferEngine.largeFileThreshold {
+                // A large file: a connection of its own carries it faster than a stream (and it may be split). The
+                // stream is dropped (cancelled) and the same request goes over HTTP/1.1.
+                logger.debug("\(Redaction.url(url)) is \(total) bytes: over HTTP/1.1 instead of HTTP/2")
+                usesHTTP2 = false
+                try await holdConnection()
+                (response, url) = try await sender.send(plan, to: url)
+            }
+        }
+        httpVersion = response.isHTTP2 ? "HTTP/2" : "HTTP/1.1"
         requestURL = url
         let head = RequestSender.head(response)
         let decision = ResumePolicy.decide(plan: plan, point: point, response: head)
@@ -45,7 +60,7 @@ extension DownloadJob {
         context.minSegmentSize = options.minSegmentSize
         context.maxConnectionsPerHost = options.maxConnectionsPerHost
         let step = ResponseHeadStep.decide(decision, context)
-        logger.debug("\(head.status) from \(Redaction.url(url)): \(RequestSender.summary(head.headers)) -> \(step)")
+        logger.debug("\(head.status) from \(Redaction.url(url)) over \(httpVersion ?? "HTTP/1.1"): \(RequestSender.summary(head.headers)) -> \(step)")
         switch step {
         case .redirectNotFollowed(let location):
             throw HaulError(.httpStatus, "\(url) redirected to \(location), which could not be followed")
@@ -110,6 +125,16 @@ extension DownloadJob {
         }
         if let total = point.totalLength { return point.offset >= total ? .complete : .incomplete }
         return .complete
+    }
+
+    /// Makes sure this download holds a connection of its own to its host (over HTTP/1.1), waiting for one if need
+    /// be: it may have started as an HTTP/2 stream, which holds none.
+    func holdConnection() async throws {
+        guard !engine.connections.holds(connectionID, host: host) else { return }
+        let host = self.host, events = self.events
+        try await engine.connections.first(connectionID, host: host, allowing: options.maxConnectionsPerHost) {
+            events(.waitingForConnection(host: host))
+        }
     }
 
     /// Writes the body at `point.offset`, after checking that its first `overlap` bytes equal the bytes held.

@@ -19,6 +19,7 @@ extension DownloadJob {
             guard let total = point.totalLength, total > point.offset, remainderParts(total: total, validators: point.validators) != nil else { return nil }
         }
         guard let (check, end) = ResumePolicy.verificationPlans(for: [0..<point.offset], validators: point.validators).first else { return nil }
+        try await holdConnection()
         let (response, url) = try await sender.send(check, to: requestURL, readAhead: SegmentedDownload.readAhead)
         let head = RequestSender.head(response)
         let held = ResumePoint(offset: end, validators: point.validators, totalLength: point.totalLength)

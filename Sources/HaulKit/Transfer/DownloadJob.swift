@@ -74,6 +74,13 @@ final class DownloadJob {
     /// Who this download is in the engine's sharing of `host`'s connections.
     let connectionID: Int
     let host: String
+    /// The download may go as an HTTP/2 stream (the engine offers HTTP/2, the URL is https, no segments asked for):
+    /// then it takes no connection of its own once the host is known to speak HTTP/2.
+    let multiplexable: Bool
+    /// Requests go to the client that offers HTTP/2 (until the file is found large).
+    var usesHTTP2: Bool
+    /// The protocol of the last response: `HTTP/1.1` or `HTTP/2`.
+    var httpVersion: String?
     var reportedSingleConnection = false
     /// Continuing a held stretch over several connections is tried once per run.
     var triedHeldPrefixSegments = false
@@ -99,7 +106,9 @@ final class DownloadJob {
         self.store = engine.store
         self.checkpointer = Checkpointer(store: engine.store)
         self.connectionID = engine.connections.makeID()
-        self.host = options.url.host?.lowercased() ?? ""
+        self.host = Origin.authority(of: options.url)
+        self.multiplexable = engine.mayMultiplex(options.url) && (options.segments ?? 1) <= 1
+        self.usesHTTP2 = multiplexable
         // Its configuration; the run's machine, which starts from the bytes held, is made when the transfer begins.
         self.lifecycle = DownloadLifecycle(DownloadLifecycle.Configuration(
             retry: options.retry, failFastBeforeData: options.failFastBeforeData,
@@ -124,7 +133,9 @@ final class DownloadJob {
         }
         do {
             if let done = try prepare() { return done }
-            try await connections.first(connectionID, host: host) { events(.waitingForConnection(host: host)) }
+            try await connections.first(connectionID, host: host, allowing: options.maxConnectionsPerHost, multiplexable: multiplexable) {
+                events(.waitingForConnection(host: host))
+            }
             return try await transferLoop()
         } catch {
             throw await settle(error)
@@ -444,7 +455,8 @@ final class DownloadJob {
             try await BlockingIO.run { try store.save(finished, durable: false) }
         }
         emitProgress()
-        let result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: lifecycle.fetched, checksum: options.checksum, alreadyComplete: false)
+        var result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: lifecycle.fetched, checksum: options.checksum, alreadyComplete: false)
+        result.httpVersion = httpVersion
         events(.finished(result))
         return result
     }

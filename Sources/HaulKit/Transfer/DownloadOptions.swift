@@ -104,6 +104,8 @@ public struct DownloadResult: Equatable, Sendable {
     public var checksum: Checksum?
     /// The file was already complete; nothing was transferred.
     public var alreadyComplete: Bool
+    /// The protocol the file's bytes came over, `HTTP/1.1` or `HTTP/2`; `nil` when nothing was fetched.
+    public var httpVersion: String? = nil
 }
 
 /// Events a download reports while it runs.

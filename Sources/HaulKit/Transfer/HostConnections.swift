@@ -5,10 +5,15 @@ import NIOConcurrencyHelpers
 /// download gets one, segments use the spare ones and give them back when another download needs one. A download
 /// that cannot get its first connection waits here (and says so) instead of queueing unseen in the HTTP client's
 /// pool, where it would show 0 B/s and never time out.
+///
+/// A host that answered over HTTP/2 is *multiplexed*: downloads that may use HTTP/2 (``first(_:host:multiplexable:waiting:)``)
+/// are streams of its one connection and take no connection here, so they never wait for one; the server's own
+/// limit on streams (`SETTINGS_MAX_CONCURRENT_STREAMS`) is kept by the HTTP client.
 final class HostConnections: Sendable {
     private struct State {
         var hosts: [String: ConnectionShare] = [:]
-        var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var waiters: [Int: (continuation: CheckedContinuation<Void, any Error>, multiplexable: Bool, host: String)] = [:]
+        var multiplexed: Set<String> = []
         var nextID = 0
     }
 
@@ -28,11 +33,20 @@ final class HostConnections: Sendable {
     }
 
     /// Takes the first connection of download `id` to `host`, waiting for one when the host is full;
-    /// `waiting` is called once when it has to wait. Cancellation ends the wait.
-    func first(_ id: Int, host: String, waiting: () -> Void) async throws {
-        let granted = state.withLockedValue { state in
-            state.hosts[host, default: ConnectionShare(limit: limit)].requestFirst(id)
+    /// `waiting` is called once when it has to wait. Cancellation ends the wait. A `multiplexable` download (one
+    /// that may be an HTTP/2 stream) takes none once the host is known to be multiplexed, and stops waiting when it
+    /// becomes so: ``holds(_:host:)`` then says `false`.
+    /// `allowing`: the download's own limit of connections to the host, which raises the host's while it is in use.
+    func first(_ id: Int, host: String, allowing: Int? = nil, multiplexable: Bool = false, waiting: () -> Void) async throws {
+        let (granted, admitted) = state.withLockedValue { state -> (Bool, [CheckedContinuation<Void, any Error>]) in
+            if multiplexable, state.multiplexed.contains(host) { return (true, []) }
+            var share = state.hosts[host] ?? ConnectionShare(limit: limit)
+            let raised = allowing.map { share.raiseLimit(to: $0) } ?? []
+            let granted = share.requestFirst(id)
+            state.hosts[host] = share
+            return (granted, raised.compactMap { state.waiters.removeValue(forKey: $0)?.continuation })
         }
+        for waiter in admitted { waiter.resume() }
         if granted { return }
         waiting()
         try await withTaskCancellationHandler {
@@ -40,18 +54,47 @@ final class HostConnections: Sendable {
                 let admitted = state.withLockedValue { state -> Bool in
                     // Admitted meanwhile, or cancelled before suspending: no need to wait.
                     if state.hosts[host]?.connections(of: id) ?? 0 > 0 || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
+                    if multiplexable, state.multiplexed.contains(host) {
+                        state.hosts[host]?.releaseAll(id)
+                        return true
+                    }
+                    state.waiters[id] = (continuation, multiplexable, host)
                     return false
                 }
                 if admitted { continuation.resume() }
             }
             try Task.checkCancellation()
         } onCancel: {
-            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
-                state.waiters.removeValue(forKey: id)
-            }
-            waiter?.resume(throwing: CancellationError())
+            let waiter = state.withLockedValue { state in state.waiters.removeValue(forKey: id) }
+            waiter?.continuation.resume(throwing: CancellationError())
         }
+    }
+
+    /// Whether download `id` holds a connection to `host` (not when it runs as an HTTP/2 stream).
+    func holds(_ id: Int, host: String) -> Bool {
+        state.withLockedValue { ($0.hosts[host]?.connections(of: id) ?? 0) > 0 }
+    }
+
+    /// Whether `host` answered over HTTP/2.
+    func isMultiplexed(_ host: String) -> Bool {
+        state.withLockedValue { $0.multiplexed.contains(host) }
+    }
+
+    /// `host` answered over HTTP/2: downloads that may be streams stop waiting for a connection (and download
+    /// `id`, which learned it, gives its connection back).
+    func markMultiplexed(_ host: String, by id: Int) {
+        let resumed = state.withLockedValue { state -> [CheckedContinuation<Void, any Error>] in
+            state.multiplexed.insert(host)
+            let streams = state.waiters.filter { $0.value.multiplexable && $0.value.host == host }.map(\.key)
+            var resumed: [CheckedContinuation<Void, any Error>] = []
+            for waiter in streams {
+                state.hosts[host]?.releaseAll(waiter)
+                if let entry = state.waiters.removeValue(forKey: waiter) { resumed.append(entry.continuation) }
+            }
+            return resumed
+        }
+        for continuation in resumed { continuation.resume() }
+        releaseAll(id, host: host)
     }
 
     /// Segmented download `id` would use `count` connections.
@@ -83,7 +126,7 @@ final class HostConnections: Sendable {
             guard var share = state.hosts[host] else { return [] }
             let admitted = change(&share)
             state.hosts[host] = share.isIdle ? nil : share
-            return admitted.compactMap { state.waiters.removeValue(forKey: $0) }
+            return admitted.compactMap { state.waiters.removeValue(forKey: $0)?.continuation }
         }
         for waiter in resumed { waiter.resume() }
     }

@@ -37,8 +37,9 @@ struct RequestSender: Sendable {
 
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
-    /// `readAhead`: chunks the event loop may read ahead of the consumer.
-    func send(_ plan: RequestPlan, to start: URL, readAhead: Int = ResponseBody.highWatermark) async throws -> (StreamedResponse, URL) {
+    /// `readAhead`: chunks the event loop may read ahead of the consumer. `multiplexed`: through the engine's client
+    /// that offers HTTP/2 (``TransferEngine/Configuration/multiplexesHTTP2``), else over HTTP/1.1.
+    func send(_ plan: RequestPlan, to start: URL, readAhead: Int = ResponseBody.highWatermark, multiplexed: Bool = false) async throws -> (StreamedResponse, URL) {
         var url = start
         var visited = [url]
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
@@ -53,7 +54,7 @@ struct RequestSender: Sendable {
             for field in plan.headers { fields.append(field.name, field.value) }
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
-            let (client, proxy) = try engine.client(for: url, proxies: proxies)
+            let (client, proxy) = try engine.client(for: url, proxies: proxies, multiplexed: multiplexed)
             let tlsConfiguration = url.scheme?.lowercased() == "https" ? try engine.tlsConfiguration(for: tls) : nil
             do {
                 let request = try HTTPClient.Request(

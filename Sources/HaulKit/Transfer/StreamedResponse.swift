@@ -14,6 +14,11 @@ struct StreamedResponse: Sendable {
     var status: HTTPResponseStatus
     var headers: HTTPHeaders
     var body: ResponseBody
+    /// The protocol the response came over: HTTP/1.1, or HTTP/2 when the server chose it by ALPN.
+    var version: HTTPVersion = .http1_1
+
+    /// Whether the response is a stream of an HTTP/2 connection.
+    var isHTTP2: Bool { version.major == 2 }
 }
 
 /// The body of a ``StreamedResponse``: iterate it once. Dropping it unread cancels the request.
@@ -64,7 +69,8 @@ extension HTTPClient {
         } onCancel: {
             task.cancel()
         }
-        return StreamedResponse(status: head.status, headers: head.headers, body: ResponseBody(producer: producer, readAhead: readAhead))
+        return StreamedResponse(
+            status: head.status, headers: head.headers, body: ResponseBody(producer: producer, readAhead: readAhead), version: head.version)
     }
 }
 

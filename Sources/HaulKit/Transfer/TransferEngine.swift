@@ -28,18 +28,36 @@ public final class TransferEngine: Sendable {
         public var tls = TLSTrust()
         /// Receives one debug line per request, response and resume decision.
         public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Offer HTTP/2 (by ALPN, to `https` servers) so that the engine's downloads from one host share one
+        /// connection as streams, without waiting for a connection of their own: right for many files at once (a
+        /// batch, a session, the daemon). A file found large (``TransferEngine/largeFileThreshold``) and the
+        /// segments of a split file go over HTTP/1.1 connections of their own, which carry one big transfer faster.
+        /// Off by default: one download alone gains nothing from HTTP/2.
+        public var multiplexesHTTP2 = false
         /// The defaults.
         public init() {}
     }
 
-    /// The direct client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient).
+    /// The direct HTTP/1.1 client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient).
     ///
-    /// Every client speaks HTTP/1.1, where each request in flight has a TCP connection of its own. Over HTTP/2 the
-    /// segments of a file would become streams of one connection, which a server that limits each connection
-    /// (most CDNs) throttles as one: `--segments 8` gained nothing over HTTPS. And for one large file,
-    /// AsyncHTTPClient's HTTP/1.1 measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh).
+    /// Over HTTP/1.1 each request in flight has a TCP connection of its own. Over HTTP/2 the segments of a file
+    /// would become streams of one connection, which a server that limits each connection (most CDNs) throttles
+    /// as one: `--segments 8` gained nothing over HTTPS. And for one large file, AsyncHTTPClient's HTTP/1.1
+    /// measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh). So big transfers use this one.
     let client: HTTPClient
-    private let proxiedClients = NIOLockedValueBox<[ProxyEndpoint: HTTPClient]>([:])
+    /// The client that offers HTTP/2 (``Configuration/multiplexesHTTP2``): many small files from one host become
+    /// streams of one connection, each costing a round trip less than a request waiting for a free connection.
+    private let multiplexedClient: HTTPClient?
+    private let proxiedClients = NIOLockedValueBox<[ProxiedClientKey: HTTPClient]>([:])
+
+    private struct ProxiedClientKey: Hashable {
+        var proxy: ProxyEndpoint
+        var multiplexed: Bool
+    }
+
+    /// A file at least this long is fetched over HTTP/1.1 even by an engine that offers HTTP/2: one big transfer
+    /// runs faster on a connection of its own, and from 8 MiB on it may be split anyway.
+    static let largeFileThreshold: Int64 = 8 << 20
     private let isShutDown = NIOLockedValueBox(false)
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
     /// The resume records: files under `HAUL_HOME/transfers/`, or a session's store (``SessionRecords``).
@@ -56,26 +74,40 @@ public final class TransferEngine: Sendable {
     /// An engine keeping its downloads' resume records in `records` (a session's store).
     package init(records: any ResumeRecords, configuration: Configuration = Configuration()) {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
+        multiplexedClient = configuration.multiplexesHTTP2
+            ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, multiplexed: true))
+            : nil
         store = records
         self.configuration = configuration
         connections = HostConnections(limit: configuration.maxConnectionsPerHost)
     }
 
-    /// The client for `url`: through the proxy chosen for it (by `proxies`, else the engine's), else direct.
-    /// A malformed proxy setting is an error, never a reason to connect directly.
-    func client(for url: URL, proxies: ProxyChoice?) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
+    /// Whether requests for `url` may go as HTTP/2 streams: the engine offers HTTP/2, and the URL is `https`
+    /// (HTTP/2 is chosen by ALPN in the TLS handshake; Haul does not speak cleartext HTTP/2).
+    func mayMultiplex(_ url: URL) -> Bool {
+        multiplexedClient != nil && url.scheme?.lowercased() == "https"
+    }
+
+    /// The client for `url`: through the proxy chosen for it (by `proxies`, else the engine's), else direct;
+    /// `multiplexed` for one that offers HTTP/2. A malformed proxy setting is an error, never a reason to connect
+    /// directly.
+    func client(for url: URL, proxies: ProxyChoice?, multiplexed: Bool = false) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
         let proxy: ProxyEndpoint?
         do {
             proxy = try (proxies ?? configuration.proxies).proxy(for: url)
         } catch {
             throw HaulError(.usage, error.message)
         }
-        guard let proxy else { return (client, nil) }
+        let multiplexed = multiplexed && mayMultiplex(url)
+        guard let proxy else { return (multiplexed ? multiplexedClient ?? client : client, nil) }
         let configuration = self.configuration
+        let key = ProxiedClientKey(proxy: proxy, multiplexed: multiplexed)
         let chosen = proxiedClients.withLockedValue { clients in
-            if let existing = clients[proxy] { return existing }
-            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, proxy: proxy))
-            clients[proxy] = made
+            if let existing = clients[key] { return existing }
+            let made = HTTPClient(
+                eventLoopGroupProvider: .singleton,
+                configuration: Self.clientConfiguration(configuration, proxy: proxy, multiplexed: multiplexed))
+            clients[key] = made
             return made
         }
         return (chosen, proxy)
@@ -92,7 +124,7 @@ public final class TransferEngine: Sendable {
         return made
     }
 
-    private static func clientConfiguration(_ configuration: Configuration, proxy: ProxyEndpoint? = nil) -> HTTPClient.Configuration {
+    private static func clientConfiguration(_ configuration: Configuration, proxy: ProxyEndpoint? = nil, multiplexed: Bool = false) -> HTTPClient.Configuration {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.decompression = .disabled
@@ -105,7 +137,7 @@ public final class TransferEngine: Sendable {
             connect: .milliseconds(Int64(configuration.connectTimeout.seconds * 1000)),
             read: .milliseconds(Int64(configuration.stallTimeout.seconds * 1000))
         )
-        clientConfiguration.httpVersion = .http1Only
+        clientConfiguration.httpVersion = multiplexed ? .automatic : .http1Only
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.shutdownTimeout = tlsShutdownTimeout
         clientConfiguration.tlsConfiguration = tls
@@ -130,6 +162,7 @@ public final class TransferEngine: Sendable {
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         try await client.shutdown()
+        try await multiplexedClient?.shutdown()
         for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { try? await proxied.shutdown() }
         isShutDown.withLockedValue { $0 = true }
     }
@@ -138,7 +171,7 @@ public final class TransferEngine: Sendable {
     /// of leaking them (and tripping AsyncHTTPClient's debug assertion).
     deinit {
         guard !isShutDown.withLockedValue({ $0 }) else { return }
-        for client in [client] + proxiedClients.withLockedValue({ Array($0.values) }) {
+        for client in [client] + (multiplexedClient.map { [$0] } ?? []) + proxiedClients.withLockedValue({ Array($0.values) }) {
             client.shutdown { _ in }
         }
     }

@@ -18,7 +18,10 @@ import Darwin
 /// | ``Role/wrongName`` | `ssl http2` | the certificate for `wrong.example` |
 /// | ``Role/clientCertificate`` | `ssl http2` | the valid certificate; every request needs a client certificate signed by the CA (`ssl_verify_client on`), else 400 |
 /// | ``Role/otherOrigin`` | `ssl http2` | the valid certificate: another origin (same host, another port) to redirect to |
-/// | ``Role/plain`` | plain HTTP | readiness checks |
+/// | ``Role/plain`` | plain HTTP | readiness checks; `/slow/` and `/crawl/` as on ``Role/valid`` |
+///
+/// Under `/slow/` a fresh download (no `Range`, or `bytes=0-`) is sent at 256 KiB/s (a resume at full speed); under `/crawl/` every
+/// request at 64 KiB/s (nginx's `limit_rate` is per request, so per HTTP/2 stream too).
 ///
 /// `/file.bin` is ``file`` (random bytes; nginx sends a strong ETag and honours ranges); `/auth/file.bin` is
 /// the same bytes behind authentication. Every request is logged, when it ends, in `access.log` (see ``LogEntry``):
@@ -187,6 +190,9 @@ final class HTTPSNginx: @unchecked Sendable {
                 default_type application/octet-stream;
                 log_format haul escape=json '$server_port\t$connection\t$server_protocol\t$request_method\t$uri\t$status\t$http_range\t$http_authorization\t$body_bytes_sent';
                 access_log \(prefix)/access.log haul;
+                # Under /slow/, a fresh download (no Range header, or the probe `bytes=0-`) crawls, so that one can be
+                # interrupted part-way; its resume (a Range request) runs at full speed.
+                map $http_range $haul_slow_rate { "" 256k; "bytes=0-" 256k; default 0; }
                 client_body_temp_path \(prefix)/tmp-body;
                 proxy_temp_path \(prefix)/tmp-proxy;
                 fastcgi_temp_path \(prefix)/tmp-fastcgi;
@@ -197,9 +203,13 @@ final class HTTPSNginx: @unchecked Sendable {
                 ssl_certificate_key \(certificates.serverKey);
                 server {
                     listen 127.0.0.1:\(ports[.plain]!);
+                    location /slow/ { limit_rate $haul_slow_rate; }
+                    location /crawl/ { limit_rate 64k; }
                 }
                 server {
                     \(tls(.valid))
+                    location /slow/ { limit_rate $haul_slow_rate; }
+                    location /crawl/ { limit_rate 64k; }
                     location /auth/ {
                         auth_basic "haul";
                         auth_basic_user_file \(prefix)/htpasswd;
