@@ -82,12 +82,13 @@ public final class TransferEngine: Sendable {
     }
 
     /// The TLS configuration of `trust` (`nil`: the engine's), or `nil` for the client's default (the system's
-    /// trust store). Files are read once per engine.
-    func tlsConfiguration(for trust: TLSTrust?) throws(HaulError) -> TLSConfiguration? {
+    /// trust store). Files are read once per engine, on a blocking-I/O thread: a slow or hostile file never holds
+    /// the concurrency threads, and a cancelled download stops waiting for it.
+    func tlsConfiguration(for trust: TLSTrust?) async throws -> TLSConfiguration? {
         let trust = trust ?? configuration.tls
         if trust.isDefault { return nil }
         if let known = tlsConfigurations.withLockedValue({ $0[trust] }) { return known }
-        let made = try trust.makeConfiguration()
+        let made = try await BlockingIO.runInterruptibly { try trust.makeConfiguration() }
         tlsConfigurations.withLockedValue { $0[trust] = made }
         return made
     }
