@@ -33,7 +33,7 @@ extension HaulError {
             return "start one with `haul daemon`, or drop --no-autostart"
         case .unusableSocketPath:
             return "choose another --socket"
-        case .httpStatus, .busy, .retriesExhausted, .interrupted, .other:
+        case .httpStatus, .busy, .retriesExhausted, .interrupted, .impossibleLength, .other:
             return nil
         }
     }

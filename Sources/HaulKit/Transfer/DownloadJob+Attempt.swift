@@ -55,6 +55,8 @@ extension DownloadJob {
             return .refused(status: status, phrase: response.status.reasonPhrase, url: url)
         case .protocolViolation(let why):
             throw TransientFailure(reason: "\(url): \(why)", kind: .server)
+        case .impossibleLength(let claimed):
+            throw HaulError.impossibleLength(claimed)
         case .complete(let recordEmptyFile):
             if recordEmptyFile {
                 try await openDestination(finalURL: url, headers: head.headers)
