@@ -1,0 +1,212 @@
+/// What the dashboard's listener grants a connection before it has shown a credential: how many such connections
+/// it holds at once (in all, and from one peer address), and how long a request may take to arrive. Pure: the
+/// shell (HaulWeb's server) tells it what happens and does what it answers.
+///
+/// A connection is *pending* from the moment it is accepted until one of its requests carries a valid session
+/// cookie or the API key: anyone who can reach the port can open one, so pending connections are few and short.
+/// Past the limits a new connection is closed as soon as it is accepted, before anything is read. The owner's Unix
+/// socket and the downloads do not share these limits, and the limits are set well below the process's descriptor
+/// limit (``Limits/init(descriptorLimit:)``), so a flood of connections never starves them.
+package struct WebConnectionGate: Sendable {
+    /// The numbers the gate works with.
+    package struct Limits: Sendable, Equatable {
+        /// Connections open at once, pending or not.
+        public var maxOpen: Int
+        /// Pending connections at once.
+        public var maxPending: Int
+        /// Pending connections from one peer address at once. On loopback every local user has the same address, so
+        /// there this is a second total; it matters for a dashboard that listens on a network.
+        public var maxPendingPerPeer: Int
+        /// How long a request head may take to arrive whole, counted from when the connection is ready for it
+        /// (accepted, or its previous answer sent): a total, which bytes trickling in one by one do not extend.
+        public var headDeadline: Duration
+        /// How long a request body may take to arrive whole, counted from its head.
+        public var bodyDeadline: Duration
+
+        /// The defaults: at most 2,048 connections, 1,024 of them pending and 128 pending from one address, a head
+        /// within 10 s and a body within 60 s; fewer when the process may open fewer than 16,384 descriptors (an
+        /// eighth of them for connections, half of that pending), so that the daemon's socket, its stores and its
+        /// downloads always keep the rest.
+        public init(descriptorLimit: Int = .max) {
+            let open = min(2_048, max(16, descriptorLimit / 8))
+            maxOpen = open
+            maxPending = min(1_024, max(8, open / 2))
+            maxPendingPerPeer = min(128, max(4, maxPending / 8))
+            headDeadline = .seconds(10)
+            bodyDeadline = .seconds(60)
+        }
+    }
+
+    public let limits: Limits
+    public private(set) var open = 0
+    public private(set) var pending = 0
+    private var pendingByPeer: [String: Int] = [:]
+
+    public init(limits: Limits) { self.limits = limits }
+
+    /// Whether a connection just accepted from `peer` (its address, without the port) is kept; if so it is counted
+    /// as open and pending until ``trust(peer:)`` or ``close(peer:pending:)``.
+    public mutating func admit(peer: String) -> Bool {
+        guard open < limits.maxOpen, pending < limits.maxPending, pendingByPeer[peer, default: 0] < limits.maxPendingPerPeer else {
+            return false
+        }
+        open += 1
+        pending += 1
+        pendingByPeer[peer, default: 0] += 1
+        return true
+    }
+
+    /// A pending connection from `peer` carried a valid credential: it no longer counts as pending.
+    public mutating func trust(peer: String) {
+        guard let count = pendingByPeer[peer], count > 0 else { return }
+        pending -= 1
+        pendingByPeer[peer] = count == 1 ? nil : count - 1
+    }
+
+    /// A connection from `peer` closed; `pending`: it never carried a credential.
+    public mutating func close(peer: String, pending wasPending: Bool) {
+        open = max(0, open - 1)
+        if wasPending { trust(peer: peer) }
+    }
+
+    /// Pending connections from `peer`.
+    public func pending(from peer: String) -> Int { pendingByPeer[peer, default: 0] }
+}
+
+/// The dashboard's event streams and the event rings behind them. Pure: the shell keeps a value of it behind a lock,
+/// passes the time in, and wakes what it returns (`Wake` is the shell's way to wake a stream).
+///
+/// Streams are capped per login (a session cookie, or the API key) and in all. A session's ring exists while a
+/// stream of that session is open and for ``Limits/ringGrace`` after the last one closed (a browser reconnecting
+/// with `Last-Event-ID` within it gets what it missed); then it is freed. A ring made again later has another run
+/// in its cursors, so a cursor of the freed one answers `reset`, never another ring's events.
+package struct WebStreams<Wake: Sendable>: Sendable {
+    public typealias Limits = WebStreamLimits
+    public typealias Refusal = WebStreamRefusal
+
+    private struct Stream: Sendable {
+        var session: String
+        var login: String
+        var wake: Wake
+    }
+
+    private struct Held: Sendable {
+        var ring: WebEventRing<String>
+        var streams = 0
+        var idleSince: ContinuousClock.Instant?
+    }
+
+    public let limits: Limits
+    /// Names this daemon run; each ring's cursors carry it with the ring's own number.
+    public let run: String
+    private var streams: [Int: Stream] = [:]
+    private var rings: [String: Held] = [:]
+    /// Rings that became idle, oldest first (from `idleFrom` on; an entry whose ring was watched again since is
+    /// skipped when its turn comes): a sweep looks only at the rings whose grace may have ended.
+    private var idle: [(session: String, since: ContinuousClock.Instant)] = []
+    private var idleFrom = 0
+    private var lastID = 0
+    private var lastRing = 0
+
+    public init(run: String, limits: Limits = Limits()) {
+        self.run = run
+        self.limits = limits
+    }
+
+    /// Opens a stream of `session` for `login`: its id, or why not.
+    public mutating func open(session: String, login: String, wake: Wake, at now: ContinuousClock.Instant) -> Result<Int, Refusal> {
+        guard streams.count < limits.maxTotal else { return .failure(.tooMany) }
+        guard streams.values.filter({ $0.login == login }).count < limits.maxPerLogin else { return .failure(.tooManyForLogin) }
+        lastID += 1
+        streams[lastID] = Stream(session: session, login: login, wake: wake)
+        if rings[session] == nil {
+            lastRing += 1
+            rings[session] = Held(ring: WebEventRing(run: "\(run)-\(lastRing)", capacity: limits.ringCapacity))
+        }
+        rings[session]?.streams += 1
+        rings[session]?.idleSince = nil
+        sweep(at: now)
+        return .success(lastID)
+    }
+
+    /// Closes stream `id`: its wake, to finish (nil when it was not open).
+    public mutating func close(_ id: Int, at now: ContinuousClock.Instant) -> Wake? {
+        guard let stream = streams.removeValue(forKey: id) else { return nil }
+        if var held = rings[stream.session] {
+            held.streams -= 1
+            if held.streams == 0 {
+                held.idleSince = now
+                idle.append((stream.session, now))
+            }
+            rings[stream.session] = held
+        }
+        sweep(at: now)
+        return stream.wake
+    }
+
+    /// Appends `lines` to `session`'s ring, if it has one (a session nobody watches keeps no ring); returns the
+    /// wakes of its streams.
+    public mutating func record(_ lines: [String], in session: String, at now: ContinuousClock.Instant) -> [Wake] {
+        sweep(at: now)
+        guard rings[session] != nil else { return [] }
+        for line in lines { rings[session]?.ring.append(line) }
+        return streams.values.filter { $0.session == session }.map(\.wake)
+    }
+
+    /// The ring of `session`, if it has one.
+    public func ring(_ session: String) -> WebEventRing<String>? { rings[session]?.ring }
+
+    /// Frees the rings whose last stream closed ``Limits/ringGrace`` or more before `now`.
+    public mutating func sweep(at now: ContinuousClock.Instant) {
+        while idleFrom < idle.count, now - idle[idleFrom].since >= limits.ringGrace {
+            let (session, since) = idle[idleFrom]
+            idleFrom += 1
+            if rings[session]?.idleSince == since { rings[session] = nil }
+        }
+        if idleFrom > 1_024, idleFrom * 2 > idle.count {
+            idle.removeFirst(idleFrom)
+            idleFrom = 0
+        }
+    }
+
+    /// The wakes of every stream (to finish them all when the dashboard stops).
+    public var wakes: [Wake] { streams.values.map(\.wake) }
+
+    /// The wake of stream `id`.
+    public func wake(_ id: Int) -> Wake? { streams[id]?.wake }
+
+    /// Streams open.
+    public var count: Int { streams.count }
+
+    /// Rings held (of sessions with a stream, or whose last stream closed less than the grace ago).
+    public var ringCount: Int { rings.count }
+
+    /// Whether a ring waits for its grace to end (the shell then sweeps again later).
+    public var hasIdleRings: Bool { idle[idleFrom...].contains { rings[$0.session]?.idleSince == $0.since } }
+}
+
+/// How many event streams the dashboard keeps open, and how long a session's ring outlives its last stream.
+package struct WebStreamLimits: Sendable, Equatable {
+    /// Streams of one login at once (a browser tab each).
+    public var maxPerLogin = 16
+    /// Streams at once, all logins together.
+    public var maxTotal = 64
+    /// How long a session's ring outlives its last stream (a browser reconnects within seconds).
+    public var ringGrace: Duration = .seconds(30)
+    /// Events a ring holds.
+    public var ringCapacity = 8_192
+
+    public init() {}
+}
+
+/// Why an event stream is not opened.
+package enum WebStreamRefusal: Error, Equatable, Sendable {
+    case tooManyForLogin, tooMany
+
+    public var message: String {
+        switch self {
+        case .tooManyForLogin: return "too many event streams for this login; close other dashboard tabs"
+        case .tooMany: return "too many event streams are open; try again later"
+        }
+    }
+}
