@@ -115,8 +115,8 @@ package struct WebStreams<Wake: Sendable>: Sendable {
 
     /// Opens a stream of `session` for `login`: its id, or why not.
     public mutating func open(session: String, login: String, wake: Wake, at now: ContinuousClock.Instant) -> Result<Int, Refusal> {
-        guard streams.count < limits.maxTotal else { return .failure(.tooMany) }
         guard streams.values.filter({ $0.login == login }).count < limits.maxPerLogin else { return .failure(.tooManyForLogin) }
+        guard streams.count < limits.maxTotal else { return .failure(.tooMany) }
         lastID += 1
         streams[lastID] = Stream(session: session, login: login, wake: wake)
         if rings[session] == nil {

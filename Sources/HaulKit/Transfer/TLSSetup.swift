@@ -15,33 +15,33 @@ extension TLSTrust {
         if insecure { configuration.certificateVerification = .none }
         // The CA file's and the CA folder's certificates, each once: BoringSSL refuses a repeated one added by
         // itself (Debian's bundle repeats some, and its folder holds the bundle's certificates again).
+        // Every file is read (and checked) before any is parsed: a FIFO or a device among them is named first.
+        let caBytes = try caFile.map { path throws(HaulError) in try NamedFileReader.readNow(path, as: .caBundle).bytes }
+        let folderFiles = try caDirectory.map { path throws(HaulError) in try NamedFileReader.readHashedFolder(path) } ?? []
+        let certificateBytes = try clientCertificate.map { path throws(HaulError) in try NamedFileReader.readNow(path, as: .clientCertificate).bytes }
+        let keyBytes = try clientKey.map { path throws(HaulError) in try NamedFileReader.readNow(path, as: .clientKey).bytes } ?? certificateBytes
         var roots: [NIOSSLCertificate] = []
         var seen = Set<NIOSSLCertificate>()
-        if let caFile {
-            let bytes = try NamedFileReader.readNow(caFile, as: .caBundle).bytes
-            let certificates = try Self.certificates(bytes, in: caFile, noun: "CA certificates")
+        if let caFile, let caBytes {
+            let certificates = try Self.certificates(caBytes, in: caFile, noun: "CA certificates")
             guard !certificates.isEmpty else {
                 throw HaulError(.usage, "cannot read CA certificates from \(caFile): no certificate in it", reason: .unusableTLSFiles)
             }
             roots += certificates.filter { seen.insert($0).inserted }
         }
-        if let caDirectory {
-            for (_, bytes) in try NamedFileReader.readHashedFolder(caDirectory) {
-                // A file of the folder that is not a certificate (a CRL) is left out, as OpenSSL's lookup would.
-                let certificates = (try? NIOSSLCertificate.fromPEMBytes(bytes)) ?? []
-                roots += certificates.filter { seen.insert($0).inserted }
-            }
+        for (_, bytes) in folderFiles {
+            // A file of the folder that is not a certificate (a CRL) is left out, as OpenSSL's lookup would.
+            let certificates = (try? NIOSSLCertificate.fromPEMBytes(bytes)) ?? []
+            roots += certificates.filter { seen.insert($0).inserted }
         }
         if caFile != nil || caDirectory != nil { configuration.trustRoots = .certificates(roots) }
-        if let clientCertificate {
-            let bytes = try NamedFileReader.readNow(clientCertificate, as: .clientCertificate).bytes
-            let chain = try Self.certificates(bytes, in: clientCertificate, noun: "the client certificate")
+        if let clientCertificate, let certificateBytes, let keyBytes {
+            let chain = try Self.certificates(certificateBytes, in: clientCertificate, noun: "the client certificate")
             guard !chain.isEmpty else {
                 throw HaulError(.usage, "cannot read the client certificate \(clientCertificate): no certificate in it", reason: .unusableTLSFiles)
             }
             configuration.certificateChain = chain.map { .certificate($0) }
             let keyPath = clientKey ?? clientCertificate
-            let keyBytes = try clientKey.map { path throws(HaulError) in try NamedFileReader.readNow(path, as: .clientKey).bytes } ?? bytes
             do {
                 configuration.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: keyBytes, format: .pem))
             } catch {

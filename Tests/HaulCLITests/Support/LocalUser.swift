@@ -48,10 +48,12 @@ struct LocalUser {
         }
     }
 
-    /// Starts `python3 -c script ARGS` as this user (the script runs `os.setgid`/`os.setuid` first, from root), its
-    /// stdout going to `output`.
-    func python(_ script: String, _ arguments: [String], output: String) throws -> ChildProcess {
-        let prologue = "import os, sys\nos.setgroups([]); os.setgid(\(gid)); os.setuid(\(uid))\n"
+    /// Starts `python3 -c script ARGS` as this user, its stdout going to `output`: the script runs `os.setgid` and
+    /// `os.setuid` first, from root, after importing `modules` (a python of root's, such as pyenv's, may be out of the
+    /// user's reach once it is that user).
+    func python(_ script: String, _ arguments: [String], modules: [String] = [], output: String) throws -> ChildProcess {
+        let prologue = "import " + (["os", "sys"] + modules).joined(separator: ", ")
+            + "\nos.setgroups([]); os.setgid(\(gid)); os.setuid(\(uid))\n"
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: try ExternalTools.requirePython())
         process.arguments = ["-c", prologue + script] + arguments
