@@ -149,6 +149,13 @@ public final class TransferEngine: Sendable {
         _ options: DownloadOptions,
         events: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
     ) async throws -> DownloadResult {
+        switch options.destination {
+        case .file(let path), .directory(let path):
+            // A C path ends at its first NUL: the bytes would go to the file named by the part before it.
+            if path.utf8.contains(0) { throw HaulError(.usage, "the destination \(PathText.shown(path)) has a NUL byte in it") }
+        case .standardOutput:
+            break
+        }
         if StreamDownload.isStreamTarget(options.destination) {
             return try await StreamDownload(engine: self, options: options, events: events).run()
         }
