@@ -12,21 +12,6 @@ import Testing
         guard mkfifo(path, 0o600) == 0 else { throw HarnessError("mkfifo \(path): errno \(errno)") }
     }
 
-    /// A loopback port nothing listens on.
-    static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw HarnessError("bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// A failure a person reads: the exit status, one line on stderr, saying `fragment`.
     static func expectOneLine(_ result: HaulResult, exit: Int32, saying fragment: String, _ what: String) {
         #expect(result.exitCode == exit && !result.signalled, "\(what): exit \(result.exitCode): \(result.stderr)")
@@ -50,7 +35,9 @@ import Testing
             try FileManager.default.createDirectory(atPath: capath, withIntermediateDirectories: true)
             try Self.fifo(capath + "/9d6523ce.0")
             try "not a certificate\n".write(toFile: box.path("cert.pem"), atomically: true, encoding: .utf8)
-            let url = "https://127.0.0.1:\(try Self.closedPort())/f.bin"
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let url = "https://127.0.0.1:\(refusing.port)/f.bin"
             let cases: [(String, [String], String)] = [
                 ("--cacert FIFO", ["--cacert", fifo], "FIFO"),
                 ("--cacert held FIFO", ["--cacert", held], "FIFO"),
@@ -146,7 +133,9 @@ import Testing
             let daemon = try await DaemonHarness.start(box)
             let fifo = box.path("ca.fifo")
             try Self.fifo(fifo)
-            let port = try Self.closedPort()
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let port = refusing.port
             for name in ["a.bin", "b.bin"] {
                 let added = try await box.run(["add", "https://127.0.0.1:\(port)/\(name)", "-o", name, "--cacert", fifo, "--no-autostart"])
                 #expect(added.exitCode == 0, "\(added.stderr)")
@@ -237,17 +226,10 @@ import Testing
 
     @Test func aServerThatNeverAnswersTheHandshakeIsOneLineInWords() async throws {
         // A listener that never accepts: the kernel completes the TCP handshake, nobody answers the TLS one.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        #expect(bound && listen(fd, 16) == 0)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let silent = try RefusingPort()
+        defer { silent.close() }
+        try silent.listenSilently()
+        let port = silent.port
         try await Sandbox.with { box in
             // Whether the connection's timer or the handshake's fires first is AsyncHTTPClient's race: either is words.
             let result = try await box.run(["get", "https://127.0.0.1:\(port)/f", "-o", "f", "--connect-timeout", "1", "--retries", "2", "--retry-wait", "0"],
