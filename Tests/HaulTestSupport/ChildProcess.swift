@@ -31,7 +31,6 @@ public final class ChildProcess: @unchecked Sendable {
     private var pid: pid_t = 0
     private var status: Int32?
     private var ended: ContinuousClock.Instant?
-    private var peak: Int?
 
     public init() {}
 
@@ -87,16 +86,13 @@ public final class ChildProcess: @unchecked Sendable {
         let started = child
         Thread { [self] in
             var raw: Int32 = 0
-            var usage = rusage()
-            var reaped = wait4(started, &raw, 0, &usage)
-            while reaped < 0, errno == EINTR { reaped = wait4(started, &raw, 0, &usage) }
+            var reaped = waitpid(started, &raw, 0)
+            while reaped < 0, errno == EINTR { reaped = waitpid(started, &raw, 0) }
             let code = reaped == started ? raw : 0
             let now = ContinuousClock.now
             lock.withLock {
                 status = code
                 ended = now
-                // Linux gives kilobytes.
-                peak = reaped == started ? Int(usage.ru_maxrss) * 1_024 : nil
             }
         }.start()
     }
@@ -104,9 +100,6 @@ public final class ChildProcess: @unchecked Sendable {
     /// When it ended, as seen by the thread that waits for it: how long something took to stop, without the delay
     /// of a test that polls on a busy cooperative pool.
     public var endedAt: ContinuousClock.Instant? { lock.withLock { ended } }
-
-    /// The most memory it ever had resident (its `ru_maxrss`), once it has ended.
-    public var peakResidentBytes: Int? { lock.withLock { peak } }
 
     /// Whether it still runs.
     public var isRunning: Bool {

@@ -42,7 +42,7 @@ package enum NamedFileReader {
             close(fd)
             throw failure(path, as: kind, errno: code)
         }
-        if let problem = kind.problem(PathText.shown(path), type: fileType(info.st_mode), size: Int64(info.st_size)) {
+        if let problem = kind.problem(PathText.shown(path), type: fileType(info), size: Int64(info.st_size)) {
             close(fd)
             throw HaulError(.usage, problem, reason: reason(kind))
         }
@@ -80,7 +80,12 @@ package enum NamedFileReader {
             let count = chunk.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                if errno == EAGAIN { throw HaulError(.usage, "standard input is non-blocking and has nothing to read") }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    // A standard input left non-blocking by whoever started haul: wait until it has something.
+                    var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&ready, 1, -1)
+                    continue
+                }
                 throw failure(path ?? "standard input", as: kind, errno: errno)
             }
             if count == 0 { return }
@@ -127,12 +132,14 @@ package enum NamedFileReader {
         return files
     }
 
-    private static func fileType(_ mode: mode_t) -> NamedFile.FileType {
-        switch mode & S_IFMT {
+    private static func fileType(_ info: stat) -> NamedFile.FileType {
+        switch info.st_mode & S_IFMT {
         case S_IFREG: return .regular
         case S_IFDIR: return .directory
         case S_IFIFO: return .fifo
-        case S_IFCHR: return .characterDevice
+        case S_IFCHR:
+            var null = stat()
+            return stat("/dev/null", &null) == 0 && (null.st_mode & S_IFMT) == S_IFCHR && null.st_rdev == info.st_rdev ? .nullDevice : .characterDevice
         case S_IFBLK: return .blockDevice
         case S_IFSOCK: return .socket
         case S_IFLNK: return .symbolicLink

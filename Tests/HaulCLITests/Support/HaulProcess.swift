@@ -102,8 +102,6 @@ struct HaulResult {
     var stderr: String
     /// stdout exactly as written (a file streamed with `-o -` is not text).
     var stdoutBytes: [UInt8] = []
-    /// The most memory the process ever had resident.
-    var peakResidentBytes: Int?
 
     var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
     var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
@@ -180,8 +178,7 @@ final class HaulRun: @unchecked Sendable {
             signalled: process.terminationReason == .uncaughtSignal,
             stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
             stderr: stderrSoFar(),
-            stdoutBytes: readBytes(stdoutPath) ?? [],
-            peakResidentBytes: process.peakResidentBytes)
+            stdoutBytes: readBytes(stdoutPath) ?? [])
     }
 }
 

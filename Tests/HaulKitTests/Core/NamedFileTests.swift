@@ -8,6 +8,7 @@ struct NamedFileTests {
     @Test func onlyARegularFileWithinItsKindsSizeIsRead() {
         for kind in Self.kinds {
             #expect(kind.problem("/f", type: .regular, size: 0) == nil)
+            #expect(kind.problem("/dev/null", type: .nullDevice, size: 0) == nil, "/dev/null reads as an empty file")
             #expect(kind.problem("/f", type: .regular, size: Int64(kind.maxBytes)) == nil)
             let large = kind.problem("/f", type: .regular, size: Int64(kind.maxBytes) + 1)
             #expect(large?.contains("larger than") == true, "\(kind): \(large ?? "read")")
