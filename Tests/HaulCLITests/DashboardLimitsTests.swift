@@ -178,8 +178,10 @@ extension DaemonNeighbourTests {
                         try await eventually("the flood ends", timeout: .seconds(200), step: .milliseconds(500)) { !flood.isRunning }
                         sampler.cancel()
                         let highest = await sampler.value
-                        // Held: at most the 1,024 connections without a credential (and a few being accepted and closed).
-                        #expect(highest - baseline <= 1_024 + 64, "the daemon held \(highest - baseline) more descriptors during the flood")
+                        // Held: at most the 1,024 connections without a credential, plus those being accepted and closed at
+                        // that moment (hundreds a second on a busy machine) and the owner's download: well under the 2,000
+                        // she keeps trying to hold, which the daemon held all of before.
+                        #expect(highest - baseline <= 1_024 + 256, "the daemon held \(highest - baseline) more descriptors during the flood")
                         #expect(highest - baseline >= 512, "the flood did reach the dashboard (\(highest - baseline) more descriptors)")
                         let last = floodStatus()
                         #expect(last?["open"] as? Int == 0, "connections still open after trickling past every deadline: \(last ?? [:])")
