@@ -72,6 +72,11 @@ public struct DownloadSpec: Equatable, Sendable {
 
     /// Checks every value; the message names the offending one.
     public func validate() throws(InputError) {
+        switch destination {
+        case .file(let path)?: if path.utf8.contains(0) { throw InputError("the destination path has a NUL byte in it") }
+        case .directory(let folder)?: if folder.utf8.contains(0) { throw InputError("the destination folder has a NUL byte in it") }
+        case .standardOutput?, nil: break
+        }
         if overwrite, continuePartial { throw InputError("use either continuePartial or overwrite, not both") }
         if continuePartial {
             guard case .file = destination else { throw InputError("continue needs a file path: the partial file to continue") }

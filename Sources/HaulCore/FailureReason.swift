@@ -35,6 +35,8 @@ public enum FailureReason: Sendable, Equatable, Codable {
     case daemonNotRunning(socketPath: String)
     /// The daemon's socket path cannot be used (too long, or in a folder of another user).
     case unusableSocketPath(String)
+    /// The server claims a length no file (or no file on the destination's file system) can have.
+    case impossibleLength(claimed: Int64)
     /// Transient failures outlasted the retries allowed.
     case retriesExhausted(retries: Int)
     /// Stopped by the user or the program; the state was saved.

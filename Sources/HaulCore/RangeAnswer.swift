@@ -44,6 +44,9 @@ package enum RangeAnswer: Equatable, Sendable {
             return .unusable("unexpected 416 in answer to a range request")
         case .protocolViolation(let why):
             return .unusable(why)
+        case .impossibleLength(let claimed):
+            // A version of known length that now claims an impossible one: a faulty answer, like any other.
+            return .unusable("the server claims \(claimed) bytes")
         }
     }
 }

@@ -11,6 +11,8 @@ package enum ResponseHeadStep: Equatable, Sendable {
     case refused(status: Int)
     /// An answer no correct server sends: retried like a server error.
     case protocolViolation(String)
+    /// A length no file can have: fail at once (exit 7), writing nothing.
+    case impossibleLength(Int64)
     /// Nothing more to fetch. `recordEmptyFile`: nothing was open yet (an empty file answers the probe with
     /// 416 `bytes */0`), so the empty file is created and recorded.
     case complete(recordEmptyFile: Bool)
@@ -60,6 +62,7 @@ package enum ResponseHeadStep: Equatable, Sendable {
         case .retry(let status, let retryAfter): return .retry(status: status, retryAfter: retryAfter)
         case .fail(let status): return .refused(status: status)
         case .protocolViolation(let why): return .protocolViolation(why)
+        case .impossibleLength(let claimed): return .impossibleLength(claimed)
         case .alreadyComplete: return .complete(recordEmptyFile: !context.fileOpen)
         case .restart(let reason):
             if context.adopted { return .adoptedFileDiffers(reason.description) }

@@ -104,10 +104,37 @@ package enum ResponseDecision: Equatable, Sendable {
     case fail(status: Int)
     /// A response no correct server sends for this request.
     case protocolViolation(String)
+    /// A length no file can have (over ``ResumePolicy/maxPlausibleLength``): the server's claim, in bytes. Nothing
+    /// of the response is written, and nothing is retried: the answer is the server's error, not a full disk.
+    case impossibleLength(Int64)
 }
 
 /// The resume rules (RFC 9110 §13.1.5, §14, §15.3.7, §15.5.17): what to ask for, and how to treat what comes back.
 package enum ResumePolicy {
+    /// The longest resource Haul believes a server about: 1 EiB (2^60 bytes). No file system holds a file of that size
+    /// on one machine (ext4 stops at 16 TiB a file; XFS and btrfs allow 8 EiB, far beyond any storage), so a
+    /// longer `Content-Length` or `Content-Range` length — such as `…/9223372036854775807` — is the server's error,
+    /// said as such (exit 7), never "not enough space".
+    public static let maxPlausibleLength: Int64 = 1 << 60
+
+    /// The one line for a length no file can have (``ResponseDecision/impossibleLength(_:)``), or one beyond what
+    /// the file system at the destination can hold (`onThisFileSystem`, when it refuses the length with `EFBIG`).
+    public static func impossibleLengthMessage(_ claimed: Int64, onThisFileSystem: Bool = false) -> String {
+        "the server claims \(claimed) bytes, more than "
+            + (onThisFileSystem ? "a file on this file system can hold" : "any file can hold")
+            + "; the download was not started"
+    }
+
+    /// The length a successful response claims for the whole resource: a `Content-Range`'s complete length (else the
+    /// end of its range), or a 200's `Content-Length`.
+    public static func claimedLength(status: Int, headers: HTTPFields) -> Int64? {
+        if status == 206 {
+            guard let raw = headers["content-range"], case .satisfied(_, let last, let complete)? = ContentRange(raw) else { return nil }
+            return complete ?? last + 1
+        }
+        return (200...299).contains(status) ? bodyLength(headers) : nil
+    }
+
     /// Bytes re-requested before the resume offset and compared with the bytes held before anything is appended.
     public static let overlapLength: Int64 = 64 * 1024
 
@@ -146,6 +173,9 @@ package enum ResumePolicy {
     /// Classifies a response to `plan`, sent while holding `point`.
     public static func decide(plan: RequestPlan, point: ResumePoint, response: ResponseHead) -> ResponseDecision {
         let headers = response.headers
+        if let claimed = claimedLength(status: response.status, headers: headers), claimed > maxPlausibleLength {
+            return .impossibleLength(claimed)
+        }
         switch response.status {
         case 206:
             return decidePartial(plan: plan, point: point, headers: headers)
@@ -253,20 +283,6 @@ package enum ResumePolicy {
         return .alreadyComplete
     }
 
-    /// The whole representation's length as a response announces it: a 206's complete length, else a 200's
-    /// `Content-Length`; `nil` when it does not say.
-    public static func announcedLength(_ response: ResponseHead) -> Int64? {
-        switch response.status {
-        case 206:
-            guard let raw = response.headers["content-range"], case .satisfied(_, _, let complete)? = ContentRange(raw) else { return nil }
-            return complete
-        case 200:
-            return bodyLength(response.headers)
-        default:
-            return nil
-        }
-    }
-
     /// The body length from `Content-Length`, or `nil` when chunked or absent or malformed.
     public static func bodyLength(_ headers: HTTPFields) -> Int64? {
         if let coding = headers.combined("transfer-encoding"), !coding.isEmpty { return nil }
@@ -291,6 +307,7 @@ extension ResponseDecision: CustomStringConvertible {
         case .retry(let status, let retryAfter): return "retry after \(status)\(retryAfter.map { " (Retry-After: \($0))" } ?? "")"
         case .fail(let status): return "fail with \(status)"
         case .protocolViolation(let why): return "protocol violation: \(why)"
+        case .impossibleLength(let claimed): return "impossible length: \(claimed) bytes"
         }
     }
 }

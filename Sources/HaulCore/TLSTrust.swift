@@ -39,6 +39,7 @@ public struct TLSTrust: Codable, Equatable, Hashable, Sendable {
         if clientKey != nil, clientCertificate == nil { throw InputError("--key needs --cert: the certificate the key belongs to") }
         for (name, path) in [("--cacert", caFile), ("--capath", caDirectory), ("--cert", clientCertificate), ("--key", clientKey)] {
             if let path, path.isEmpty { throw InputError("\(name) needs a path") }
+            if let path, path.utf8.contains(0) { throw InputError("the path of \(name) has a NUL byte in it") }
         }
     }
 

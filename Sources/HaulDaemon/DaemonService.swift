@@ -43,10 +43,11 @@ package actor DaemonService {
 
     // MARK: Requests
 
-    /// Carries out a request: its result, or the JSON-RPC error to answer with.
-    package func handle(_ request: JSONRPC.Request, from outbox: ConnectionOutbox) async -> Result<JSONValue, RPCError> {
+    /// Carries out a request from `caller` (the owner unless said otherwise): its result, or the JSON-RPC error to
+    /// answer with.
+    package func handle(_ request: JSONRPC.Request, from outbox: ConnectionOutbox, caller: DaemonCaller = .owner) async -> Result<JSONValue, RPCError> {
         do {
-            return .success(try await perform(request, outbox))
+            return .success(try await perform(request, outbox, caller))
         } catch let error as RPCError {
             return .failure(error)
         } catch let error as HaulError {
@@ -56,7 +57,7 @@ package actor DaemonService {
         }
     }
 
-    private func perform(_ request: JSONRPC.Request, _ outbox: ConnectionOutbox) async throws -> JSONValue {
+    private func perform(_ request: JSONRPC.Request, _ outbox: ConnectionOutbox, _ caller: DaemonCaller) async throws -> JSONValue {
         let params = request.params
         guard let method = DaemonMethod(rawValue: request.method) else { throw RPCError.methodNotFound(request.method) }
         switch method {
@@ -87,7 +88,10 @@ package actor DaemonService {
             - 256 - (request.id?.serialized.utf8.count ?? 0)
         switch method {
         case .openSession:
-            _ = try await session(name, creating: true, configuring: try params.object("configuration"))
+            let configuration = try params.object("configuration")
+            let command = configuration?.members["completionCommand"]
+            try Self.refuse(caller, setsCommand: command != nil && command != .null)
+            _ = try await session(name, creating: true, configuring: configuration)
             return ["session": .string(name)]
         case .setMaxConcurrentDownloads:
             let count = try params.requiredInt("count")
@@ -106,7 +110,7 @@ package actor DaemonService {
             return try await segments(params, in: name)
         case .addTasks:
             let addBudget = DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0)
-            return try await add(params, to: name, budget: addBudget)
+            return try await add(params, to: name, budget: addBudget, caller: caller)
         case .listTasks:
             return try await list(params, in: try await session(name), budget: budget)
         case .pauseTasks, .resumeTasks, .cancelTasks:
@@ -154,6 +158,11 @@ package actor DaemonService {
         }
     }
 
+    /// Refuses, changing nothing, a request that sets a command its caller may not set.
+    private static func refuse(_ caller: DaemonCaller, setsCommand: Bool) throws {
+        if let refusal = caller.commandRefusal(setsCommand: setsCommand) { throw HaulError(.usage, refusal) }
+    }
+
     /// What `daemon.hello` answers: the protocol, this haul's version and the daemon's process id.
     static let identity: [String: JSONValue] = [
         "protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string), "pid": JSONValue(Int(getpid())),
@@ -162,7 +171,7 @@ package actor DaemonService {
     // MARK: Adding and listing
 
     /// `tasks.add`: the ids always; the tasks too unless `reply` is `"ids"` or they would not fit one line.
-    private func add(_ params: Params, to name: String, budget: Int) async throws -> JSONValue {
+    private func add(_ params: Params, to name: String, budget: Int, caller: DaemonCaller) async throws -> JSONValue {
         guard let objects = try params.objects("tasks"), !objects.isEmpty else {
             throw RPCError.invalidParams("\"tasks\" must be a non-empty array of objects")
         }
@@ -173,6 +182,7 @@ package actor DaemonService {
         guard reply == "tasks" || reply == "ids" else { throw RPCError.invalidParams("\"reply\" must be \"tasks\" or \"ids\"") }
         var requests: [DownloadRequest] = []
         for object in objects { requests.append(try DaemonProtocol.decodeRequest(object)) }
+        try Self.refuse(caller, setsCommand: requests.contains { $0.spec.completionCommand != nil })
         try await check(requests, in: name)
         // Checked before the session is created, so that a refused addition leaves nothing behind.
         let added = try await session(name, creating: true).add(requests)

@@ -8,11 +8,11 @@ import Glibc
 /// its threshold for mapping large blocks each time one is freed, so a burst of connections holding large
 /// unfinished lines would stay in the daemon's resident size long after they closed. The daemon fixes that
 /// threshold (large buffers are mapped, and unmapped when freed) and trims the heap after connections close.
-enum MemoryReturn {
+package enum MemoryReturn {
     private static let trimScheduled = NIOLockedValueBox(false)
 
     /// Fixes glibc's mmap threshold at 128 KiB (no effect elsewhere).
-    static func prepare() {
+    package static func prepare() {
         #if os(Linux)
         typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
         // RTLD_DEFAULT is a null handle on glibc; M_MMAP_THRESHOLD is -3.
@@ -22,7 +22,7 @@ enum MemoryReturn {
     }
 
     /// Trims the heap once, a moment after a burst of connections has closed.
-    static func soon() {
+    package static func soon() {
         #if os(Linux)
         let first = trimScheduled.withLockedValue { scheduled -> Bool in
             defer { scheduled = true }

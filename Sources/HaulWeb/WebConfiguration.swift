@@ -13,6 +13,13 @@ package struct WebConfiguration: Sendable {
     package var allowRemote = false
     /// `--web-allow-host`: names accepted in the `Host` header besides the loopback ones.
     package var allowedHosts: [String] = []
+    /// `--web-allow-commands`: the dashboard's bridge may set completion commands (which run as the daemon's user).
+    package var allowCommands = false
+    /// How many connections may wait for a credential, and how long a request may take to arrive (``WebConnectionGate``);
+    /// nil: the defaults for this process's descriptor limit.
+    package var connectionLimits: WebConnectionGate.Limits?
+    /// How many event streams may be open, and how long a session's event ring outlives its last stream.
+    package var streamLimits = WebStreamLimits()
 
     package init() {}
 

@@ -17,22 +17,23 @@ package final class WebDashboard: WebListener, Sendable {
     let run = String(WebSecrets.token().prefix(12))
     /// The connection the bridge's requests come from, as far as the service is concerned (it never subscribes).
     let outbox = ConnectionOutbox(id: -1, onOverflow: {})
-    let state = NIOLockedValueBox(State())
+    let state: NIOLockedValueBox<State>
     private let control = ListenerControl()
 
-    static let ringCapacity = 8_192
+    typealias Wake = AsyncStream<Void>.Continuation
 
     struct State {
         var logins = WebLogins()
         var listening = false
-        var rings: [String: WebEventRing<String>] = [:]
+        /// The event streams (capped per login and in all) and the sessions' event rings.
+        var streams: WebStreams<Wake>
+        /// A sweep of the rings left after their last stream is scheduled.
+        var sweepScheduled = false
         var segmentThrottle = KeyedThrottle(interval: .milliseconds(500))
         /// About two `progress` events a second per task at most (every other one of a session's 250 ms events, with
         /// room for jitter), whatever the session's progressInterval: the page moves as smoothly, and 50 running
         /// downloads cost the daemon half as many events to send (bench/web-dashboard.sh).
         var progressWindow = KeyedThrottle(interval: .milliseconds(450))
-        var streams: [Int: (session: String, wake: AsyncStream<Void>.Continuation)] = [:]
-        var nextStream = 0
         var connections = 0
     }
 
@@ -41,6 +42,7 @@ package final class WebDashboard: WebListener, Sendable {
         self.home = home
         self.logger = logger
         self.configuration = configuration
+        state = NIOLockedValueBox(State(streams: WebStreams(run: run, limits: configuration.streamLimits)))
     }
 
     /// Attaches the dashboard to the daemon (`web.start` then works); with `listen`, starts listening now.
@@ -66,7 +68,7 @@ package final class WebDashboard: WebListener, Sendable {
         // The streams end first: the listener waits for its connections.
         state.withLockedValue { state in
             state.listening = false
-            for (_, stream) in state.streams { stream.wake.finish() }
+            for wake in state.streams.wakes { wake.finish() }
         }
         await control.stop()
     }

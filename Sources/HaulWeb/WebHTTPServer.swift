@@ -19,13 +19,16 @@ final class WebHTTPServer: Sendable {
     private let channel: NIOAsyncChannel<Connection, Never>
     /// The browsers' connections, from accepted to closed.
     private let connections: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>
+    /// Who may connect, and how many may wait for a credential (``WebConnectionGate``).
+    private let admission: Admission
 
     /// The largest request body (a `tasks.add` of many URLs), as on the Unix socket.
     static let maxBody = JSONRPC.maxMessageBytes
 
     private init(host: String, port: Int, url: String, access: WebAccess, dashboard: WebDashboard, channel: NIOAsyncChannel<Connection, Never>,
-                 connections: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>) {
+                 connections: AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>, admission: Admission) {
         self.connections = connections
+        self.admission = admission
         self.host = host
         self.port = port
         self.url = url
@@ -36,13 +39,19 @@ final class WebHTTPServer: Sendable {
 
     /// Binds the listener: the configured port, or (none given) the default one or the next free one.
     static func listen(_ configuration: WebConfiguration, dashboard: WebDashboard) async throws -> WebHTTPServer {
-        let tls = try configuration.certificatePath.flatMap { certificate in
-            try configuration.keyPath.map { key in try context(certificate: certificate, key: key) }
+        let tls: NIOSSLContext?
+        if let certificate = configuration.certificatePath, let key = configuration.keyPath {
+            tls = try await context(certificate: certificate, key: key)
+        } else {
+            tls = nil
         }
         let bindHost = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         let ports = configuration.port.map { [$0] } ?? Array(WebListenPolicy.defaultPort..<(WebListenPolicy.defaultPort + 20))
         var lastError: (any Error)?
         let connections = AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>()
+        let limits = configuration.connectionLimits ?? WebConnectionGate.Limits(descriptorLimit: Admission.descriptorLimit())
+        let admission = Admission(limits: limits)
+        let logger = dashboard.logger
         for port in ports {
             do {
                 let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -50,12 +59,20 @@ final class WebHTTPServer: Sendable {
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                     .bind(host: bindHost, port: port) { channel in
                         channel.eventLoop.makeCompletedFuture {
+                            // Past the gate's limits, closed before anything is read: a flood of connections costs
+                            // the daemon an accept and a close each, never a descriptor held.
+                            guard admission.admit(channel) else {
+                                logger.debug("web dashboard: refused a connection (too many waiting for a login)")
+                                channel.close(promise: nil)
+                                throw ChannelError.ioOnClosedChannel
+                            }
                             // A connection that neither sends nor receives for two minutes is closed (an event stream
                             // writes a keepalive every 15 s, so only a stalled one is).
                             try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: .seconds(120)))
                             try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                             if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            try channel.pipeline.syncOperations.addHandler(RequestDeadlines(head: limits.headDeadline, body: limits.bodyDeadline))
                             return try connections.admit(channel) { try Connection(wrappingChannelSynchronously: channel) }
                         }
                     }
@@ -63,7 +80,8 @@ final class WebHTTPServer: Sendable {
                 let urlHost = WebListenPolicy.urlHost(configuration.host, fallback: configuration.allowedHosts.first ?? WebListenPolicy.defaultHost)
                 let url = (tls == nil ? "http://" : "https://") + urlHost + ":\(bound)/"
                 let access = WebAccess(port: bound, secure: tls != nil, extraHosts: configuration.allowedHosts)
-                return WebHTTPServer(host: configuration.host, port: bound, url: url, access: access, dashboard: dashboard, channel: channel, connections: connections)
+                return WebHTTPServer(host: configuration.host, port: bound, url: url, access: access, dashboard: dashboard, channel: channel,
+                                     connections: connections, admission: admission)
             } catch {
                 lastError = error
             }
@@ -80,10 +98,13 @@ final class WebHTTPServer: Sendable {
         throw HaulError(.fileSystem, "the web dashboard could not listen on \(configuration.host) \(which) (\(why)); choose another port")
     }
 
-    private static func context(certificate: String, key: String) throws -> NIOSSLContext {
+    /// The TLS context of `--web-cert` and `--web-key`, read like every file a user names (``NamedFileReader``).
+    private static func context(certificate: String, key: String) async throws -> NIOSSLContext {
+        let certificateBytes = try await NamedFileReader.read(certificate, as: .webCertificate).bytes
+        let keyBytes = try await NamedFileReader.read(key, as: .webKey).bytes
         do {
-            let chain = try NIOSSLCertificate.fromPEMFile(certificate).map { NIOSSLCertificateSource.certificate($0) }
-            let privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
+            let chain = try NIOSSLCertificate.fromPEMBytes(certificateBytes).map { NIOSSLCertificateSource.certificate($0) }
+            let privateKey = try NIOSSLPrivateKey(bytes: keyBytes, format: .pem)
             let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(privateKey))
             return try NIOSSLContext(configuration: configuration)
         } catch {
@@ -110,17 +131,34 @@ final class WebHTTPServer: Sendable {
 
     private func serve(_ connection: Connection) async {
         dashboard.state.withLockedValue { $0.connections += 1 }
-        defer { dashboard.state.withLockedValue { $0.connections -= 1 } }
+        defer {
+            dashboard.state.withLockedValue { $0.connections -= 1 }
+            MemoryReturn.soon()
+        }
+        let channel = connection.channel
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var parts = inbound.makeAsyncIterator()
                 // Each turn reads one request; ends when the client closes or a request asks to.
                 while let part = try await parts.next() {
                     guard case .head(let head) = part else { continue }
+                    let login = WebRoutes.login(of: head, dashboard)
+                    if login != nil { admission.trust(channel) }
+                    // Refused on its head alone (a foreign Host, no credential where one is needed): its body is never
+                    // read, and the connection closes after the answer.
+                    if let refusal = WebRoutes.refusal(beforeBodyOf: head, login: login, access, dashboard) {
+                        var closing = head
+                        closing.headers.replaceOrAdd(name: "Connection", value: "close")
+                        try await write(refusal, to: outbound, head: closing)
+                        return
+                    }
+                    // Only a call to the bridge has a body worth keeping; any other is read and dropped.
+                    let keepsBody = WebRoutes.takesBody(head)
                     var body = ByteBuffer(), tooLarge = false
                     reading: while let part = try await parts.next() {
                         switch part {
                         case .body(var chunk):
+                            guard keepsBody else { continue }
                             if body.readableBytes + chunk.readableBytes > Self.maxBody { tooLarge = true } else { body.writeBuffer(&chunk) }
                         case .end: break reading
                         case .head: return
@@ -138,7 +176,7 @@ final class WebHTTPServer: Sendable {
                         try await write(response, to: outbound, head: head)
                         guard head.isKeepAlive, !tooLarge else { return }
                     case .events(let session, let cursor):
-                        try await stream(session, from: cursor, to: outbound, head: head)
+                        try await stream(session, from: cursor, login: login ?? "", to: outbound, head: head)
                         return
                     }
                 }
@@ -163,19 +201,29 @@ final class WebHTTPServer: Sendable {
 
     /// Streams a session's events as Server-Sent Events until the client goes away or the dashboard stops; a
     /// `: keepalive` comment every 15 s.
-    private func stream(_ session: String, from cursor: WebDashboard.Cursor, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+    private func stream(_ session: String, from cursor: WebDashboard.Cursor, login: String, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
                         head: HTTPRequestHead) async throws {
+        let id: Int, wake: AsyncStream<Void>
+        switch dashboard.openStream(session, login: login) {
+        case .success(let opened): (id, wake) = opened
+        case .failure(let refusal):
+            var response = WebResponse.error(.tooManyRequests, refusal.message)
+            response.headers.append(("Retry-After", "30"))
+            var closing = head
+            closing.headers.replaceOrAdd(name: "Connection", value: "close")
+            try await write(response, to: outbound, head: closing)
+            return
+        }
+        defer { dashboard.closeStream(id) }
         var headers = WebRoutes.commonHeaders
         headers.replaceOrAdd(name: "Content-Type", value: "text/event-stream")
         headers.replaceOrAdd(name: "X-Accel-Buffering", value: "no")
         try await outbound.write(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)))
-        let (id, wake) = dashboard.openStream(session)
-        defer { dashboard.closeStream(id) }
         let keepalive = Task { [dashboard] in
             // Ends when the stream closes (cancelled).
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(15))
-                _ = dashboard.state.withLockedValue { $0.streams[id]?.wake.yield() }
+                _ = dashboard.state.withLockedValue { $0.streams.wake(id)?.yield() }
             }
         }
         defer { keepalive.cancel() }

@@ -102,6 +102,39 @@ enum WebRoutes {
         }
     }
 
+    // MARK: Before the body
+
+    /// Who a request's head shows it comes from: `cookie:<id>` for a session cookie, `api-key` for the API key; nil
+    /// without a valid credential. It makes the connection trusted and names the login whose event streams are counted.
+    static func login(of head: HTTPRequestHead, _ dashboard: WebDashboard) -> String? {
+        let request = WebRequest(head: head, body: nil)
+        if let key = hasAPIKey(request, dashboard) { return key ? "api-key" : nil }
+        let cookie = WebAccess.cookie(cookieName, in: request.headers["Cookie"].joined(separator: "; "))
+        guard let cookie, dashboard.state.withLockedValue({ $0.logins.session(cookie, at: .now) }) != nil else { return nil }
+        return "cookie:" + cookie
+    }
+
+    /// The answer a request gets on its head alone, before its body is read (which then never is): a foreign
+    /// `Host`, or no valid credential on a route that needs one. nil when the request goes on.
+    static func refusal(beforeBodyOf head: HTTPRequestHead, login: String?, _ access: WebAccess, _ dashboard: WebDashboard) -> WebResponse? {
+        let request = WebRequest(head: head, body: nil)
+        guard let host = request.header("Host"), access.allowsHost(host) else { return WebResponse(status: .misdirectedRequest) }
+        guard login == nil, let target = WebAccess.splitTarget(request.target) else { return nil }
+        switch WebAccess.route(method: request.method, path: target.path) {
+        case .rpc, .me, .events:
+            return hasAPIKey(request, dashboard) == false ? .error(.unauthorized, "wrong API key") : .error(.unauthorized, "not logged in")
+        case .notFound, .methodNotAllowed, .asset, .login:
+            return nil
+        }
+    }
+
+    /// Whether a request's body is read into memory: only a call to the bridge has one.
+    static func takesBody(_ head: HTTPRequestHead) -> Bool {
+        guard let target = WebAccess.splitTarget(head.uri) else { return false }
+        if case .rpc = WebAccess.route(method: head.method.rawValue, path: target.path) { return true }
+        return false
+    }
+
     // MARK: Login
 
     static let spentPage = """
@@ -173,7 +206,8 @@ enum WebRoutes {
         case .object(let members)?: params = Params(members)
         default: return .error(.badRequest, "\"params\" must be an object")
         }
-        let result = await dashboard.service.handle(JSONRPC.Request(id: .number(1), method: method, params: params), from: dashboard.outbox)
+        let caller = DaemonCaller.dashboard(commandsAllowed: dashboard.configuration.allowCommands)
+        let result = await dashboard.service.handle(JSONRPC.Request(id: .number(1), method: method, params: params), from: dashboard.outbox, caller: caller)
         switch result {
         case .success(let value):
             let answer = JSONValue.object(["result": value])

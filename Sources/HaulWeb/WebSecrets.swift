@@ -21,7 +21,8 @@ package enum WebSecrets {
 
     /// The API key, if one was created.
     package static func apiKey(home: HaulHome) -> String? {
-        guard let data = FileManager.default.contents(atPath: apiKeyPath(home: home)) else { return nil }
+        // Haul's own file in its private home: never through a link, never a FIFO, never large.
+        guard let data = try? NamedFileReader.readNow(apiKeyPath(home: home), as: .apiKey).bytes else { return nil }
         let key = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return key.count >= 32 ? key : nil
     }

@@ -58,6 +58,9 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("web-allow-host"), help: "Also accept this name in the Host header (repeatable), e.g. the name of a reverse proxy.")
     var webAllowHost: [String] = []
 
+    @Flag(name: .customLong("web-allow-commands"), help: "Let the dashboard's login and API key set completion commands, which run as this user (off by default: they are code execution).")
+    var webAllowCommands = false
+
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
@@ -79,6 +82,7 @@ struct DaemonCommand: AsyncParsableCommand {
             guard WebAccess.parseHost(name) != nil else { return .failure(HaulError(.usage, "--web-allow-host \(name) is not a host name")) }
         }
         configuration.allowedHosts = webAllowHost
+        configuration.allowCommands = webAllowCommands
         if let refusal = configuration.refusal { return .failure(HaulError(.usage, refusal)) }
         return .success(configuration)
     }

@@ -33,7 +33,7 @@ extension HaulError {
             return "start one with `haul daemon`, or drop --no-autostart"
         case .unusableSocketPath:
             return "choose another --socket"
-        case .httpStatus, .busy, .retriesExhausted, .interrupted, .replacedWhileDownloading, .untrustedFolder, .other:
+        case .httpStatus, .busy, .retriesExhausted, .interrupted, .impossibleLength, .replacedWhileDownloading, .untrustedFolder, .other:
             return nil
         }
     }

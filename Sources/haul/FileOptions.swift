@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulKit
+import NIOConcurrencyHelpers
 
 /// The URLs of `haul get` and `haul add`: arguments, and `-i FILE` (one per line, `-` for stdin).
 struct URLList: ParsableArguments {
@@ -10,19 +11,66 @@ struct URLList: ParsableArguments {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped.")
     var inputFile: String?
 
-    /// Every URL given, in order; at least one.
-    func collect() throws -> [String] {
+    /// `-i` values that mean this process's standard input (like `-` in curl and wget).
+    static let standardInputNames: Set<String> = ["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
+
+    /// Every URL given, in order; at least one. A list is read as it arrives, off the concurrency threads, and
+    /// refused at its first line that is not a URL, or over its limits (``URLListScanner``).
+    func collect() async throws -> [String] {
         var all = urls
         if let inputFile {
-            let data = inputFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileHandle(forReadingAtPath: inputFile)?.readDataToEndOfFile()
-            guard let data else { throw InputError("cannot read the URL list \(inputFile)") }
-            let listed = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
-            if listed.isEmpty, urls.isEmpty { throw InputError("the URL list \(inputFile == "-" ? "on standard input" : inputFile) is empty") }
+            let standardInput = Self.standardInputNames.contains(inputFile)
+            let name = standardInput ? "the URL list on standard input" : "the URL list \(inputFile)"
+            let listed: [String]
+            do {
+                listed = try await URLListReader.read(standardInput ? nil : inputFile, name: name)
+            } catch let error as HaulError {
+                throw InputError(error.message)
+            }
+            if listed.isEmpty, urls.isEmpty { throw InputError("\(name) is empty") }
             all += listed
         }
         guard !all.isEmpty else { throw InputError("give at least one URL (or -i FILE)") }
         return all
+    }
+}
+
+/// The netrc files read by this process, each once (a batch of thousands of URLs asks for each URL's host).
+enum NetrcFiles {
+    private static let read = NIOLockedValueBox<[String: String]>([:])
+
+    /// Reads `path` (bounded, non-blocking, regular, private) off the concurrency threads, unless already read.
+    static func load(_ path: String) async throws {
+        guard read.withLockedValue({ $0[path] }) == nil else { return }
+        let contents: NamedFileReader.Contents
+        do {
+            contents = try await NamedFileReader.read(path, as: .netrc)
+        } catch let error as HaulError {
+            throw InputError(error.message)
+        }
+        let text = try checked(contents, path)
+        read.withLockedValue { $0[path] = text }
+    }
+
+    /// The text of `path`: as read by ``load(_:)``, else read now.
+    static func text(_ path: String) throws -> String {
+        if let text = read.withLockedValue({ $0[path] }) { return text }
+        let contents: NamedFileReader.Contents
+        do {
+            contents = try NamedFileReader.readNow(path, as: .netrc)
+        } catch {
+            throw InputError(error.message)
+        }
+        let text = try checked(contents, path)
+        read.withLockedValue { $0[path] = text }
+        return text
+    }
+
+    private static func checked(_ contents: NamedFileReader.Contents, _ path: String) throws -> String {
+        guard contents.permissions & 0o077 == 0 else {
+            throw InputError("\(path) can be read by other users, so its passwords are not used; run chmod 600 \(path)")
+        }
+        return String(decoding: contents.bytes, as: UTF8.self)
     }
 }
 
@@ -82,19 +130,23 @@ struct FileOptions: ParsableArguments {
     /// `-o` values that mean this process's standard output (like curl's `-o -`).
     static let standardOutputNames: Set<String> = ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]
 
+    /// The netrc file `--netrc` or `--netrc-file` names, if any.
+    var netrcPath: String? {
+        guard netrc || netrcFile != nil else { return nil }
+        return netrcFile ?? ((ProcessInfo.processInfo.environment["HOME"] ?? "") + "/.netrc")
+    }
+
+    /// Reads the netrc file (once, off the concurrency threads), before any spec is made.
+    func loadNetrc() async throws {
+        guard user == nil, let path = netrcPath else { return }
+        try await NetrcFiles.load(path)
+    }
+
     /// `-u`, else the URL's own `user:password@` (left to the engine), else the netrc entry for the host.
     func credentials(for url: URL) throws -> Credentials? {
         if let user { return try Credentials(parsing: user) }
-        guard netrc || netrcFile != nil, Credentials(userinfoOf: url) == nil, let host = url.host else { return nil }
-        let path = netrcFile ?? ((ProcessInfo.processInfo.environment["HOME"] ?? "") + "/.netrc")
-        var info = stat()
-        guard stat(path, &info) == 0, let data = FileManager.default.contents(atPath: path) else {
-            throw InputError("cannot read the netrc file \(path)")
-        }
-        guard info.st_mode & 0o077 == 0 else {
-            throw InputError("\(path) can be read by other users, so its passwords are not used; run chmod 600 \(path)")
-        }
-        return Netrc.credentials(for: host, in: String(decoding: data, as: UTF8.self))
+        guard let path = netrcPath, Credentials(userinfoOf: url) == nil, let host = url.host else { return nil }
+        return Netrc.credentials(for: host, in: try NetrcFiles.text(path))
     }
 
     /// A size or rate given to `option`; the error names the option.

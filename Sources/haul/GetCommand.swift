@@ -52,7 +52,7 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         let allURLs: [String]
         do {
-            allURLs = try collectURLs()
+            allURLs = try await collectURLs()
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
@@ -122,8 +122,9 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     /// The URLs from the arguments and `-i`.
-    func collectURLs() throws -> [String] {
-        let all = try list.collect()
+    func collectURLs() async throws -> [String] {
+        let all = try await list.collect()
+        try await file.loadNetrc()
         guard (1...64).contains(jobs) else { throw InputError("-j must be between 1 and 64") }
         try file.checkCount(all.count)
         return all

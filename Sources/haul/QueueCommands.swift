@@ -39,7 +39,7 @@ struct AddCommand: AsyncParsableCommand {
     func run() async throws {
         let requests: [JSONValue]
         do {
-            requests = try makeRequests()
+            requests = try await makeRequests()
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
@@ -55,8 +55,9 @@ struct AddCommand: AsyncParsableCommand {
         }
     }
 
-    private func makeRequests() throws -> [JSONValue] {
-        let all = try list.collect()
+    private func makeRequests() async throws -> [JSONValue] {
+        let all = try await list.collect()
+        try await file.loadNetrc()
         try file.checkCount(all.count)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
         if let output = file.output, FileOptions.standardOutputNames.contains(output) {

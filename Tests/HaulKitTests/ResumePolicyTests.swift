@@ -232,3 +232,25 @@ import Testing
         #expect(mine.conflicts(with: Validators(lastModified: "d2")))
     }
 }
+
+@Suite struct ImpossibleLengthTests {
+    func decide(_ status: Int, _ headers: HTTPFields, plan: RequestPlan = .range(start: 0, overlap: 0, ifRange: nil)) -> ResponseDecision {
+        ResumePolicy.decide(plan: plan, point: ResumePoint(), response: ResponseHead(status: status, headers: headers))
+    }
+
+    @Test func aLengthNoFileCanHaveIsTheServersErrorBeforeAnyByte() {
+        let claim = Int64.max
+        #expect(decide(206, ["Content-Range": "bytes 0-99/\(claim)", "Content-Length": "100"]) == .impossibleLength(claim))
+        #expect(decide(206, ["Content-Range": "bytes 0-\(claim - 1)/*"]) == .impossibleLength(claim))
+        #expect(decide(200, ["Content-Length": "\(claim)"], plan: .whole) == .impossibleLength(claim))
+        let limit = ResumePolicy.maxPlausibleLength
+        #expect(decide(206, ["Content-Range": "bytes 0-99/\(limit + 1)", "Content-Length": "100"]) == .impossibleLength(limit + 1))
+        guard case .append = decide(206, ["Content-Range": "bytes 0-99/\(limit)", "Content-Length": "100"]) else {
+            Issue.record("1 EiB itself is believed")
+            return
+        }
+        #expect(ResumePolicy.impossibleLengthMessage(claim) == "the server claims 9223372036854775807 bytes, more than any file can hold; the download was not started")
+        #expect(ResponseHeadStep.decide(.impossibleLength(claim), ResponseHeadStep.Context()) == .impossibleLength(claim))
+        #expect(RangeAnswer.classify(.impossibleLength(claim), validators: Validators()) == .unusable("the server claims \(claim) bytes"))
+    }
+}

@@ -170,6 +170,7 @@ package enum DaemonProtocol {
         if params.members["defaultDirectory"] != nil {
             let folder = try params.string("defaultDirectory")
             if let folder, !folder.hasPrefix("/") { throw .invalidParams("\"defaultDirectory\" must be an absolute path") }
+            if let folder, folder.utf8.contains(0) { throw .invalidParams("\"defaultDirectory\" has a NUL byte in it") }
             configuration.defaultDirectory = folder
         }
         if let headers = try params.objects("defaultHeaders") { configuration.defaultHeaders = try DownloadSpec.headers(headers, "defaultHeaders") }
@@ -198,8 +199,16 @@ package enum DaemonProtocol {
     public static func decodeRequest(_ params: Params) throws(RPCError) -> DownloadRequest {
         let text = try params.requiredString("url")
         guard text.utf8.count <= maxURLBytes else { throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes") }
-        for key in ["path", "directory"] where (try params.string(key)?.utf8.count ?? 0) > maxPathBytes {
-            throw .invalidParams("\"\(key)\" is longer than \(maxPathBytes) bytes")
+        for key in ["path", "directory"] {
+            guard let path = try params.string(key) else { continue }
+            guard path.utf8.count <= maxPathBytes else { throw .invalidParams("\"\(key)\" is longer than \(maxPathBytes) bytes") }
+            // A C path ends at its first NUL: the file would be another one.
+            guard !path.utf8.contains(0) else { throw .invalidParams("\"\(key)\" has a NUL byte in it") }
+        }
+        if let tls = try params.object("options")?.object("tls") {
+            for key in ["caFile", "caDirectory", "clientCertificate", "clientKey"] {
+                if try tls.string(key)?.utf8.contains(0) == true { throw .invalidParams("\"tls\": \"\(key)\" has a NUL byte in it") }
+            }
         }
         let spec = try DownloadSpec(json: params)
         guard spec.url.absoluteString.utf8.count <= maxURLBytes else {

@@ -16,6 +16,59 @@ enum BlockingIO {
     static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any(), body).get()
     }
+
+    /// Runs `body` on a blocking-I/O thread for a caller that may be cancelled: once it is (Ctrl-C, SIGTERM, a
+    /// paused task), the caller gets a `CancellationError` at once, and `body`, left to finish on its thread, is
+    /// ignored. For reading what a user named, which should never be able to hold a download or the daemon.
+    static func runInterruptibly<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let waiter = OnceContinuation<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                waiter.set(continuation)
+                pool.submit { state in
+                    guard state == .active else { return waiter.resume(with: .failure(CancellationError())) }
+                    waiter.resume(with: Result { try body() })
+                }
+            }
+        } onCancel: {
+            waiter.resume(with: .failure(CancellationError()))
+        }
+    }
+}
+
+/// A continuation resumed once, by whichever comes first: the result, or a cancellation (which may also come
+/// before the continuation is set).
+private final class OnceContinuation<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var early: Result<T, any Error>?
+        var done = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    func set(_ continuation: CheckedContinuation<T, any Error>) {
+        let early = state.withLockedValue { state -> Result<T, any Error>? in
+            if let early = state.early { return early }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func resume(with result: Result<T, any Error>) {
+        let continuation = state.withLockedValue { state -> CheckedContinuation<T, any Error>? in
+            guard !state.done else { return nil }
+            state.done = true
+            guard let continuation = state.continuation else {
+                state.early = result
+                return nil
+            }
+            state.continuation = nil
+            return continuation
+        }
+        continuation?.resume(with: result)
+    }
 }
 
 /// Fsyncs of a directory, shared: a caller that asks while one is running waits for the next, which begins after

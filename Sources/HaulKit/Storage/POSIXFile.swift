@@ -220,12 +220,18 @@ final class PartialFile: Sendable {
     func preallocate(_ length: Int64) throws(HaulError) {
         #if os(Linux)
         let result = posix_fallocate(fd, 0, off_t(length))
-        if result == ENOSPC || result == EDQUOT || result == EFBIG {
+        // Longer than a file here can be (ext4: 16 TiB): the server's claim, not a disk to free.
+        if result == EFBIG { throw HaulError.impossibleLength(length, onThisFileSystem: true) }
+        if result == ENOSPC || result == EDQUOT {
             throw HaulError(.fileSystem, "not enough space for \(length) bytes at \(path); free some space and run the same command again")
         }
         if result == 0 { return }
         #endif
-        if try size() < length { try truncate(to: length) }
+        guard try size() < length else { return }
+        guard ftruncate(fd, off_t(length)) == 0 else {
+            if errno == EFBIG || errno == EINVAL { throw HaulError.impossibleLength(length, onThisFileSystem: true) }
+            throw POSIX.error("truncating", path)
+        }
     }
 
     func sync() throws(HaulError) {

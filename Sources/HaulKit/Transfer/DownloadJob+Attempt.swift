@@ -35,7 +35,8 @@ extension DownloadJob {
         if response.isHTTP2 {
             // The host speaks HTTP/2: this download and the others waiting to be streams need no connection of their own.
             engine.connections.markMultiplexed(host, by: connectionID)
-            if let total = ResumePolicy.announcedLength(RequestSender.head(response)), total >= TransferEngine.largeFileThreshold {
+            let head = RequestSender.head(response)
+            if let total = ResumePolicy.claimedLength(status: head.status, headers: head.headers), total >= TransferEngine.largeFileThreshold {
                 // A large file: a connection of its own carries it faster than a stream (and it may be split). The
                 // stream is dropped (cancelled) and the same request goes over HTTP/1.1.
                 logger.debug("\(Redaction.url(url)) is \(total) bytes: over HTTP/1.1 instead of HTTP/2")
@@ -70,6 +71,8 @@ extension DownloadJob {
             return .refused(status: status, phrase: response.status.reasonPhrase, url: url)
         case .protocolViolation(let why):
             throw TransientFailure(reason: "\(url): \(why)", kind: .server)
+        case .impossibleLength(let claimed):
+            throw HaulError.impossibleLength(claimed)
         case .complete(let recordEmptyFile):
             if recordEmptyFile {
                 try await openDestination(finalURL: url, headers: head.headers)

@@ -21,6 +21,10 @@ extension DownloadJob {
             case .cancelled: return CancellationError()
             case .readTimeout: return TransientFailure(reason: "the transfer from \(host) stalled (no data received)")
             case .connectTimeout: return TransientFailure(reason: "connecting to \(host) timed out")
+            case .tlsHandshakeTimeout: return TransientFailure(reason: "the TLS handshake with \(host) timed out")
+            case .socksHandshakeTimeout: return TransientFailure(reason: "the SOCKS proxy did not connect to \(host) in time")
+            case .httpProxyHandshakeTimeout: return TransientFailure(reason: "the proxy did not connect to \(host) in time")
+            case .writeTimeout: return TransientFailure(reason: "sending the request to \(host) timed out")
             case .deadlineExceeded: return TransientFailure(reason: "\(host) did not answer in time")
             case .remoteConnectionClosed: return TransientFailure(reason: "\(host) closed the connection")
             case .invalidProxyResponse: return TransientFailure(reason: "the proxy could not connect to \(host), or refused to")
@@ -54,7 +58,21 @@ extension DownloadJob {
             || text.contains("ended at an unexpected time") {
             return "the connection closed before the transfer completed"
         }
-        return text
+        return words(text)
+    }
+
+    /// A library's error name in words (`HTTPClientError.tlsHandshakeTimeout` → "tls handshake timeout"), never a
+    /// type's name on a person's screen; any other text as it is.
+    static func words(_ text: String) -> String {
+        guard let dot = text.firstIndex(of: "."), text[..<dot].hasSuffix("Error"), !text[..<dot].contains(" ") else { return text }
+        let name = text[text.index(after: dot)...].prefix { $0.isLetter || $0.isNumber }
+        guard !name.isEmpty else { return text }
+        var spaced = ""
+        for character in name {
+            if character.isUppercase, !spaced.isEmpty { spaced.append(" ") }
+            spaced.append(Character(character.lowercased()))
+        }
+        return spaced
     }
 
     static func describe(_ failure: RedirectPolicy.Failure, from url: URL) -> String {
@@ -65,5 +83,14 @@ extension DownloadJob {
         case .unsupportedScheme(let scheme): return "\(url) redirected to an unsupported scheme \"\(scheme)\""
         case .insecureRedirect(let target): return "refused to follow a redirect from https to plain http (\(target))"
         }
+    }
+}
+
+extension HaulError {
+    /// A length no file can have, or none on the destination's file system (`EFBIG`): the server's error (exit 7),
+    /// said as such, never as a disk to free.
+    static func impossibleLength(_ claimed: Int64, onThisFileSystem: Bool = false) -> HaulError {
+        HaulError(.server, ResumePolicy.impossibleLengthMessage(claimed, onThisFileSystem: onThisFileSystem),
+                  reason: .impossibleLength(claimed: claimed))
     }
 }

@@ -525,6 +525,14 @@ final class DownloadJob {
         guard failure.kind != .checksum, failure.kind != .busy, adoptedPath == nil, var record, record.state != .finished else {
             return failure
         }
+        if case .impossibleLength = failure.reason, point.offset == 0 {
+            // The file system refused the length before a byte was written: no empty partial stays behind.
+            file?.close()
+            file = nil
+            POSIX.unlink(record.partialPath)
+            store.remove(record.key)
+            return failure
+        }
         record.update(from: point)
         record.state = interrupted ? .paused : .failed
         do {

@@ -55,7 +55,7 @@ struct RequestSender: Sendable {
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
             let (client, proxy) = try engine.client(for: url, proxies: proxies, multiplexed: multiplexed)
-            let tlsConfiguration = url.scheme?.lowercased() == "https" ? try engine.tlsConfiguration(for: tls) : nil
+            let tlsConfiguration = url.scheme?.lowercased() == "https" ? try await engine.tlsConfiguration(for: tls) : nil
             do {
                 let request = try HTTPClient.Request(
                     url: Credentials.strippingUserinfo(url).absoluteString, method: .GET,

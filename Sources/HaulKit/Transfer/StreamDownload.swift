@@ -153,6 +153,8 @@ final class StreamDownload {
             throw HaulError(.httpStatus, "\(Redaction.url(answered)) redirected to \(Redaction.url(location)), which could not be followed")
         case .protocolViolation(let why):
             throw TransientFailure(reason: "\(Redaction.url(answered)): \(why)", kind: .server)
+        case .impossibleLength(let claimed):
+            throw HaulError.impossibleLength(claimed)
         }
         if !announced {
             announced = true

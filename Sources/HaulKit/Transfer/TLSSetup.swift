@@ -4,48 +4,48 @@ import NIOSSL
 extension TLSTrust {
     /// The TLS configuration these settings describe, reading the CA and client certificate files now so that a
     /// missing or unreadable one is reported by name (a usage error), not as a failed connection.
+    ///
+    /// Every file is read through ``NamedFileReader`` (non-blocking, regular, bounded) and handed to BoringSSL as
+    /// bytes, never as a path it would open again by itself: a FIFO or a device named as a CA file is refused at
+    /// once, and the hashed certificates of a CA folder are read here rather than looked up one by one during a
+    /// handshake, on an event loop. Reads files: call it on a blocking-I/O thread (``TransferEngine`` does).
     func makeConfiguration() throws(HaulError) -> TLSConfiguration {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.shutdownTimeout = TransferEngine.tlsShutdownTimeout
         if insecure { configuration.certificateVerification = .none }
-        var caFileCertificates: [NIOSSLCertificate] = []
-        if let caFile {
-            do {
-                caFileCertificates = try NIOSSLCertificate.fromPEMFile(caFile)
-                guard !caFileCertificates.isEmpty else { throw NIOSSLError.failedToLoadCertificate }
-                // Loaded by path: BoringSSL takes a bundle with repeated certificates that way (Debian's has some),
-                // where adding them one by one fails on the repeat.
-                configuration.trustRoots = .file(caFile)
-            } catch {
-                throw HaulError(.usage, "cannot read CA certificates from \(caFile): \(Self.fileProblem(caFile, error))")
+        // The CA file's and the CA folder's certificates, each once: BoringSSL refuses a repeated one added by
+        // itself (Debian's bundle repeats some, and its folder holds the bundle's certificates again).
+        // Every file is read (and checked) before any is parsed: a FIFO or a device among them is named first.
+        let caBytes = try caFile.map { path throws(HaulError) in try NamedFileReader.readNow(path, as: .caBundle).bytes }
+        let folderFiles = try caDirectory.map { path throws(HaulError) in try NamedFileReader.readHashedFolder(path) } ?? []
+        let certificateBytes = try clientCertificate.map { path throws(HaulError) in try NamedFileReader.readNow(path, as: .clientCertificate).bytes }
+        let keyBytes = try clientKey.map { path throws(HaulError) in try NamedFileReader.readNow(path, as: .clientKey).bytes } ?? certificateBytes
+        var roots: [NIOSSLCertificate] = []
+        var seen = Set<NIOSSLCertificate>()
+        if let caFile, let caBytes {
+            let certificates = try Self.certificates(caBytes, in: caFile, noun: "CA certificates")
+            guard !certificates.isEmpty else {
+                throw HaulError(.usage, "cannot read CA certificates from \(caFile): no certificate in it", reason: .unusableTLSFiles)
             }
+            roots += certificates.filter { seen.insert($0).inserted }
         }
-        if let caDirectory {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: caDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw HaulError(.usage, "the CA folder \(caDirectory) does not exist or is not a folder")
-            }
-            // A folder can only be the main trust root (extra roots are read as files); the CA file's certificates
-            // then join it one by one, each once.
-            if !caFileCertificates.isEmpty {
-                var seen = Set<NIOSSLCertificate>()
-                configuration.additionalTrustRoots = [.certificates(caFileCertificates.filter { seen.insert($0).inserted })]
-            }
-            configuration.trustRoots = .file(caDirectory)
+        for (_, bytes) in folderFiles {
+            // A file of the folder that is not a certificate (a CRL) is left out, as OpenSSL's lookup would.
+            let certificates = (try? NIOSSLCertificate.fromPEMBytes(bytes)) ?? []
+            roots += certificates.filter { seen.insert($0).inserted }
         }
-        if let clientCertificate {
-            do {
-                let chain = try NIOSSLCertificate.fromPEMFile(clientCertificate)
-                guard !chain.isEmpty else { throw NIOSSLError.failedToLoadCertificate }
-                configuration.certificateChain = chain.map { .certificate($0) }
-            } catch {
-                throw HaulError(.usage, "cannot read the client certificate \(clientCertificate): \(Self.fileProblem(clientCertificate, error))")
+        if caFile != nil || caDirectory != nil { configuration.trustRoots = .certificates(roots) }
+        if let clientCertificate, let certificateBytes, let keyBytes {
+            let chain = try Self.certificates(certificateBytes, in: clientCertificate, noun: "the client certificate")
+            guard !chain.isEmpty else {
+                throw HaulError(.usage, "cannot read the client certificate \(clientCertificate): no certificate in it", reason: .unusableTLSFiles)
             }
+            configuration.certificateChain = chain.map { .certificate($0) }
             let keyPath = clientKey ?? clientCertificate
             do {
-                configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem))
+                configuration.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: keyBytes, format: .pem))
             } catch {
-                throw HaulError(.usage, "cannot read the client certificate's private key \(keyPath): \(Self.fileProblem(keyPath, error))"
+                throw HaulError(.usage, "cannot read the client certificate's private key \(keyPath): not PEM (\(CertificateProblem.reason(fromLibraryText: String(describing: error))))"
                     + (clientKey == nil ? " (no separate key file was given)" : ""), reason: .unusableTLSFiles)
             }
         }
@@ -53,14 +53,19 @@ extension TLSTrust {
         do {
             _ = try NIOSSLContext(configuration: configuration)
         } catch {
-            throw HaulError(.usage, "cannot use the TLS certificates given: \(CertificateProblem.reason(fromLibraryText: String(describing: error)))")
+            throw HaulError(.usage, "cannot use the TLS certificates given: \(CertificateProblem.reason(fromLibraryText: String(describing: error)))",
+                            reason: .unusableTLSFiles)
         }
         return configuration
     }
 
-    private static func fileProblem(_ path: String, _ error: any Error) -> String {
-        if !FileManager.default.fileExists(atPath: path) { return "no such file" }
-        if !FileManager.default.isReadableFile(atPath: path) { return "permission denied" }
-        return "not PEM (\(CertificateProblem.reason(fromLibraryText: String(describing: error))))"
+    private static func certificates(_ bytes: [UInt8], in path: String, noun: String) throws(HaulError) -> [NIOSSLCertificate] {
+        do {
+            return try NIOSSLCertificate.fromPEMBytes(bytes)
+        } catch {
+            let what = noun == "CA certificates" ? "CA certificates from \(path)" : "\(noun) \(path)"
+            throw HaulError(.usage, "cannot read \(what): not PEM (\(CertificateProblem.reason(fromLibraryText: String(describing: error))))",
+                            reason: .unusableTLSFiles)
+        }
     }
 }

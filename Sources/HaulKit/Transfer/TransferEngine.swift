@@ -114,12 +114,13 @@ public final class TransferEngine: Sendable {
     }
 
     /// The TLS configuration of `trust` (`nil`: the engine's), or `nil` for the client's default (the system's
-    /// trust store). Files are read once per engine.
-    func tlsConfiguration(for trust: TLSTrust?) throws(HaulError) -> TLSConfiguration? {
+    /// trust store). Files are read once per engine, on a blocking-I/O thread: a slow or hostile file never holds
+    /// the concurrency threads, and a cancelled download stops waiting for it.
+    func tlsConfiguration(for trust: TLSTrust?) async throws -> TLSConfiguration? {
         let trust = trust ?? configuration.tls
         if trust.isDefault { return nil }
         if let known = tlsConfigurations.withLockedValue({ $0[trust] }) { return known }
-        let made = try trust.makeConfiguration()
+        let made = try await BlockingIO.runInterruptibly { try trust.makeConfiguration() }
         tlsConfigurations.withLockedValue { $0[trust] = made }
         return made
     }
@@ -181,6 +182,13 @@ public final class TransferEngine: Sendable {
         _ options: DownloadOptions,
         events: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
     ) async throws -> DownloadResult {
+        switch options.destination {
+        case .file(let path), .directory(let path):
+            // A C path ends at its first NUL: the bytes would go to the file named by the part before it.
+            if path.utf8.contains(0) { throw HaulError(.usage, "the destination \(PathText.shown(path)) has a NUL byte in it") }
+        case .standardOutput:
+            break
+        }
         if StreamDownload.isStreamTarget(options.destination) {
             return try await StreamDownload(engine: self, options: options, events: events).run()
         }

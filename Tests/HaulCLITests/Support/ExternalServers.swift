@@ -78,6 +78,12 @@ final class RefusingPort: @unchecked Sendable {
         port = Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// From now on the port listens and never accepts: the kernel completes every TCP handshake and nobody ever
+    /// answers (a TLS peer that never says hello).
+    func listenSilently() throws {
+        guard listen(fd, 64) == 0 else { throw HarnessError("listen() failed: errno \(errno)") }
+    }
+
     func close() {
         if fd >= 0 { closeDescriptor(fd) }
         fd = -1

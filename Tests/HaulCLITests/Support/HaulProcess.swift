@@ -124,8 +124,10 @@ final class HaulRun: @unchecked Sendable {
     private let stdoutPath: String
     private let stderrPath: String
 
-    /// With `input`, the child's stdin is a pipe that gets `input` and is then closed; else /dev/null.
-    init(binary: String, arguments: [String], environment: [String: String], directory: String, logPrefix: String, input: Data? = nil) throws {
+    /// With `input`, the child's stdin is a pipe that gets `input` and is then closed; with `standardInput`, that
+    /// file (a device, a pipe the test holds); else /dev/null.
+    init(binary: String, arguments: [String], environment: [String: String], directory: String, logPrefix: String, input: Data? = nil,
+         standardInput: FileHandle? = nil) throws {
         self.arguments = arguments
         stdoutPath = logPrefix + ".stdout"
         stderrPath = logPrefix + ".stderr"
@@ -137,7 +139,7 @@ final class HaulRun: @unchecked Sendable {
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         let pipe = input.map { _ in Pipe() }
-        process.standardInput = pipe ?? FileHandle.nullDevice
+        process.standardInput = pipe ?? standardInput ?? FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         try process.run()
@@ -218,12 +220,12 @@ final class Sandbox: @unchecked Sendable {
     }
 
     /// Starts `haul ARGS` (or `binary ARGS`) with HAUL_HOME = `home` in `work`.
-    func start(_ arguments: [String], input: Data? = nil, binary: String? = nil) throws -> HaulRun {
+    func start(_ arguments: [String], input: Data? = nil, standardInput: FileHandle? = nil, binary: String? = nil) throws -> HaulRun {
         let environment = self.environment
         let run = try lock.withLock {
             let run = try HaulRun(
                 binary: try binary ?? HaulBinary.path(), arguments: arguments, environment: environment,
-                directory: work, logPrefix: "\(logs)/run\(runs.count)", input: input)
+                directory: work, logPrefix: "\(logs)/run\(runs.count)", input: input, standardInput: standardInput)
             runs.append(run)
             return run
         }

@@ -64,12 +64,12 @@ struct WebDashboardHarness {
         return try WebHTTP.call(port, "POST", "/api/rpc", headers: headers + extra, body: String(decoding: body, as: UTF8.self))
     }
 
-    /// The event stream of session `default`, opened with `cookie` from the dashboard's own Origin and read up to
-    /// its `: ready` (from then on, every event of the session comes on it).
-    func openEventStream(cookie: String) throws -> WebHTTP {
+    /// The event stream of `session`, opened with `cookie` from the dashboard's own Origin and read up to its
+    /// `: ready` (from then on, every event of the session comes on it).
+    func openEventStream(cookie: String, session: String = "default") throws -> WebHTTP {
         let stream = try WebHTTP(port: port)
         do {
-            try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", origin)])
+            try stream.send("GET", "/api/events?session=" + session, headers: [("Cookie", cookie), ("Origin", origin)])
             _ = try stream.read { $0.body.contains(": ready") }
         } catch {
             stream.close()

@@ -66,6 +66,25 @@ final class WebHTTP {
         }
     }
 
+    /// Sends `bytes` as they are (a request trickled byte by byte, or never finished).
+    func sendRaw(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { throw HarnessError("send(): \(String(cString: strerror(errno)))") }
+            sent += count
+        }
+    }
+
+    /// Whether the server closed the connection within `timeout` (reading, and dropping, what it sent).
+    func closedByServer(within timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            guard (try? readSome(timeout: .milliseconds(100))) == true else { return true }
+        }
+        return false
+    }
+
     /// Reads what arrives within `timeout`; false once the server closed.
     @discardableResult
     func readSome(timeout: Duration) throws -> Bool {

@@ -98,3 +98,26 @@ struct DownloadSpecTests {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(DownloadSpec.self, from: Data("[1]".utf8)) }
     }
 }
+
+@Suite("Paths with a NUL byte, and who may set a command")
+struct NULPathAndCommandTests {
+    let url = URL(string: "https://example.com/a.iso")!
+
+    @Test func aPathWithANULByteIsRefused() {
+        for destination: DownloadSpec.Destination in [.file("/d/a\u{0}b"), .directory("/d\u{0}/x")] {
+            let spec = DownloadSpec(url: url, destination: destination)
+            #expect(throws: InputError.self) { try spec.validate() }
+        }
+        var spec = DownloadSpec(url: url, destination: .file("/d/a"))
+        spec.tls = TLSTrust(caFile: "/ca\u{0}.pem")
+        #expect(throws: InputError("the path of --cacert has a NUL byte in it")) { try spec.validate() }
+    }
+
+    @Test func onlyTheOwnerOrAnAllowedDashboardSetsCommands() {
+        #expect(DaemonCaller.owner.commandRefusal(setsCommand: true) == nil)
+        #expect(DaemonCaller.dashboard(commandsAllowed: true).commandRefusal(setsCommand: true) == nil)
+        #expect(DaemonCaller.dashboard(commandsAllowed: false).commandRefusal(setsCommand: false) == nil)
+        let refusal = DaemonCaller.dashboard(commandsAllowed: false).commandRefusal(setsCommand: true)
+        #expect(refusal?.contains("--web-allow-commands") == true, "\(refusal ?? "")")
+    }
+}

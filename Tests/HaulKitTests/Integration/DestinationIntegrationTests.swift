@@ -228,3 +228,21 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
         #expect(other.haulError == plain)
     }
 }
+
+@Suite struct NULDestinationTests {
+    @Test func aDestinationWithANULByteIsRefusedAndNothingIsWritten() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/n.bin", Resource(body: TestData.bytes(1_000, seed: 23)))
+            for destination: DownloadOptions.Destination in [.file(sandbox.path("a") + "\u{0}b"), .directory(sandbox.files + "\u{0}/x")] {
+                do {
+                    _ = try await engine.download(try testOptions(server.url("/n.bin"), destination))
+                    Issue.record("\(destination) was downloaded")
+                } catch let error as HaulError {
+                    #expect(error.kind == .usage && error.message.contains("NUL"), "\(error)")
+                }
+            }
+            #expect(sandbox.listing().isEmpty, "the part before the NUL was never written: \(sandbox.listing())")
+            #expect(server.requests("/n.bin").isEmpty)
+        }
+    }
+}
