@@ -529,7 +529,7 @@ final class DownloadJob {
             // The file system refused the length before a byte was written: no empty partial stays behind.
             file?.close()
             file = nil
-            POSIX.unlink(record.partialPath)
+            folder?.unlink(Self.name(record.partialPath))
             store.remove(record.key)
             return failure
         }
