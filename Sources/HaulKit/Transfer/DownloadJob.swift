@@ -151,7 +151,7 @@ final class DownloadJob {
             if saved.url != options.url.absoluteString {
                 if case .directory = options.destination {
                     // A stale note: that name belongs to another URL's download now. Choose a name afresh.
-                    directoryChoice?.forget()
+                    forgetChosenName()
                     return nil
                 }
                 guard try takeOver(&saved) else { return try checkDestination(destination) }
@@ -159,10 +159,19 @@ final class DownloadJob {
             return try restore(saved)
         }
         if case .directory = options.destination {
-            directoryChoice?.forget()
+            // A note without a record (its download was discarded: a checksum mismatch): choose a name afresh.
+            forgetChosenName()
             return nil
         }
         return try checkDestination(destination)
+    }
+
+    /// Forgets the name a `--dir` download chose earlier, and lets go of that name's lock: the name chosen afresh
+    /// from the first response takes its own lock, which would otherwise meet this one (the same name chosen
+    /// again is locked by this very run, and was refused as "another haul process is already downloading").
+    private func forgetChosenName() {
+        directoryChoice?.forget()
+        locks.popLast()?.release()
     }
 
     /// The record of `destination`, carrying over one saved under the key of an earlier version.
