@@ -18,8 +18,12 @@ public enum FailureReason: Sendable, Equatable, Codable {
     case checksumMismatch(path: String, expected: String, actual: String, alreadyAtPath: Bool)
     /// Another process works on the same download or store.
     case busy
-    /// A proxy asks for credentials (407).
+    /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password).
     case proxyAuthenticationRequired
+    /// A proxy refused the credentials given (407 again, or SOCKS5 authentication refused).
+    case proxyCredentialsRefused(proxy: String)
+    /// A proxy refused to connect to the server by its rules (`status`: its HTTP status, or the SOCKS5 reply code).
+    case proxyRefused(proxy: String, status: Int)
     /// The TLS certificates or key given could not be loaded.
     case unusableTLSFiles
     /// The server's certificate is signed by an issuer this machine does not trust (trust its CA to connect).
@@ -30,8 +34,14 @@ public enum FailureReason: Sendable, Equatable, Codable {
     case daemonNotRunning(socketPath: String)
     /// The daemon's socket path cannot be used (too long, or in a folder of another user).
     case unusableSocketPath(String)
-    /// Transient failures outlasted the retries allowed.
+    /// Transient failures outlasted the retries allowed; the bytes held are kept for the next run.
     case retriesExhausted(retries: Int)
+    /// Transient failures outlasted the retries allowed before any byte arrived (a wrong URL, or no network).
+    case unreachable(retries: Int)
+    /// The server kept ending its responses at the same place; the bytes held are kept for the next run.
+    case endsAtSamePlace(retries: Int)
+    /// The disk is full (or the quota spent) at `path`; the bytes held are kept for the next run.
+    case noSpace(path: String)
     /// Stopped by the user or the program; the state was saved.
     case interrupted
     /// Any other failure: the message says what.

@@ -5,7 +5,7 @@ import HaulKit
 /// `haul get` with several URLs: one download session, at most `-j` at once, resumable as a whole.
 struct BatchGet {
     let command: GetCommand
-    let urls: [String]
+    let urls: [InputList.Entry]
 
     func run() async throws {
         let requests: [DownloadRequest]
@@ -115,8 +115,13 @@ final class BatchReporter: @unchecked Sendable {
     private var failed = 0
     private let area = LiveArea()
     private var lastDraw = ContinuousClock.now - .seconds(1)
+    /// The tasks are the daemon's (`haul watch`): a failure's next step is `haul resume ID`, not the same command.
+    private let daemonTasks: Bool
 
-    init(mode: Mode) { self.mode = mode }
+    init(mode: Mode, daemonTasks: Bool = false) {
+        self.mode = mode
+        self.daemonTasks = daemonTasks
+    }
 
     /// Starts from tasks that already exist (`haul watch`): their names, and the running ones as active.
     func seed(_ tasks: [TaskSnapshot]) {
@@ -153,7 +158,8 @@ final class BatchReporter: @unchecked Sendable {
             if mode != .quiet { say("saved \(task.filePath ?? Redaction.url(task.url)) (\(ByteFormat.string(task.bytes)))") }
         case .failed(let task):
             failed += 1
-            say("haul: error: " + Reporter.failure(of: Redaction.url(task.url), task.error?.line ?? "failed"))
+            let line = task.error.map { daemonTasks ? $0.line(task: task.id) : $0.line } ?? "failed"
+            say("haul: error: " + Reporter.failure(of: Redaction.url(task.url), line))
         case .allFinished:
             break
         }

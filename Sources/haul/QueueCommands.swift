@@ -56,19 +56,28 @@ struct AddCommand: AsyncParsableCommand {
     }
 
     private func makeRequests() throws -> [JSONValue] {
+        // Before the URLs: curl's `-s URL` or `-x PROXY` took the value these letters take here.
+        _ = try file.segmentCount()
+        _ = try file.connectionsPerHost()
         let all = try list.collect()
-        try file.checkCount(all.count)
+        try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
         if let output = file.output, FileOptions.standardOutputNames.contains(output) {
             throw InputError("the daemon saves files; -o - (standard output) works with haul get only")
         }
         guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
-        return try all.map { url in
-            var spec = try file.makeSpec(url: url)
-            try connection.apply(to: &spec)
-            if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
-            let request = DownloadRequest(spec, priority: priority, id: id)
-            return DaemonProtocol.encode(request)
+        let cookies = try file.givenCookies()
+        return try all.map { entry in
+            do {
+                var spec = try file.makeSpec(entry: entry, cookies: cookies)
+                try connection.apply(to: &spec)
+                if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
+                try spec.validate()
+                let request = DownloadRequest(spec, priority: priority, id: id)
+                return DaemonProtocol.encode(request)
+            } catch let error as InputError where entry.line > 0 {
+                throw InputError("line \(entry.line) of the URL list: \(error.message)")
+            }
         }
     }
 }
@@ -102,7 +111,7 @@ struct ListCommand: AsyncParsableCommand {
                     task.bytesPerSecond.map { ByteFormat.string(Int64($0)) + "/s" } ?? "-",
                     task.filePath ?? Redaction.url(task.url),
                     // Why it failed, or why a running task is not moving.
-                    task.error?.message ?? task.note ?? "",
+                    task.error.map { $0.line(task: task.id) } ?? task.note ?? "",
                 ]
             }
             print(Self.table([["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH", "NOTE"]] + rows), terminator: "")

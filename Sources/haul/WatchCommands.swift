@@ -20,7 +20,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let terminal = !json && LiveArea.isLiveTerminal()
-        let reporter = BatchReporter(mode: json ? .json : terminal ? .terminal : .plain)
+        let reporter = BatchReporter(mode: json ? .json : terminal ? .terminal : .plain, daemonTasks: true)
         var lastPlain = ContinuousClock.now - .seconds(2)
         do {
             let final = try await TaskFollower(options: daemon, typed: ids).follow(
@@ -73,7 +73,7 @@ struct WaitCommand: AsyncParsableCommand {
         var code: Int32 = 0
         for task in final where task.state != .finished {
             let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
-            Reporter.printError("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.line))
+            Reporter.printError("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.line(task: task.id)))
             if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
         }
         let missing = Set(final.map(\.id))

@@ -40,11 +40,17 @@ extension DownloadJob {
         let reason = describe(error)
         var failure = TransientFailure(reason: "\(reason) (\(host))")
         failure.beforeConnecting = reason == "connection refused" || reason == "the host name could not be resolved"
+            || reason == Self.noAddressOfFamily
         return failure
     }
 
+    /// A connection limited to IPv4 or IPv6 (`-4`, `-6`) found no address of that family (its socket, bound to the
+    /// family's wildcard address, cannot reach the other family's).
+    static let noAddressOfFamily = "the host has no address of the family asked for (-4 or -6) that accepts connections"
+
     static func describe(_ error: any Error) -> String {
         let text = String(describing: error)
+        if text.contains("Address family not supported") { return noAddressOfFamily }
         if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
         if text.contains("connectionReset") || text.contains("Connection reset") { return "connection reset by peer" }
         if text.contains("UnknownHost") || text.contains("dnsA") || text.contains("NXDOMAIN") {

@@ -118,6 +118,7 @@ final class DownloadJob {
         do {
             if let done = try prepare() { return done }
             try await connections.first(connectionID, host: host) { events(.waitingForConnection(host: host)) }
+            if let unchanged = try await checkTimestamp() { return unchanged }
             return try await transferLoop()
         } catch {
             throw await settle(error)
@@ -227,7 +228,8 @@ final class DownloadJob {
         }
         let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
         if saved.state == .finished {
-            if !options.overwrite, POSIX.isRegularFile(saved.destinationPath),
+            // With -N a finished file is compared with the server's (checkTimestamp), not taken as it is.
+            if !options.overwrite, !options.timestamping, POSIX.isRegularFile(saved.destinationPath),
                saved.totalLength == nil || POSIX.fileSize(saved.destinationPath) == saved.totalLength {
                 return try alreadyFinished(saved)
             }
@@ -274,7 +276,7 @@ final class DownloadJob {
             record = TransferRecord(
                 url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
                 offset: size, state: .running, adopted: true)
-        } else if !options.overwrite, !(options.continuePartial && POSIX.fileSize(path) == 0) {
+        } else if !options.overwrite, !options.timestamping, !(options.continuePartial && POSIX.fileSize(path) == 0) {
             // An empty file given to --continue holds nothing to check: the download simply starts fresh.
             throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
         }
@@ -340,26 +342,37 @@ final class DownloadJob {
                 events(.retrying(retry: retry, maxRetries: allowed, delay: delay, reason: reason))
                 try await Task.sleep(for: delay)
             case .giveUp(let why):
-                throw Self.error(for: why, refusal: refusal)
+                throw Self.error(for: why, refusal: refusal, via: refusal.flatMap { sender.proxy(for: $0.url) })
             }
         }
     }
 
     /// The words for a download the lifecycle gave up on.
-    static func error(for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, connection: Int? = nil) -> HaulError {
+    static func error(
+        for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
+        connection: Int? = nil
+    ) -> HaulError {
         switch giveUp {
         case .retriesExhausted(let failure, let retries, let heldBytes):
             let tries = retries == 1 ? "1 retry" : "\(retries) retries"
             let who = connection.map { "connection \($0) gave up" } ?? "gave up"
-            let next = heldBytes || connection != nil ? "run the same command again to resume" : "check the URL and network, then run the same command again"
-            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries)); \(next)", reason: .retriesExhausted(retries: retries))
+            // What to do next is the front end's to say (run the command again, resume the task), from the reason.
+            let reason: FailureReason = heldBytes || connection != nil ? .retriesExhausted(retries: retries) : .unreachable(retries: retries)
+            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries))", reason: reason)
         case .endsAtSamePlace(let retries):
-            return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries); run the same command again to resume")
+            return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries)",
+                             reason: .endsAtSamePlace(retries: retries))
         case .tooManyRestarts(let count, let reason):
             return HaulError(.server, "giving up after \(count) restarts: \(reason)")
         case .refused(let status):
             let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
-            return HaulError(.httpStatus, "\(url); check the URL and any headers it needs",
+            // Through an HTTP proxy that fetches the URL itself, the answer may be the proxy's own (tinyproxy answers a
+            // wrong password with 401, not 407).
+            var via = proxy.map { " (through the proxy \($0))" } ?? ""
+            if let proxy, proxy.user != nil, status == 401 {
+                via = " (through the proxy \(proxy), which may be refusing its own user and password)"
+            }
+            return HaulError(.httpStatus, url + via,
                              reason: .httpStatus(status, url: refusal.map { Redaction.url($0.url) } ?? ""))
         }
     }
@@ -416,7 +429,7 @@ final class DownloadJob {
             let held = point.offset
             let percent = point.totalLength.map { $0 > 0 ? " (\(held * 100 / $0)%)" : "" } ?? ""
             let total = point.totalLength.map { " of \(ByteFormat.string($0))" } ?? ""
-            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent); run the same command again to resume", reason: .interrupted)
+            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent)", reason: .interrupted)
         } else if let error = error as? HaulError {
             failure = error
         } else if let error = error as? TransientFailure {

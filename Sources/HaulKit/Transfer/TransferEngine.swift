@@ -32,16 +32,20 @@ public final class TransferEngine: Sendable {
         public init() {}
     }
 
-    /// The direct client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient).
+    /// The direct client; one more per address family a download is limited to (`-4`, `-6`), which binds its
+    /// sockets to that family's wildcard address. A proxied request does not go through these: ``ProxyTransport``
+    /// sends it on a connection of its own.
     ///
     /// Every client speaks HTTP/1.1, where each request in flight has a TCP connection of its own. Over HTTP/2 the
     /// segments of a file would become streams of one connection, which a server that limits each connection
     /// (most CDNs) throttles as one: `--segments 8` gained nothing over HTTPS. And for one large file,
     /// AsyncHTTPClient's HTTP/1.1 measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh).
     let client: HTTPClient
-    private let proxiedClients = NIOLockedValueBox<[ProxyEndpoint: HTTPClient]>([:])
+    private let familyClients = NIOLockedValueBox<[IPFamily: HTTPClient]>([:])
     private let isShutDown = NIOLockedValueBox(false)
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
+    /// The TLS contexts of proxied connections.
+    let proxyTLSContexts = TLSContextCache()
     /// The resume records: files under `HAUL_HOME/transfers/`, or a session's store (``SessionRecords``).
     package let store: any ResumeRecords
     let configuration: Configuration
@@ -61,24 +65,30 @@ public final class TransferEngine: Sendable {
         connections = HostConnections(limit: configuration.maxConnectionsPerHost)
     }
 
-    /// The client for `url`: through the proxy chosen for it (by `proxies`, else the engine's), else direct.
-    /// A malformed proxy setting is an error, never a reason to connect directly.
-    func client(for url: URL, proxies: ProxyChoice?) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
-        let proxy: ProxyEndpoint?
+    /// How a request for `url` travels: through the proxy chosen for it (by `proxies`, else the engine's), else
+    /// direct. A malformed proxy setting is an error, never a reason to connect directly.
+    func route(for url: URL, proxies: ProxyChoice?, tunnel: Bool) throws(HaulError) -> ProxyRoute {
         do {
-            proxy = try (proxies ?? configuration.proxies).proxy(for: url)
+            return ProxyRoute(url: url, proxy: try (proxies ?? configuration.proxies).proxy(for: url), tunnel: tunnel)
         } catch {
             throw HaulError(.usage, error.message)
         }
-        guard let proxy else { return (client, nil) }
+    }
+
+    /// The client for direct requests limited to `family` (`nil`: either).
+    func directClient(family: IPFamily?) -> HTTPClient {
+        guard let family else { return client }
         let configuration = self.configuration
-        let chosen = proxiedClients.withLockedValue { clients in
-            if let existing = clients[proxy] { return existing }
-            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, proxy: proxy))
-            clients[proxy] = made
-            return made
+        return familyClients.withLockedValue { clients in
+            if let existing = clients[family] { return existing }
+            var made = Self.clientConfiguration(configuration)
+            // Bound to the family's wildcard address, a socket can only reach addresses of that family: the
+            // other family's addresses of a name fail at once, and those of this family are used.
+            made.localAddress = family == .v4 ? "0.0.0.0" : "::"
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: made)
+            clients[family] = client
+            return client
         }
-        return (chosen, proxy)
     }
 
     /// The TLS configuration of `trust` (`nil`: the engine's), or `nil` for the client's default (the system's
@@ -92,7 +102,7 @@ public final class TransferEngine: Sendable {
         return made
     }
 
-    private static func clientConfiguration(_ configuration: Configuration, proxy: ProxyEndpoint? = nil) -> HTTPClient.Configuration {
+    private static func clientConfiguration(_ configuration: Configuration) -> HTTPClient.Configuration {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.decompression = .disabled
@@ -109,15 +119,6 @@ public final class TransferEngine: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.shutdownTimeout = tlsShutdownTimeout
         clientConfiguration.tlsConfiguration = tls
-        if let proxy {
-            switch proxy.kind {
-            case .http:
-                let authorization = proxy.user.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
-                clientConfiguration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
-            case .socks5, .socks5h:
-                clientConfiguration.proxy = .socksServer(host: proxy.host, port: proxy.port)
-            }
-        }
         return clientConfiguration
     }
 
@@ -130,7 +131,7 @@ public final class TransferEngine: Sendable {
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         try await client.shutdown()
-        for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { try? await proxied.shutdown() }
+        for other in familyClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
         isShutDown.withLockedValue { $0 = true }
     }
 
@@ -138,7 +139,7 @@ public final class TransferEngine: Sendable {
     /// of leaking them (and tripping AsyncHTTPClient's debug assertion).
     deinit {
         guard !isShutDown.withLockedValue({ $0 }) else { return }
-        for client in [client] + proxiedClients.withLockedValue({ Array($0.values) }) {
+        for client in [client] + familyClients.withLockedValue({ Array($0.values) }) {
             client.shutdown { _ in }
         }
     }
