@@ -40,6 +40,20 @@ struct ProxyTransport {
         let https = url.scheme?.lowercased() == "https"
         let port = url.port ?? (https ? 443 : 80)
         let channel = try await connect(to: proxy, family: settings.family, timeout: settings.connectTimeout)
+        // Cancelled (Ctrl-C, a paused task) during the handshake or TLS: closing the connection ends the wait at once.
+        return try await withTaskCancellationHandler {
+            try await converse(over: channel, url: url, target: target, https: https, port: port, headers: headers,
+                               route: route, proxy: proxy, settings: settings)
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+    }
+
+    /// The handshake, TLS and the exchange on a connection to the proxy; closes it when any of them fails.
+    private static func converse(
+        over channel: any Channel, url: URL, target: String, https: Bool, port: Int, headers: HTTPHeaders, route: ProxyRoute,
+        proxy: ProxyEndpoint, settings: Settings
+    ) async throws -> StreamedResponse {
         do {
             let handshakeTimeout = TimeAmount.nanoseconds(Int64(settings.headTimeout.seconds * 1e9))
             switch route {
@@ -234,11 +248,7 @@ struct ProxyTransport {
             promise.futureResult.whenComplete { _ in timeout.cancel() }
             return promise.futureResult
         }.get()
-        let received = try await withTaskCancellationHandler {
-            try await responseHead.get()
-        } onCancel: {
-            channel.close(promise: nil)
-        }
+        let received = try await responseHead.get()
         if absoluteForm, received.status.code == 407 {
             channel.close(promise: nil)
             throw proxyAuthentication(proxy, answer: "407 \(received.status.reasonPhrase)")
