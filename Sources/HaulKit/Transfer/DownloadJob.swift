@@ -347,36 +347,6 @@ final class DownloadJob {
         }
     }
 
-    /// The words for a download the lifecycle gave up on.
-    static func error(
-        for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
-        connection: Int? = nil
-    ) -> HaulError {
-        switch giveUp {
-        case .retriesExhausted(let failure, let retries, let heldBytes):
-            let tries = retries == 1 ? "1 retry" : "\(retries) retries"
-            let who = connection.map { "connection \($0) gave up" } ?? "gave up"
-            // What to do next is the front end's to say (run the command again, resume the task), from the reason.
-            let reason: FailureReason = heldBytes || connection != nil ? .retriesExhausted(retries: retries) : .unreachable(retries: retries)
-            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries))", reason: reason)
-        case .endsAtSamePlace(let retries):
-            return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries)",
-                             reason: .endsAtSamePlace(retries: retries))
-        case .tooManyRestarts(let count, let reason):
-            return HaulError(.server, "giving up after \(count) restarts: \(reason)")
-        case .refused(let status):
-            let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
-            // Through an HTTP proxy that fetches the URL itself, the answer may be the proxy's own (tinyproxy answers a
-            // wrong password with 401, not 407).
-            var via = proxy.map { " (through the proxy \($0))" } ?? ""
-            if let proxy, proxy.user != nil, status == 401 {
-                via = " (through the proxy \(proxy), which may be refusing its own user and password)"
-            }
-            return HaulError(.httpStatus, url + via,
-                             reason: .httpStatus(status, url: refusal.map { Redaction.url($0.url) } ?? ""))
-        }
-    }
-
     // MARK: The end
 
     private func finish() async throws -> DownloadResult {
