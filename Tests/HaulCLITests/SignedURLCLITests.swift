@@ -29,7 +29,7 @@ import Glibc
                 let json = try await box.run(["get", url, "-o", "json.bin", "--json"])
                 let failed = try await box.run(["get", missing, "-o", "none.bin", "--json"])
                 let batch = try await box.run(["get", url, missing, "--dir", "batch"])
-                let added = try await box.run(["add", url, "-o", "added.bin", "--no-autostart"])
+                let added = try await box.run(["add", url, "-o", "added.bin", "-b", "sid=SECRETCOOKIE", "--no-autostart"])
                 let id = try #require(added.stdoutLines.first, "\(added.stderr)")
                 let addedMissing = try await box.run(["add", missing, "-o", "missing.bin", "--no-autostart"])
                 let missingID = try #require(addedMissing.stdoutLines.first, "\(addedMissing.stderr)")
@@ -56,8 +56,9 @@ import Glibc
                 #expect(json.stdout.contains("X-Amz-Signature=***"), "the URL is shown, masked: \(json.stdout)")
                 #expect(listedJSON.stdout.contains("X-Amz-Signature=***"), "\(listedJSON.stdout)")
                 #expect(failed.stdout.contains("X-Amz-Signature=***"), "the failure names the URL, masked: \(failed.stdout)")
-                // The server got the real signature every time.
+                // The server got the real signature every time, and the task's cookie.
                 let requests = server.requests("/bucket/f.bin")
+                #expect(requests.contains { $0.header("Cookie") == "sid=SECRETCOOKIE" })
                 #expect(requests.count >= 4)
                 #expect(requests.allSatisfy { $0.uri.hasSuffix(query) }, "\(requests.map(\.uri))")
             }
