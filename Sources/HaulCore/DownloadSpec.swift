@@ -57,6 +57,17 @@ public struct DownloadSpec: Equatable, Sendable {
     /// `false`: the finished file keeps the time it was written, not the server's `Last-Modified` (`nil`: the
     /// server's time, like `curl -R` and wget).
     public var keepsRemoteTime: Bool?
+    /// Tunnel a plain `http://` request through an HTTP proxy with `CONNECT` (curl's `--proxytunnel`) instead of
+    /// sending it in absolute form.
+    public var proxyTunnel = false
+    /// Connect over IPv4 or IPv6 only (`-4`, `-6`; `nil`: either).
+    public var ipFamily: IPFamily?
+    /// Cookies from a jar or given as `NAME=VALUE`: each is sent where its domain, path and secure flag match,
+    /// and only to the origin of `url` (never after a redirect to another); never shown.
+    public var cookies: [Cookie] = []
+    /// wget's `-N`: when the destination file exists, ask with `If-Modified-Since` its time and leave it as it is
+    /// unless the server's copy is newer (then replace it once the new one is complete).
+    public var timestamping = false
     /// A shell command run after this download finishes or fails, with the task in `HAUL_TASK_*` variables (in a
     /// session, besides the session's own command).
     public var completionCommand: String?
@@ -83,6 +94,10 @@ public struct DownloadSpec: Equatable, Sendable {
         }
         if let segments, !Self.segmentRange.contains(segments) { throw InputError("segments must be between 1 and 64") }
         if completionCommand?.isEmpty == true { throw InputError("the completion command cannot be empty") }
+        if timestamping, continuePartial { throw InputError("use either timestamping or continuePartial, not both") }
+        if timestamping {
+            guard case .file = destination else { throw InputError("timestamping needs a file path: the file to compare") }
+        }
         if let rateLimit, rateLimit < 1 { throw InputError("the rate limit must be at least 1 byte per second") }
         if let maxRetries, !(0...1000).contains(maxRetries) { throw InputError("retries must be between 0 and 1000") }
         if let retryWait, !(retryWait.isFinite && retryWait >= 0 && retryWait <= 86_400) {

@@ -23,8 +23,12 @@ public enum FailureReason: Sendable, Equatable, Codable {
     case replacedWhileDownloading(path: String)
     /// The path goes through a symbolic link that another user could have put there; it is not followed.
     case untrustedFolder(path: String)
-    /// A proxy asks for credentials (407).
+    /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password).
     case proxyAuthenticationRequired
+    /// A proxy refused the credentials given (407 again, or SOCKS5 authentication refused).
+    case proxyCredentialsRefused(proxy: String)
+    /// A proxy refused to connect to the server by its rules (`status`: its HTTP status, or the SOCKS5 reply code).
+    case proxyRefused(proxy: String, status: Int)
     /// The TLS certificates or key given could not be loaded.
     case unusableTLSFiles
     /// The server's certificate is signed by an issuer this machine does not trust (trust its CA to connect).
@@ -37,8 +41,14 @@ public enum FailureReason: Sendable, Equatable, Codable {
     case unusableSocketPath(String)
     /// The server claims a length no file (or no file on the destination's file system) can have.
     case impossibleLength(claimed: Int64)
-    /// Transient failures outlasted the retries allowed.
+    /// Transient failures outlasted the retries allowed; the bytes held are kept for the next run.
     case retriesExhausted(retries: Int)
+    /// Transient failures outlasted the retries allowed before any byte arrived (a wrong URL, or no network).
+    case unreachable(retries: Int)
+    /// The server kept ending its responses at the same place; the bytes held are kept for the next run.
+    case endsAtSamePlace(retries: Int)
+    /// The disk is full (or the quota spent) at `path`; the bytes held are kept for the next run.
+    case noSpace(path: String)
     /// Stopped by the user or the program; the state was saved.
     case interrupted
     /// Any other failure: the message says what.

@@ -58,4 +58,18 @@ enum HTTPDate {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(year)-\(two(month))-\(two(day))"
     }
+
+    /// The IMF-fixdate of a time in seconds since 1970 (`Sun, 06 Nov 1994 08:49:37 GMT`), as requests carry it.
+    static func format(_ seconds: Int64) -> String {
+        let ymd = day(seconds).split(separator: "-").compactMap { Int($0) }
+        let dayNumber = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
+        let secondOfDay = Int(seconds - Int64(dayNumber) * 86_400)
+        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let weekday = weekdays[((dayNumber % 7) + 7) % 7]
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        guard ymd.count == 3 else { return "" }
+        let month = months[ymd[1] - 1].prefix(1).uppercased() + months[ymd[1] - 1].dropFirst()
+        let year = String(ymd[0]).count < 4 ? String(repeating: "0", count: 4 - String(ymd[0]).count) + String(ymd[0]) : String(ymd[0])
+        return "\(weekday), \(two(ymd[2])) \(month) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+    }
 }

@@ -23,6 +23,8 @@ package enum NamedFile: Sendable, Equatable {
     case netrc
     /// `-i FILE`: URLs, one a line (``URLListScanner``).
     case urlList
+    /// `-b FILE`, `--load-cookies FILE`: a Netscape cookie jar.
+    case cookieJar
     /// `haul daemon --web-cert`: the dashboard's PEM certificate chain.
     case webCertificate
     /// `haul daemon --web-key`: the dashboard's PEM private key.
@@ -37,6 +39,7 @@ package enum NamedFile: Sendable, Equatable {
         case .caBundle: return 16 << 20
         case .caFolderEntry, .clientCertificate, .clientKey, .webCertificate, .webKey, .netrc: return 1 << 20
         case .urlList: return URLListScanner.maxListBytes
+        case .cookieJar: return 16 << 20
         case .apiKey: return 4 << 10
         }
     }
@@ -53,6 +56,7 @@ package enum NamedFile: Sendable, Equatable {
         case .clientKey: return "the client certificate's private key"
         case .netrc: return "the netrc file"
         case .urlList: return "the URL list"
+        case .cookieJar: return "the cookie file"
         case .webCertificate: return "the dashboard's certificate"
         case .webKey: return "the dashboard's private key"
         case .apiKey: return "the API key file"

@@ -16,7 +16,8 @@ public struct ProxyEndpoint: Codable, Equatable, Hashable, Sendable, CustomStrin
     public var host: String
     /// The proxy's port (1080 when its URL named none).
     public var port: Int
-    /// Proxy authentication (`user:password@` in the proxy URL); HTTP proxies only.
+    /// Proxy authentication (`user:password@` in the proxy URL): Basic for an HTTP proxy, RFC 1929 user name and
+    /// password for SOCKS5.
     public var user: String?
     /// The password that goes with ``user``; never printed or logged.
     public var password: String?
@@ -41,10 +42,17 @@ public struct ProxyEndpoint: Codable, Equatable, Hashable, Sendable, CustomStrin
         let credentials = Credentials(userinfoOf: url)
         user = credentials?.user
         password = credentials?.password
-        if kind != .http, user != nil {
-            throw InputError("SOCKS proxy authentication is not supported; use an HTTP proxy for user:password")
+        if kind != .http, let user {
+            // RFC 1929: each is sent with a one-byte length.
+            guard (1...255).contains(user.utf8.count), (password ?? "").utf8.count <= 255 else {
+                throw InputError("a SOCKS5 proxy's user name must be 1-255 bytes and its password at most 255")
+            }
         }
     }
+
+    /// Whether the proxy is told host names (`socks5h://`, and any HTTP proxy) rather than addresses resolved here
+    /// (`socks5://`, as curl does).
+    public var resolvesNames: Bool { kind != .socks5 }
 
     /// The proxy as a URL, with its credentials: what ``init(parsing:)`` reads back.
     public var url: String {
@@ -61,10 +69,45 @@ public struct ProxyEndpoint: Codable, Equatable, Hashable, Sendable, CustomStrin
     public var description: String { "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 }
 
+/// How one request reaches its server, as curl, wget and aria2c do it.
+public enum ProxyRoute: Equatable, Sendable {
+    /// A connection to the server itself.
+    case direct
+    /// A plain `http://` URL sent to an HTTP proxy in absolute form (`GET http://host/path HTTP/1.1`), which
+    /// fetches it: no `CONNECT`, which proxies allow only to TLS ports (squid's `deny CONNECT !SSL_ports`).
+    case forward(ProxyEndpoint)
+    /// A `CONNECT host:port` tunnel through an HTTP proxy, then the request (inside TLS for `https://`): for
+    /// `https://`, or for `http://` when the user asks for a tunnel (`--proxytunnel`).
+    case tunnel(ProxyEndpoint)
+    /// A SOCKS5 connection to the server through the proxy, then the request (inside TLS for `https://`).
+    case socks(ProxyEndpoint)
+
+    /// The route to `url` through `proxy` (`nil`: direct); `tunnel` asks for `CONNECT` even for plain http.
+    public init(url: URL, proxy: ProxyEndpoint?, tunnel: Bool = false) {
+        guard let proxy else {
+            self = .direct
+            return
+        }
+        switch proxy.kind {
+        case .socks5, .socks5h: self = .socks(proxy)
+        case .http: self = url.scheme?.lowercased() == "https" || tunnel ? .tunnel(proxy) : .forward(proxy)
+        }
+    }
+
+    /// The proxy on this route, if any.
+    public var proxy: ProxyEndpoint? {
+        switch self {
+        case .direct: return nil
+        case .forward(let proxy), .tunnel(let proxy), .socks(let proxy): return proxy
+        }
+    }
+}
+
 /// Which proxy a URL goes through, with curl's semantics: `--proxy` for every URL, else `http_proxy` (lower
 /// case only, because of httpoxy) for `http://` and `https_proxy`/`HTTPS_PROXY` for `https://`, else
 /// `all_proxy`/`ALL_PROXY`; except hosts matched by `--noproxy`, else `no_proxy`/`NO_PROXY` (a comma list
-/// of host names, matched with their subdomains, a leading dot ignored, literal IPs, or `*` for all).
+/// of host names, matched with their subdomains, a leading dot ignored, literal IPs, CIDR ranges such as
+/// `127.0.0.0/8` or `fd00::/8` (curl 7.86), or `*` for all).
 public struct ProxyChoice: Codable, Equatable, Sendable {
     /// The proxy given explicitly (`--proxy`); used for every URL not excluded by ``noProxy``.
     public var explicit: ProxyEndpoint?
@@ -110,14 +153,24 @@ public struct ProxyChoice: Codable, Equatable, Sendable {
         return value
     }
 
-    /// Whether `host` is excepted by a `no_proxy` list.
+    /// Whether `host` is excepted by a `no_proxy` list: a name equal to an entry or below it, an address equal
+    /// to an entry, or in a CIDR entry's range (names are not resolved: a range matches addresses only).
     public static func matches(host rawHost: String, noProxy list: String) -> Bool {
         var host = rawHost.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if host.hasSuffix(".") { host.removeLast() }
+        let address = IPAddress(host)
         for rawEntry in list.split(separator: ",") {
             var entry = rawEntry.trimmingASCIIWhitespace().lowercased()
             if entry == "*" { return true }
+            if entry.contains("/") {
+                if let address, let range = IPRange(entry.filter { $0 != "[" && $0 != "]" }), range.contains(address) { return true }
+                continue
+            }
+            if let address, let listed = IPAddress(entry) {
+                if listed == address || listed.mappedIPv4 == address || address.mappedIPv4 == listed { return true }
+                continue
+            }
             if entry.hasPrefix("[") , let close = entry.firstIndex(of: "]") {
                 entry = String(entry[entry.index(after: entry.startIndex)..<close])
             } else if entry.filter({ $0 == ":" }).count == 1, let colon = entry.firstIndex(of: ":") {
@@ -126,7 +179,8 @@ public struct ProxyChoice: Codable, Equatable, Sendable {
             while entry.hasPrefix(".") { entry.removeFirst() }
             if entry.hasSuffix(".") { entry.removeLast() }
             guard !entry.isEmpty else { continue }
-            if host == entry || host.hasSuffix("." + entry) { return true }
+            // An address matches only itself (never as the "subdomain" 10.0.0.1 of an entry 0.1).
+            if host == entry || (address == nil && host.hasSuffix("." + entry)) { return true }
         }
         return false
     }

@@ -1,20 +1,60 @@
-import struct Foundation.URL
+import Foundation
 
-/// Hides secrets in what Haul shows or logs: a URL's `user:password@` and the values of credential headers
-/// become `***`. Everything a person sees about a URL or a header passes through here.
+/// Hides secrets in what Haul shows or logs: a URL's `user:password@`, the values of signature, credential and
+/// token query parameters (pre-signed S3, Google Cloud Storage and Azure URLs, OAuth tokens) and the values of
+/// credential headers become `***`. Everything a person sees about a URL or a header passes through here; the
+/// request itself keeps the real URL.
 package enum Redaction {
     public static let mask = "***"
 
     /// Header names whose values are credentials.
     public static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
 
-    /// `url` with any userinfo replaced by `***`.
+    /// Query parameters (lower-cased names) whose values are credentials: S3's and Google's signed-URL signature,
+    /// credential and session token, Azure's SAS signature `sig`, and the generic `token`, `access_token` and
+    /// `signature` (CloudFront signs with `Signature`).
+    public static let secretQueryParameters: Set<String> = [
+        "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+        "sig", "token", "access_token", "signature",
+    ]
+
+    /// `url` as it may be shown: userinfo and secret query values replaced by `***`.
     public static func url(_ url: URL) -> String {
         self.url(url.absoluteString)
     }
 
-    /// A URL string with any userinfo replaced by `***` (left as it is when it has none or does not parse).
+    /// A URL string as it may be shown: any userinfo and the value of every secret query (or fragment) parameter
+    /// replaced by `***`; everything else is left exactly as it is (a string that does not parse is treated the
+    /// same way).
     public static func url(_ text: String) -> String {
+        maskingQuery(maskingUserinfo(text), stoppingAt: { _ in false })
+    }
+
+    /// The value of header `name` as it may be shown: `***` for credentials.
+    public static func headerValue(name: String, value: String) -> String {
+        secretHeaders.contains(name.lowercased()) ? mask : value
+    }
+
+    /// Free text (an error message from a library, a header value) as it may be shown: every URL's userinfo and
+    /// every secret query parameter's value (`?NAME=` or `&NAME=`, also in a relative URL) replaced by `***`.
+    public static func text(_ text: String) -> String {
+        var result = text
+        if result.contains("@"), result.contains("://") { result = maskingAllUserinfo(result) }
+        if result.contains("=") {
+            result = maskingQuery(result, stoppingAt: { $0.isWhitespace || "\"'<>()".contains($0) })
+        }
+        return result
+    }
+
+    /// Whether `name` (a query parameter's name, percent-encoded or not) is one whose value is a secret.
+    public static func isSecretQueryParameter(_ name: Substring) -> Bool {
+        guard name.count <= 32 else { return false }
+        let decoded = name.removingPercentEncoding ?? String(name)
+        return secretQueryParameters.contains(decoded.lowercased())
+    }
+
+    /// `text` with the authority's userinfo of its one URL replaced.
+    private static func maskingUserinfo(_ text: String) -> String {
         guard let schemeEnd = text.range(of: "://") else { return text }
         let afterScheme = text[schemeEnd.upperBound...]
         let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
@@ -23,14 +63,8 @@ package enum Redaction {
         return String(text[..<schemeEnd.upperBound]) + mask + "@" + String(afterScheme[authority.index(after: at)...])
     }
 
-    /// The value of header `name` as it may be shown: `***` for credentials.
-    public static func headerValue(name: String, value: String) -> String {
-        secretHeaders.contains(name.lowercased()) ? mask : value
-    }
-
-    /// Replaces every URL userinfo inside free text (an error message from a library) with `***`.
-    public static func text(_ text: String) -> String {
-        guard text.contains("@"), text.contains("://") else { return text }
+    /// Replaces the userinfo of every URL inside free text.
+    private static func maskingAllUserinfo(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
         while let schemeEnd = rest.range(of: "://") {
@@ -41,6 +75,36 @@ package enum Redaction {
                 result += mask + "@"
                 rest = rest[rest.index(after: at)...]
             }
+        }
+        return result + rest
+    }
+
+    /// Masks the value of every secret parameter that follows a `?`, `#` or `&` (a fragment may carry parameters
+    /// too: OAuth's `#access_token=`): the value runs to the next `&` or `#`, or to the first character for which
+    /// `isEnd` holds (the end of a URL inside text).
+    private static func maskingQuery(_ text: String, stoppingAt isEnd: (Character) -> Bool) -> String {
+        guard text.contains("?") || text.contains("#") else { return text }
+        var result = ""
+        var inParameters = false
+        var rest = Substring(text)
+        while let index = rest.firstIndex(where: { $0 == "?" || $0 == "#" || $0 == "&" || (inParameters && isEnd($0)) }) {
+            let character = rest[index]
+            result += rest[...index]
+            rest = rest[rest.index(after: index)...]
+            if character == "?" || character == "#" {
+                inParameters = true
+            } else if character != "&" {
+                // The URL ended inside text; a later `?` starts another one's query.
+                inParameters = false
+                continue
+            }
+            guard inParameters else { continue }
+            let nameEnd = rest.firstIndex { $0 == "=" || $0 == "&" || $0 == "#" || isEnd($0) } ?? rest.endIndex
+            guard nameEnd < rest.endIndex, rest[nameEnd] == "=", isSecretQueryParameter(rest[..<nameEnd]) else { continue }
+            let valueStart = rest.index(after: nameEnd)
+            let valueEnd = rest[valueStart...].firstIndex { $0 == "&" || $0 == "#" || isEnd($0) } ?? rest.endIndex
+            result += rest[...nameEnd] + (valueStart == valueEnd ? "" : mask)
+            rest = rest[valueEnd...]
         }
         return result + rest
     }

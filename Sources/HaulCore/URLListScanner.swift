@@ -33,10 +33,13 @@ package struct URLListScanner: Sendable {
         }
     }
 
-    /// A URL given on a line.
+    /// A line that is not blank nor a comment: a URL, or (indented) one of aria2c's per-URL options (``InputList``).
     public struct Entry: Equatable, Sendable {
         public var line: Int
+        /// The line without the spaces around it.
         public var text: String
+        /// The line starts with a space or a TAB.
+        public var indented = false
     }
 
     private var pending: [UInt8] = []
@@ -98,6 +101,6 @@ package struct URLListScanner: Sendable {
         guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { return nil }
         urls += 1
         guard urls <= urlLimit else { throw .tooManyURLs }
-        return Entry(line: line, text: trimmed)
+        return Entry(line: line, text: trimmed, indented: text.first == UInt8(ascii: " ") || text.first == UInt8(ascii: "\t"))
     }
 }

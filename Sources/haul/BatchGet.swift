@@ -5,7 +5,7 @@ import HaulKit
 /// `haul get` with several URLs: one download session, at most `-j` at once, resumable as a whole.
 struct BatchGet {
     let command: GetCommand
-    let urls: [String]
+    let urls: [InputList.Entry]
 
     func run() async throws {
         let requests: [DownloadRequest]
@@ -24,7 +24,7 @@ struct BatchGet {
         var configuration = SessionConfiguration()
         configuration.maxConcurrentDownloads = command.jobs
         // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
-        configuration.maxDownloadsPerHost = command.file.maxConnectionsPerHost
+        configuration.maxDownloadsPerHost = (try? command.file.connectionsPerHost()) ?? 8
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
         let identifier = BatchGet.identifier(for: requests)
@@ -89,7 +89,7 @@ struct BatchGet {
         let failed = final.filter { $0.state != .finished }
         if mode != .quiet && mode != .json {
             // The failures by name and reason (the first ten), however many lines scrolled past or were only counted.
-            let lines = BatchReport.summary(finished: finished, failures: failed.map(BatchReporter.failure), width: reporter.terminalWidth)
+            let lines = BatchReport.summary(finished: finished, failures: failed.map { BatchReporter.failure(of: $0) }, width: reporter.terminalWidth)
             for line in lines { Reporter.printError(line) }
         }
         if let first = failed.first {

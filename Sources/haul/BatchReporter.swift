@@ -36,12 +36,16 @@ final class BatchReporter: @unchecked Sendable {
     private let area = LiveArea()
     private var lastDraw = ContinuousClock.now - .seconds(1)
 
+    /// The tasks are the daemon's (`haul watch`): a failure's next step is `haul resume ID`, not the same command.
+    private let daemonTasks: Bool
+
     /// `live`: how many downloads may run at once (the view's expected size); `listEachFile`: a line per file on a
-    /// terminal too (`--verbose`).
-    init(mode: Mode, live: Int = 1, listEachFile: Bool = false) {
+    /// terminal too (`--verbose`); `daemonTasks`: the tasks are the daemon's (`haul watch`).
+    init(mode: Mode, live: Int = 1, listEachFile: Bool = false, daemonTasks: Bool = false) {
         self.mode = mode
         self.listEachFile = listEachFile
         self.mostActive = max(live, 1)
+        self.daemonTasks = daemonTasks
     }
 
     /// The width lines for standard error are laid out for: the terminal's, one column short; nil when the output
@@ -120,7 +124,7 @@ final class BatchReporter: @unchecked Sendable {
             }
         case .failed(let task):
             failed += 1
-            let failure = Self.failure(of: task)
+            let failure = Self.failure(of: task, daemonTasks: daemonTasks)
             perFile { BatchReport.failureLine(failure, lead: "haul: error: ", width: $0) }
         case .allFinished:
             break
@@ -136,8 +140,9 @@ final class BatchReporter: @unchecked Sendable {
     }
 
     /// A failed task as the summary names it.
-    static func failure(of task: TaskSnapshot) -> BatchReport.Failure {
-        BatchReport.Failure(url: Redaction.url(task.url), path: task.filePath, message: task.error?.line ?? "was \(task.state.rawValue)")
+    static func failure(of task: TaskSnapshot, daemonTasks: Bool = false) -> BatchReport.Failure {
+        let line = task.error.map { daemonTasks ? $0.line(task: task.id) : $0.line }
+        return BatchReport.Failure(url: Redaction.url(task.url), path: task.filePath, message: line ?? "was \(task.state.rawValue)")
     }
 
     private func start(_ id: String) {

@@ -4,11 +4,20 @@ import HaulKit
 
 /// How `haul get` and `haul add` reach servers: proxies and TLS trust, as curl takes them.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "Send every request through this proxy: [http://|socks5://|socks5h://][user:password@]host[:port] (default: http_proxy, https_proxy, all_proxy).")
+    @Option(name: [.long, .customLong("all-proxy")], help: "Send every request through this proxy: [http://|socks5://|socks5h://][user:password@]host[:port] (default: http_proxy, https_proxy, all_proxy). Plain http:// URLs go to an HTTP proxy as they are; https:// ones through a CONNECT tunnel.")
     var proxy: String?
 
-    @Option(help: "Hosts reached without a proxy: a comma list of names (with their subdomains), IPs, or * (default: no_proxy).")
+    @Option(help: "Hosts reached without a proxy: a comma list of names (with their subdomains), IPs, CIDR ranges such as 10.0.0.0/8, or * (default: no_proxy).")
     var noproxy: String?
+
+    @Flag(help: "Tunnel plain http:// URLs through an HTTP proxy with CONNECT too (as curl --proxytunnel).")
+    var proxytunnel = false
+
+    @Flag(name: [.customShort("4"), .customLong("ipv4"), .customLong("inet4-only")], help: "Connect over IPv4 only.")
+    var ipv4 = false
+
+    @Flag(name: [.customShort("6"), .customLong("ipv6"), .customLong("inet6-only")], help: "Connect over IPv6 only.")
+    var ipv6 = false
 
     @Option(help: "Trust the CA certificates in this PEM file instead of the system's (default: SSL_CERT_FILE).")
     var cacert: String?
@@ -16,7 +25,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Trust the CA certificates in this folder (OpenSSL hashed layout) instead of the system's (default: SSL_CERT_DIR).")
     var capath: String?
 
-    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify TLS certificates (the connection is encrypted, but to anyone).")
+    @Flag(name: [.customShort("k"), .customLong("insecure"), .customLong("no-check-certificate")], help: "Do not verify TLS certificates (the connection is encrypted, but to anyone).")
     var insecure = false
 
     @Option(help: "Client certificate (PEM) for servers that ask for one; may hold the key too.")
@@ -44,6 +53,9 @@ struct ConnectionOptions: ParsableArguments {
         let proxies = try proxies()
         _ = try proxies.proxy(for: spec.url)
         spec.proxies = proxies
+        spec.proxyTunnel = proxytunnel
+        if ipv4, ipv6 { throw InputError("use either -4 or -6, not both") }
+        spec.ipFamily = ipv4 ? .v4 : ipv6 ? .v6 : nil
         let trust = try tls()
         spec.tls = trust.isDefault ? nil : trust
     }

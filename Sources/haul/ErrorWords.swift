@@ -4,13 +4,44 @@ extension HaulError {
     /// The line a person reads: the library's message, then the next step in `haul`'s own flags when the reason
     /// has one (the library does not know which front end it serves).
     var line: String {
-        guard let hint = Self.hint(for: reason) else { return message }
+        guard let hint = Self.hint(for: reason, again: .sameCommand) else { return message }
         return message + "; " + hint
     }
 
-    /// The next step for `reason`, in this command line's terms.
-    static func hint(for reason: FailureReason) -> String? {
+    /// The line for a failure of the daemon's task `id`: its next step is `haul resume ID`, not running the command
+    /// that queued it again (which would add nothing: the task exists).
+    func line(task id: String) -> String {
+        guard let hint = Self.hint(for: reason, again: .resumeTask(id)) else { return message }
+        return message + "; " + hint
+    }
+
+    /// How a download is taken up again: by the same `haul get`, or by resuming a daemon's task.
+    enum Again {
+        case sameCommand
+        case resumeTask(String)
+
+        /// The step, after `then` or on its own.
+        var step: String {
+            switch self {
+            case .sameCommand: return "run the same command again"
+            case .resumeTask(let id): return "haul resume \(id)"
+            }
+        }
+    }
+
+    /// The next step for `reason`, in this command line's terms; `again` is how the download is taken up again.
+    static func hint(for reason: FailureReason, again: Again = .sameCommand) -> String? {
         switch reason {
+        case .interrupted, .retriesExhausted, .endsAtSamePlace:
+            return again.step + " to resume"
+        case .unreachable:
+            return "check the URL and the network, then " + again.step
+        case .noSpace:
+            return "free some space, then " + again.step + " to resume"
+        case .httpStatus(401, _):
+            return "it needs a user and password: give them with -u USER:PASSWORD, or --netrc to take them from ~/.netrc"
+        case .httpStatus(let status, _) where (400..<500).contains(status):
+            return "check the URL and any headers it needs"
         case .destinationExists:
             return "use --overwrite to replace it, or --continue to resume it"
         case .destinationIsDirectory(let path):
@@ -22,7 +53,11 @@ extension HaulError {
         case .checksumMismatch(_, _, _, let alreadyAtPath):
             return alreadyAtPath ? "use --overwrite to download it again" : nil
         case .proxyAuthenticationRequired:
-            return "give them as --proxy http://user:password@host:port"
+            return "give them in the proxy's URL: --proxy http://user:password@host:port (or socks5://user:password@host:port)"
+        case .proxyCredentialsRefused:
+            return "check the user and password in --proxy (or in the proxy variable)"
+        case .proxyRefused:
+            return "ask the proxy's administrator, or reach the server without it (--noproxy HOST)"
         case .unusableTLSFiles:
             return "check --cacert, --capath, --cert and --key"
         case .untrustedCertificate:
@@ -33,7 +68,9 @@ extension HaulError {
             return "start one with `haul daemon`, or drop --no-autostart"
         case .unusableSocketPath:
             return "choose another --socket"
-        case .httpStatus, .busy, .retriesExhausted, .interrupted, .impossibleLength, .replacedWhileDownloading, .untrustedFolder, .other:
+        case .replacedWhileDownloading:
+            return again.step + " to download it afresh"
+        case .httpStatus, .busy, .impossibleLength, .untrustedFolder, .other:
             return nil
         }
     }

@@ -3,25 +3,27 @@ import Foundation
 import HaulKit
 import NIOConcurrencyHelpers
 
-/// The URLs of `haul get` and `haul add`: arguments, and `-i FILE` (one per line, `-` for stdin).
+/// The URLs of `haul get` and `haul add`: arguments, and `-i FILE` (one per line, `-` for stdin; aria2c's indented
+/// per-URL options `out=`, `dir=`, `checksum=`, `header=` apply to the URL above them).
 struct URLList: ParsableArguments {
     @Argument(help: "The http:// or https:// URLs to download.")
     var urls: [String] = []
 
-    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped.")
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped; indented lines out=NAME, dir=FOLDER, checksum=ALG=HEX, header=NAME: VALUE apply to the URL above (as in aria2c).")
     var inputFile: String?
 
     /// `-i` values that mean this process's standard input (like `-` in curl and wget).
     static let standardInputNames: Set<String> = ["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
 
-    /// Every URL given, in order; at least one. A list is read as it arrives, off the concurrency threads, and
-    /// refused at its first line that is not a URL, or over its limits (``URLListScanner``).
-    func collect() async throws -> [String] {
-        var all = urls
+    /// Every URL given, in order, with the options its list lines give it; at least one. A list is read as it
+    /// arrives, off the concurrency threads, and refused at its first line that is not a URL or an option, or over its
+    /// limits (``URLListScanner``).
+    func collect() async throws -> [InputList.Entry] {
+        var all = urls.map { InputList.Entry(url: $0, line: 0) }
         if let inputFile {
             let standardInput = Self.standardInputNames.contains(inputFile)
             let name = standardInput ? "the URL list on standard input" : "the URL list \(inputFile)"
-            let listed: [String]
+            let listed: [InputList.Entry]
             do {
                 listed = try await URLListReader.read(standardInput ? nil : inputFile, name: name)
             } catch let error as HaulError {
@@ -74,12 +76,17 @@ enum NetrcFiles {
     }
 }
 
-/// The options that describe one file's download, shared by `haul get` and `haul add`.
+/// The options that describe one file's download, shared by `haul get` and `haul add`. Where curl, wget or aria2c
+/// users type another spelling for the same thing, it is accepted too (docs/compatibility.md).
 struct FileOptions: ParsableArguments {
-    @Option(name: .shortAndLong, help: "Save to this path.")
+    @Option(name: [.short, .long, .customLong("out")], help: "Save to this path (relative to --dir when both are given, as aria2c's -d and -o).")
     var output: String?
 
-    @Option(name: [.customShort("d"), .customShort("P"), .customLong("dir")], help: "Save into this folder under the name the server suggests (default: the current folder; -d as in aria2c, -P as in wget).")
+    @Flag(name: [.customShort("O"), .customLong("remote-name")], help: "Save under the server's name (the default; as curl -O).")
+    var remoteName = false
+
+    @Option(name: [.customShort("d"), .customShort("P"), .customLong("dir"), .customLong("output-dir"), .customLong("directory-prefix")],
+            help: "Save into this folder under the name the server suggests (default: the current folder; -d as in aria2c, -P as in wget, --output-dir as in curl).")
     var directory: String?
 
     @Flag(help: "Replace an existing file at the -o path once the new one is complete.")
@@ -88,14 +95,38 @@ struct FileOptions: ParsableArguments {
     @Flag(name: [.customShort("c"), .customLong("continue")], help: "Continue a partial file at the -o path that another program left, after checking it matches the server's.")
     var continuePartial = false
 
-    @Option(help: "Verify the download: md5, sha1, sha256 or sha512, as ALG:HEX.")
+    @Option(name: [.customShort("C"), .customLong("continue-at")], help: ArgumentHelp("The same as --continue (curl's -C -).", valueName: "-"))
+    var continueAt: String?
+
+    @Flag(name: [.customShort("N"), .customLong("timestamping")], help: "When the file exists, fetch it again only if the server's copy is newer (If-Modified-Since its time, as wget -N); an unchanged file is left as it is.")
+    var timestamping = false
+
+    @Option(help: "Verify the download: md5, sha1, sha256 or sha512, as ALG:HEX (or aria2c's sha-256=HEX).")
     var checksum: String?
 
     @Option(name: [.customShort("H"), .customLong("header")], help: "An extra request header, 'Name: value' (repeatable); sent only to the URL's own origin.")
     var headers: [String] = []
 
+    @Option(name: [.customShort("A"), .customLong("user-agent")], help: "The User-Agent header (default: haul/VERSION).")
+    var userAgent: String?
+
+    @Option(name: [.customShort("e"), .customLong("referer")], help: "The Referer header; sent only to the URL's own origin.")
+    var referer: String?
+
+    @Option(name: [.customShort("b"), .customLong("cookie")], help: ArgumentHelp("Send cookies: a Netscape cookie file, or NAME=VALUE[; NAME=VALUE] for the URL's host (as curl -b); each only where its domain, path and secure flag match, and never after a redirect to another origin (repeatable).", valueName: "file|name=value"))
+    var cookie: [String] = []
+
+    @Option(name: .customLong("load-cookies"), help: ArgumentHelp("Send the cookies of this Netscape cookie file (as wget and aria2c --load-cookies).", valueName: "file"))
+    var loadCookies: String?
+
     @Option(parsing: .unconditional, help: "Retries after network errors, 5xx, 408 and 429 (spent by attempts that bring no bytes past the best offset so far).")
     var retries = 5
+
+    @Option(name: .customLong("retry"), parsing: .unconditional, help: "The same as --retries (curl's spelling).")
+    var retry: Int?
+
+    @Option(name: [.customLong("tries"), .customLong("max-tries")], parsing: .unconditional, help: "Attempts in all, 0 for the most haul allows (wget's --tries, aria2c's --max-tries): --retries N-1.")
+    var tries: Int?
 
     @Option(name: .customLong("retry-wait"), parsing: .unconditional, help: "Seconds before the first retry; doubles each time, with jitter.")
     var retryWait = 1.0
@@ -103,14 +134,15 @@ struct FileOptions: ParsableArguments {
     @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024).")
     var limitRate: String?
 
-    @Option(parsing: .unconditional, help: "Connections for one file, 1-32 (default: up to 8 for large files, 1 for small ones).")
-    var segments: Int?
+    @Option(name: [.customShort("s"), .customLong("segments"), .customLong("split")], parsing: .unconditional, help: "Connections for one file, 1-32 (default: up to 8 for large files, 1 for small ones; -s as in aria2c).")
+    var segments: String?
 
-    @Option(name: .customLong("min-segment-size"), parsing: .unconditional, help: "Never split a range below this size, e.g. 1M (default 1M).")
+    @Option(name: [.customLong("min-segment-size"), .customLong("min-split-size")], parsing: .unconditional, help: "Never split a range below this size, e.g. 1M (default 1M).")
     var minSegmentSize: String?
 
-    @Option(name: .customLong("max-connections-per-host"), parsing: .unconditional, help: "At most this many connections to one host.")
-    var maxConnectionsPerHost = 8
+    @Option(name: [.customShort("x"), .customLong("max-connections-per-host"), .customLong("max-connection-per-server")], parsing: .unconditional,
+            help: "At most this many connections to one host, 1-64 (default 8; -x as in aria2c).")
+    var maxConnections: String?
 
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
@@ -142,6 +174,7 @@ struct FileOptions: ParsableArguments {
         try await NetrcFiles.load(path)
     }
 
+
     /// `-u`, else the URL's own `user:password@` (left to the engine), else the netrc entry for the host.
     func credentials(for url: URL) throws -> Credentials? {
         if let user { return try Credentials(parsing: user) }
@@ -158,73 +191,17 @@ struct FileOptions: ParsableArguments {
         }
     }
 
-    /// The spec of another URL of the same command: `template` (what ``makeSpec(url:)`` made for the first URL) with
-    /// this URL and the headers that depend on it. Building each of thousands of specs whole was most of the wait
-    /// before a batch's first download.
-    func makeSpec(url: String, like template: DownloadSpec) throws -> DownloadSpec {
-        let parsedURL = try UserInput.url(url)
-        var spec = template
-        spec.url = parsedURL
-        spec.headers = try requestHeaders(for: parsedURL)
-        return spec
+    /// -o, --continue and --checksum are about one file; with `-O` (curl's), an argument that is not a URL was
+    /// probably meant as wget's `-O FILE`.
+    func checkCount(_ urls: Int, remoteName: Bool, arguments: [String]) throws {
+        if remoteName, let name = arguments.first(where: { !$0.contains("://") }) {
+            throw InputError("-O saves under the server's name (as curl -O); to name the file \"\(name.prefix(60))\" use -o (wget's -O FILE is haul's -o FILE)")
+        }
+        if urls > 1, checksum != nil { throw InputError("--checksum checks one file; give one URL (or checksum= lines in an -i list)") }
+        if urls > 1, output != nil { throw InputError("-o names one file; use --dir DIR with several URLs (or out= lines in an -i list)") }
+        if urls > 1, continuesPartial { throw InputError("--continue works with one URL and -o") }
     }
 
-    /// The -H headers, and the credentials for `url` as an Authorization header unless -H gives one.
-    private func requestHeaders(for url: URL) throws -> HTTPFields {
-        var fields = HTTPFields(try headers.map { try UserInput.header($0) })
-        if let credentials = try credentials(for: url), !fields.contains("authorization") {
-            // As a header it travels with the task to the daemon; it is sent to the URL's origin only.
-            fields.append("Authorization", credentials.authorization)
-        }
-        return fields
-    }
-
-    /// -o, --continue and --checksum are about one file.
-    func checkCount(_ urls: Int) throws {
-        if urls > 1, checksum != nil { throw InputError("--checksum checks one file; give one URL") }
-        if urls > 1, output != nil { throw InputError("-o names one file; use --dir DIR with several URLs") }
-        if urls > 1, continuePartial { throw InputError("--continue works with one URL and -o") }
-    }
-
-    /// The download these flags describe for `url`: the one place the CLI makes a ``DownloadSpec``. Checks every
-    /// value before any network or file activity; a flag left at its default leaves the spec's member unset.
-    func makeSpec(url: String) throws -> DownloadSpec {
-        let parsedURL = try UserInput.url(url)
-        if output != nil, directory != nil { throw InputError("use either -o PATH or --dir DIR, not both") }
-        if continuePartial, output == nil { throw InputError("--continue needs -o PATH: the partial file to continue") }
-        if continuePartial, overwrite { throw InputError("use either --continue or --overwrite, not both") }
-        guard retries >= 0, retries <= 1000 else { throw InputError("--retries must be between 0 and 1000") }
-        if let segments, !(1...32).contains(segments) { throw InputError("--segments must be between 1 and 32") }
-        guard (1...64).contains(maxConnectionsPerHost) else { throw InputError("--max-connections-per-host must be between 1 and 64") }
-        guard retryWait.isFinite, retryWait >= 0, retryWait <= 86_400 else {
-            throw InputError("--retry-wait must be a number of seconds between 0 and 86400")
-        }
-        let destination: DownloadSpec.Destination
-        if let output {
-            guard !output.isEmpty else { throw InputError("-o needs a path") }
-            if FileOptions.standardOutputNames.contains(output) {
-                if continuePartial { throw InputError("--continue needs a file; standard output cannot be resumed") }
-                destination = .standardOutput
-            } else {
-                destination = .file(absolutePath(output))
-            }
-        } else {
-            destination = .directory(absolutePath(directory ?? "."))
-        }
-        var spec = DownloadSpec(url: parsedURL, destination: destination)
-        spec.overwrite = overwrite
-        spec.continuePartial = continuePartial
-        spec.checksum = try checksum.map { try Checksum(parsing: $0) }
-        spec.headers = try requestHeaders(for: parsedURL)
-        spec.rateLimit = try limitRate.map { try Self.byteCount($0, "--limit-rate") }
-        spec.segments = segments
-        let defaults = DownloadOptions(url: parsedURL, destination: destination)
-        if maxConnectionsPerHost != defaults.maxConnectionsPerHost { spec.maxConnectionsPerHost = maxConnectionsPerHost }
-        if let minSegmentSize { spec.minSegmentSize = try Self.byteCount(minSegmentSize, "--min-segment-size") }
-        spec.allowInsecureRedirects = allowInsecureRedirects
-        if noRemoteTime { spec.keepsRemoteTime = false }
-        if retries != defaults.retry.maxRetries { spec.maxRetries = retries }
-        if Duration.milliseconds(Int64(retryWait * 1000)) != defaults.retry.baseDelay { spec.retryWait = retryWait }
-        return spec
-    }
+    /// `--continue`, or curl's `-C -`.
+    var continuesPartial: Bool { continuePartial || continueAt == "-" }
 }

@@ -22,11 +22,14 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("j"), .customLong("jobs")], parsing: .unconditional, help: "Downloads at once when several URLs are given.")
     var jobs = 3
 
-    @Option(name: .customLong("stall-timeout"), parsing: .unconditional, help: "Seconds without data after which a transfer is retried.")
-    var stallTimeout = 30.0
+    @Option(name: .customLong("stall-timeout"), parsing: .unconditional, help: "Seconds without data after which a transfer is retried (default 30).")
+    var stallTimeoutOption: Double?
 
-    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection.")
-    var connectTimeout = 30.0
+    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection (default 30).")
+    var connectTimeoutOption: Double?
+
+    @Option(name: [.customShort("T"), .customLong("timeout")], parsing: .unconditional, help: "Seconds for both: --connect-timeout and --stall-timeout (wget's -T, aria2c's --timeout).")
+    var timeout: Double?
 
     @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
     var maxTime: Double?
@@ -40,7 +43,7 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup(title: HelpText.connectionOptions)
     var connection: ConnectionOptions
 
-    @Flag(name: .shortAndLong, help: "Print only errors.")
+    @Flag(name: [.short, .long, .customLong("silent")], help: "Print only errors.")
     var quiet = false
 
     @Flag(help: "Print one JSON event per line on stdout.")
@@ -49,8 +52,13 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every request, response and resume decision to stderr; with several URLs, a line for every file, also on a terminal.")
     var verbose = false
 
+    /// Seconds without data after which a transfer is retried: --stall-timeout, else -T, else 30.
+    var stallTimeout: Double { stallTimeoutOption ?? timeout ?? 30 }
+    /// Seconds to wait for a connection: --connect-timeout, else -T, else 30.
+    var connectTimeout: Double { connectTimeoutOption ?? timeout ?? 30 }
+
     func run() async throws {
-        let allURLs: [String]
+        let allURLs: [InputList.Entry]
         do {
             allURLs = try await collectURLs()
         } catch let error as InputError {
@@ -63,7 +71,7 @@ struct GetCommand: AsyncParsableCommand {
         }
         let options: DownloadOptions
         do {
-            options = try makeOptions(url: allURLs[0])
+            options = try makeOptions(entry: allURLs[0])
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
@@ -75,7 +83,7 @@ struct GetCommand: AsyncParsableCommand {
         var configuration = TransferEngine.Configuration()
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-        configuration.maxConnectionsPerHost = file.maxConnectionsPerHost
+        configuration.maxConnectionsPerHost = (try? file.connectionsPerHost()) ?? 8
         if verbose {
             var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
             logger.logLevel = .debug
@@ -122,25 +130,28 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     /// The URLs from the arguments and `-i`.
-    func collectURLs() async throws -> [String] {
+    func collectURLs() async throws -> [InputList.Entry] {
+        // Before the URLs: curl's `-s URL` or `-x PROXY` took the value these letters take here.
+        _ = try file.segmentCount()
+        _ = try file.connectionsPerHost()
         let all = try await list.collect()
         try await file.loadNetrc()
         guard (1...64).contains(jobs) else { throw InputError("-j must be between 1 and 64") }
-        try file.checkCount(all.count)
+        try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls)
         return all
     }
 
     /// The spec of the download of `url`, from the file and connection flags. Checks every input before any
     /// network or file activity.
-    func makeSpec(url: String) throws -> DownloadSpec {
+    func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
         if quiet, json { throw InputError("use either --quiet or --json, not both") }
         if json, let output = file.output, FileOptions.standardOutputNames.contains(output) {
             throw InputError("-o - writes the file to standard output, where --json would write too; use one of them")
         }
-        for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout), ("--max-time", maxTime ?? 1)] {
+        for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout), ("-T/--timeout", timeout ?? 1), ("--max-time", maxTime ?? 1)] {
             guard value.isFinite, value > 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
         }
-        var spec = try file.makeSpec(url: url)
+        var spec = try file.makeSpec(entry: entry, cookies: cookies)
         try connection.apply(to: &spec)
         // A destination the download would refuse is refused now, before any connection (exit 2).
         do {
@@ -153,14 +164,26 @@ struct GetCommand: AsyncParsableCommand {
 
     /// The specs of several URLs (a batch): the first made and checked whole, the others from it with their own URL,
     /// credentials and proxy check. The same flags and destination folder hold for all of them.
-    func makeSpecs(urls: [String]) throws -> [DownloadSpec] {
+    func makeSpecs(urls: [InputList.Entry]) throws -> [DownloadSpec] {
         guard let first = urls.first else { return [] }
-        let template = try makeSpec(url: first)
+        let cookies = try file.givenCookies()
+        let template: DownloadSpec
+        do {
+            template = try makeSpec(entry: first, cookies: cookies)
+        } catch let error as InputError where first.line > 0 {
+            throw InputError("line \(first.line) of the URL list: \(error.message)")
+        }
         var specs = [template]
         specs.reserveCapacity(urls.count)
-        for url in urls.dropFirst() {
-            let spec = try file.makeSpec(url: url, like: template)
-            _ = try spec.proxies?.proxy(for: spec.url)
+        for entry in urls.dropFirst() {
+            let spec: DownloadSpec
+            do {
+                spec = try file.makeSpec(entry: entry, like: template, cookies: cookies)
+                _ = try spec.proxies?.proxy(for: spec.url)
+                try spec.validate()
+            } catch let error as InputError where entry.line > 0 {
+                throw InputError("line \(entry.line) of the URL list: \(error.message)")
+            }
             specs.append(spec)
         }
         return specs
@@ -168,8 +191,8 @@ struct GetCommand: AsyncParsableCommand {
 
     /// What the engine runs for one URL: its spec, and, for a person at a terminal, failing fast when the server
     /// cannot be reached at all.
-    func makeOptions(url: String) throws -> DownloadOptions {
-        var options = DownloadOptions(try makeSpec(url: url))
+    func makeOptions(entry: InputList.Entry) throws -> DownloadOptions {
+        var options = DownloadOptions(try makeSpec(entry: entry, cookies: try file.givenCookies()))
         options.failFastBeforeData = true
         return options
     }

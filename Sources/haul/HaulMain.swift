@@ -5,8 +5,16 @@ import HaulKit
 @main
 struct HaulMain {
     static func main() async {
+        let arguments: [String]
+        switch FlagCompatibility.rewrite(Array(CommandLine.arguments.dropFirst())) {
+        case .arguments(let rewritten):
+            arguments = rewritten
+        case .refused(let line):
+            Reporter.printError("haul: error: \(line)")
+            exit(ExitStatus.usage)
+        }
         do {
-            var command = try HaulCommand.parseAsRoot()
+            var command = try HaulCommand.parseAsRoot(arguments)
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {

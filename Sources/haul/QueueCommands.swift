@@ -56,20 +56,29 @@ struct AddCommand: AsyncParsableCommand {
     }
 
     private func makeRequests() async throws -> [JSONValue] {
+        // Before the URLs: curl's `-s URL` or `-x PROXY` took the value these letters take here.
+        _ = try file.segmentCount()
+        _ = try file.connectionsPerHost()
         let all = try await list.collect()
         try await file.loadNetrc()
-        try file.checkCount(all.count)
+        try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
         if let output = file.output, FileOptions.standardOutputNames.contains(output) {
             throw InputError("the daemon saves files; -o - (standard output) works with haul get only")
         }
         guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
-        return try all.map { url in
-            var spec = try file.makeSpec(url: url)
-            try connection.apply(to: &spec)
-            if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
-            let request = DownloadRequest(spec, priority: priority, id: id)
-            return DaemonProtocol.encode(request)
+        let cookies = try file.givenCookies()
+        return try all.map { entry in
+            do {
+                var spec = try file.makeSpec(entry: entry, cookies: cookies)
+                try connection.apply(to: &spec)
+                if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
+                try spec.validate()
+                let request = DownloadRequest(spec, priority: priority, id: id)
+                return DaemonProtocol.encode(request)
+            } catch let error as InputError where entry.line > 0 {
+                throw InputError("line \(entry.line) of the URL list: \(error.message)")
+            }
         }
     }
 }
@@ -111,7 +120,7 @@ struct ListCommand: AsyncParsableCommand {
                     id: task.id, state: task.state.rawValue, bytes: task.bytes, total: task.total,
                     bytesPerSecond: task.bytesPerSecond, path: task.filePath ?? Redaction.url(task.url),
                     // Why it failed, or why a running task is not moving.
-                    note: task.error?.message ?? task.note, url: Redaction.url(task.url))
+                    note: task.error.map { $0.line(task: task.id) } ?? task.note, url: Redaction.url(task.url))
             }
             let width = wide ? nil : Self.terminalWidth()
             let lines = width.map { TaskTable.fitted(rows, width: $0) } ?? TaskTable.full(rows)

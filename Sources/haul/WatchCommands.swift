@@ -20,7 +20,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let terminal = !json && LiveArea.isLiveTerminal()
-        let reporter = BatchReporter(mode: json ? .json : terminal ? .terminal : .plain)
+        let reporter = BatchReporter(mode: json ? .json : terminal ? .terminal : .plain, daemonTasks: true)
         var lastPlain = ContinuousClock.now - .seconds(2)
         let final: [TaskSnapshot]
         do {
@@ -48,7 +48,7 @@ struct WatchCommand: AsyncParsableCommand {
         let summary = TaskState.allCases.compactMap { state in counts[state].map { "\($0) \(state.rawValue)" } }
         var lines = [summary.isEmpty ? "no tasks to watch" : summary.joined(separator: ", ")]
         // The failures by name and reason, however many scrolled past or were only counted.
-        let failures = final.filter { $0.state == .failed }.map(BatchReporter.failure)
+        let failures = final.filter { $0.state == .failed }.map { BatchReporter.failure(of: $0, daemonTasks: true) }
         lines += BatchReport.summary(finished: 0, failures: failures, width: width).dropFirst()
         for line in lines { Reporter.printError(width.map { TerminalText.fit(line, width: $0, cut: .end) } ?? line) }
         // As `haul wait`: a failed task's error gives the exit code, a cancelled or removed one 1.
@@ -65,7 +65,7 @@ enum TaskOutcome {
         var lines: [String] = []
         for task in final where task.state != .finished {
             let error = task.error ?? HaulError(.usage, "was \(task.state.rawValue)")
-            lines.append("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.line))
+            lines.append("haul: error: \(task.id): " + Reporter.failure(of: Redaction.url(task.url), error.line(task: task.id)))
             if code == 0 { code = task.state == .failed ? ExitStatus.code(for: error.kind) : 1 }
         }
         let present = Set(final.map(\.id))

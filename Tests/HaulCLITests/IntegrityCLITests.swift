@@ -220,4 +220,33 @@ import Glibc
             }
         }
     }
+
+    /// A download discarded for its checksum leaves nothing that blocks the next run: run again (the file deleted or
+    /// never there), it fails the same way (exit 5), never as "another haul process is already downloading" (exit
+    /// 8); with the right checksum it finishes. Segmented and whole, into a folder (whose chosen name is remembered)
+    /// and to a path.
+    @Test(arguments: [["--dir", "out"], ["-o", "out/f.bin"]], [400_000, 3_000_000])
+    func aChecksumMismatchIsExit5AgainOnEveryRerun(destination: [String], size: Int) async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(size, seed: 131)
+            server.serve("/f.bin", Resource(body: body, etag: "\"c\""))
+            try await Sandbox.with { box in
+                let wrong = "sha256:" + String(repeating: "0", count: 64)
+                let args = ["get", server.url("/f.bin"), "--checksum", wrong, "--segments", size > 1_000_000 ? "4" : "1",
+                            "--min-segment-size", "256K"] + destination
+                for run in 1...3 {
+                    let result = try await box.run(args)
+                    #expect(result.exitCode == 5, "run \(run): \(result.stderr)")
+                    #expect(result.stderr.contains("checksum mismatch"), "run \(run): \(result.stderr)")
+                    #expect(!fileExists(box.path("out/f.bin")), "run \(run) left the file")
+                    try? FileManager.default.removeItem(atPath: box.path("out/f.bin"))
+                }
+                var right = args
+                right[3] = "sha256:" + sha256Hex(body)
+                let good = try await box.run(right)
+                #expect(good.exitCode == 0, "\(good.stderr)")
+                #expect(contentMismatch(box.path("out/f.bin"), expected: body) == nil)
+            }
+        }
+    }
 }

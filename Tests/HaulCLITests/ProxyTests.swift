@@ -15,7 +15,9 @@ final class Tinyproxy: @unchecked Sendable {
     let folder: String
     private let process = ChildProcess()
 
-    init(basicAuth: (String, String)? = nil) throws {
+    /// `connectPorts`: as Debian's stock configuration (`ConnectPort 443`, `ConnectPort 563`) plus these; `nil`
+    /// allows CONNECT to any port (tinyproxy's behaviour without ConnectPort lines).
+    init(basicAuth: (String, String)? = nil, connectPorts: [Int]? = nil) throws {
         guard let binary = Self.binary else { throw HarnessError("tinyproxy is not installed: apt-get install tinyproxy") }
         port = try freeLoopbackPort()
         folder = NSTemporaryDirectory() + "haul-tinyproxy-" + UUID().uuidString
@@ -33,6 +35,7 @@ final class Tinyproxy: @unchecked Sendable {
             """
         if geteuid() == 0 { config += "User root\nGroup root\n" }
         if let (user, password) = basicAuth { config += "BasicAuth \(user) \(password)\n" }
+        if let connectPorts { config += ([443, 563] + connectPorts).map { "ConnectPort \($0)\n" }.joined() }
         try config.write(toFile: folder + "/tinyproxy.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["-d", "-c", folder + "/tinyproxy.conf"]

@@ -9,7 +9,9 @@ import Foundation
 //      "options": {"overwrite", "continue", "rateLimit", "retries", "retryWait", "minSegmentSize",
 //                  "maxConnectionsPerHost", "allowInsecureRedirects", "remoteTime", "completionCommand",
 //                  "proxy": {"url", "noProxy", "environment"}, "tls": {"caFile", "caDirectory", "insecure",
-//                  "clientCertificate", "clientKey"}, "credentials": {"user", "password"}}}
+//                  "clientCertificate", "clientKey"}, "credentials": {"user", "password"}, "proxyTunnel",
+//                  "ipFamily": "v4" | "v6", "timestamping",
+//                  "cookies": [{"domain", "subdomains", "path", "secure", "expires", "name", "value"}]}}
 extension DownloadSpec {
     /// The spec as JSON members (a `tasks.add` entry adds `priority` and `id` beside them).
     package var jsonMembers: [String: JSONValue] {
@@ -56,6 +58,18 @@ extension DownloadSpec {
             if let certificate = tls.clientCertificate { trust["clientCertificate"] = .string(certificate) }
             if let key = tls.clientKey { trust["clientKey"] = .string(key) }
             object["tls"] = .object(trust)
+        }
+        if proxyTunnel { object["proxyTunnel"] = true }
+        if let ipFamily { object["ipFamily"] = .string(ipFamily.rawValue) }
+        if timestamping { object["timestamping"] = true }
+        if !cookies.isEmpty {
+            object["cookies"] = .array(cookies.map { cookie in
+                [
+                    "domain": .string(cookie.domain), "subdomains": .bool(cookie.includesSubdomains), "path": .string(cookie.path),
+                    "secure": .bool(cookie.secure), "expires": JSONValue(cookie.expires), "name": .string(cookie.name),
+                    "value": .string(cookie.value),
+                ]
+            })
         }
         if let credentials {
             object["credentials"] = .object(["user": .string(credentials.user), "password": .string(credentials.password)])
@@ -120,6 +134,25 @@ extension DownloadSpec {
         }
         if let object = try params.object("credentials") {
             credentials = Credentials(user: try object.requiredString("user"), password: try object.string("password") ?? "")
+        }
+        proxyTunnel = try params.bool("proxyTunnel") ?? false
+        if let family = try params.string("ipFamily") {
+            guard let known = IPFamily(rawValue: family) else { throw .invalidParams("\"options.ipFamily\" must be \"v4\" or \"v6\"") }
+            ipFamily = known
+        }
+        timestamping = try params.bool("timestamping") ?? false
+        if let objects = try params.objects("cookies") {
+            cookies = try objects.map { (object: Params) throws(RPCError) -> Cookie in
+                let name = try object.requiredString("name"), value = try object.string("value") ?? ""
+                let domain = try object.requiredString("domain"), path = try object.string("path") ?? "/"
+                guard !name.isEmpty, CookieJar.isHeaderSafe(name), CookieJar.isHeaderSafe(value), !value.contains(";"),
+                      !name.contains(";"), !name.contains("="), !domain.isEmpty else {
+                    throw .invalidParams("\"options.cookies\" holds a cookie that cannot be sent")
+                }
+                return Cookie(
+                    domain: domain, includesSubdomains: try object.bool("subdomains") ?? false, path: path,
+                    secure: try object.bool("secure") ?? false, expires: try object.int64("expires") ?? 0, name: name, value: value)
+            }
         }
     }
 

@@ -28,7 +28,7 @@ package enum EventJSON {
     ///
     /// `progress` is the session's `progress` plus `segments` for a segmented download; `finished` carries the
     /// task as a session's `finished` does, plus what only a single download knows (`fetchedBytes`,
-    /// `alreadyComplete`, `checksum`).
+    /// `alreadyComplete`, `notModified` when `-N` left the file as it was, `checksum`).
     package static func download(_ event: DownloadEvent, id: String, url: String) -> JSONValue {
         switch event {
         case .started(_, let path, let resumedFrom, let total):
@@ -63,6 +63,7 @@ package enum EventJSON {
             object["fetchedBytes"] = JSONValue(result.fetchedBytes)
             if let version = result.httpVersion { object["protocol"] = .string(version) }
             object["alreadyComplete"] = .bool(result.alreadyComplete)
+            if result.notModified { object["notModified"] = true }
             object["checksum"] = result.checksum.map { .string($0.description) } ?? .null
             return .object(object)
         }

@@ -182,24 +182,41 @@ private func Glibc_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count
 /// arrives: a list of garbage is refused at its first line, a line of 64 KiB without a newline (`/dev/zero`) as
 /// soon as it has arrived, and nothing more is read once the list is refused.
 package enum URLListReader {
-    /// The list's URLs, in order, read on a blocking-I/O thread (a cancelled caller stops waiting at once).
-    /// `name` names the list in messages. Throws a ``HaulError`` of kind `usage` for any problem.
-    package static func read(_ path: String?, name: String) async throws -> [String] {
+    /// The list's entries (each URL with the aria2c-style options on the indented lines below it), in order, read on a
+    /// blocking-I/O thread (a cancelled caller stops waiting at once). `name` names the list in messages. Throws a
+    /// ``HaulError`` of kind `usage` for any problem.
+    package static func read(_ path: String?, name: String) async throws -> [InputList.Entry] {
         try await BlockingIO.runInterruptibly { try readNow(path, name: name) }
     }
 
     /// The same on the calling thread.
-    package static func readNow(_ path: String?, name: String) throws(HaulError) -> [String] {
+    package static func readNow(_ path: String?, name: String) throws(HaulError) -> [InputList.Entry] {
+        var entries: [InputList.Entry] = []
+        try forEachEntry(path, name: name) { entries.append($0) }
+        return entries
+    }
+
+    /// Calls `body` with each entry of the list as its lines arrive, its URL checked: a list of any length is read in
+    /// bounded memory.
+    package static func forEachEntry(_ path: String?, name: String, _ body: (InputList.Entry) throws -> Void) throws(HaulError) {
         var scanner = URLListScanner()
-        var urls: [String] = []
-        func check(_ entries: [URLListScanner.Entry]) throws(HaulError) {
-            for entry in entries {
+        var builder = InputList.Builder()
+        func take(_ entry: InputList.Entry?) throws {
+            guard let entry else { return }
+            do {
+                _ = try UserInput.url(entry.url)
+            } catch {
+                throw HaulError(.usage, "\(name), line \(entry.line): \(error.message)")
+            }
+            try body(entry)
+        }
+        func check(_ lines: [URLListScanner.Entry]) throws {
+            for line in lines {
                 do {
-                    _ = try UserInput.url(entry.text)
-                } catch {
-                    throw HaulError(.usage, "\(name), line \(entry.line): \(error.message)")
+                    try take(try builder.add(line.text, indented: line.indented, line: line.line))
+                } catch let error as InputError {
+                    throw HaulError(.usage, "\(name): \(error.message)")
                 }
-                urls.append(entry.text)
             }
         }
         do {
@@ -211,6 +228,7 @@ package enum URLListReader {
                 }
             }
             try check(try scanner.finish())
+            try take(builder.finish())
         } catch let error as HaulError {
             throw error
         } catch let refusal as URLListScanner.Refusal {
@@ -218,6 +236,5 @@ package enum URLListReader {
         } catch {
             throw HaulError(.usage, "cannot read \(name): \(error)")
         }
-        return urls
     }
 }

@@ -13,7 +13,7 @@ package enum POSIX {
         let reason = String(cString: strerror(code))
         switch code {
         case ENOSPC, EDQUOT:
-            return HaulError(.fileSystem, "no space left on device while \(action) \(path); free some space and run the same command again to resume")
+            return HaulError(.fileSystem, "no space left on device while \(action) \(path)", reason: .noSpace(path: path))
         case EACCES, EPERM, EROFS:
             return HaulError(.fileSystem, "permission denied while \(action) \(path) (\(reason)); fix the permissions or choose another path")
         case ENOENT:
@@ -29,6 +29,18 @@ package enum POSIX {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return Int64(info.st_size)
+    }
+
+    /// The size and modification time (seconds since 1970) of a regular file at `path` (not through a final
+    /// symbolic link); `nil` for anything else.
+    static func regularFileSizeAndTime(_ path: String) -> (size: Int64, modified: Int64)? {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        #if canImport(Darwin)
+        return (Int64(info.st_size), Int64(info.st_mtimespec.tv_sec))
+        #else
+        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec))
+        #endif
     }
 
     static func isRegularFile(_ path: String) -> Bool {
@@ -223,7 +235,7 @@ final class PartialFile: Sendable {
         // Longer than a file here can be (ext4: 16 TiB): the server's claim, not a disk to free.
         if result == EFBIG { throw HaulError.impossibleLength(length, onThisFileSystem: true) }
         if result == ENOSPC || result == EDQUOT {
-            throw HaulError(.fileSystem, "not enough space for \(length) bytes at \(path); free some space and run the same command again")
+            throw HaulError(.fileSystem, "not enough space for \(length) bytes at \(path)", reason: .noSpace(path: path))
         }
         if result == 0 { return }
         #endif

@@ -330,7 +330,7 @@ extension DownloadJob {
             case .retry(let status, let retryAfter):
                 throw TransientFailure.status(status, response.status.reasonPhrase, from: url, retryAfter: retryAfter)
             case .refused(let status):
-                throw HaulError(.httpStatus, "\(Redaction.url(url)) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs",
+                throw HaulError(.httpStatus, "\(Redaction.url(url)) answered \(status) \(response.status.reasonPhrase)",
                                 reason: .httpStatus(status, url: Redaction.url(url)))
             case .unusable(let why):
                 throw TransientFailure(reason: "\(Redaction.url(url)): unexpected answer while checking the bytes held (\(why))", kind: .server)

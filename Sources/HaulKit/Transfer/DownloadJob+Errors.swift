@@ -44,11 +44,17 @@ extension DownloadJob {
         let reason = describe(error)
         var failure = TransientFailure(reason: "\(reason) (\(host))")
         failure.beforeConnecting = reason == "connection refused" || reason == "the host name could not be resolved"
+            || reason == Self.noAddressOfFamily
         return failure
     }
 
+    /// A connection limited to IPv4 or IPv6 (`-4`, `-6`) found no address of that family (its socket, bound to the
+    /// family's wildcard address, cannot reach the other family's).
+    static let noAddressOfFamily = "the host has no address of the family asked for (-4 or -6) that accepts connections"
+
     static func describe(_ error: any Error) -> String {
         let text = String(describing: error)
+        if text.contains("Address family not supported") { return noAddressOfFamily }
         if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
         if text.contains("connectionReset") || text.contains("Connection reset") { return "connection reset by peer" }
         if text.contains("UnknownHost") || text.contains("dnsA") || text.contains("NXDOMAIN") {
@@ -73,6 +79,36 @@ extension DownloadJob {
             spaced.append(Character(character.lowercased()))
         }
         return spaced
+    }
+
+    /// The words for a download the lifecycle gave up on.
+    static func error(
+        for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
+        connection: Int? = nil
+    ) -> HaulError {
+        switch giveUp {
+        case .retriesExhausted(let failure, let retries, let heldBytes):
+            let tries = retries == 1 ? "1 retry" : "\(retries) retries"
+            let who = connection.map { "connection \($0) gave up" } ?? "gave up"
+            // What to do next is the front end's to say (run the command again, resume the task), from the reason.
+            let reason: FailureReason = heldBytes || connection != nil ? .retriesExhausted(retries: retries) : .unreachable(retries: retries)
+            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries))", reason: reason)
+        case .endsAtSamePlace(let retries):
+            return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries)",
+                             reason: .endsAtSamePlace(retries: retries))
+        case .tooManyRestarts(let count, let reason):
+            return HaulError(.server, "giving up after \(count) restarts: \(reason)")
+        case .refused(let status):
+            let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
+            // Through an HTTP proxy that fetches the URL itself, the answer may be the proxy's own (tinyproxy answers a
+            // wrong password with 401, not 407).
+            var via = proxy.map { " (through the proxy \($0))" } ?? ""
+            if let proxy, proxy.user != nil, status == 401 {
+                via = " (through the proxy \(proxy), which may be refusing its own user and password)"
+            }
+            return HaulError(.httpStatus, url + via,
+                             reason: .httpStatus(status, url: refusal.map { Redaction.url($0.url) } ?? ""))
+        }
     }
 
     static func describe(_ failure: RedirectPolicy.Failure, from url: URL) -> String {

@@ -136,6 +136,7 @@ final class DownloadJob {
             try await connections.first(connectionID, host: host, allowing: options.maxConnectionsPerHost, multiplexable: multiplexable) {
                 events(.waitingForConnection(host: host))
             }
+            if let unchanged = try await checkTimestamp() { return unchanged }
             return try await transferLoop()
         } catch {
             throw await settle(error)
@@ -170,7 +171,7 @@ final class DownloadJob {
             if saved.url != options.url.absoluteString {
                 if case .directory = options.destination {
                     // A stale note: that name belongs to another URL's download now. Choose a name afresh.
-                    directoryChoice?.forget()
+                    forgetChosenName()
                     return nil
                 }
                 guard try takeOver(&saved) else { return try checkDestination(destination) }
@@ -178,10 +179,19 @@ final class DownloadJob {
             return try restore(saved)
         }
         if case .directory = options.destination {
-            directoryChoice?.forget()
+            // A note without a record (its download was discarded: a checksum mismatch): choose a name afresh.
+            forgetChosenName()
             return nil
         }
         return try checkDestination(destination)
+    }
+
+    /// Forgets the name a `--dir` download chose earlier, and lets go of that name's lock: the name chosen afresh
+    /// from the first response takes its own lock, which would otherwise meet this one (the same name chosen
+    /// again is locked by this very run, and was refused as "another haul process is already downloading").
+    private func forgetChosenName() {
+        directoryChoice?.forget()
+        locks.popLast()?.release()
     }
 
     /// The record of `destination`, carrying over one saved under the key of an earlier version.
@@ -260,7 +270,8 @@ final class DownloadJob {
         }
         let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
         if saved.state == .finished {
-            if !options.overwrite, let found = status(saved.destinationPath), found.isRegular,
+            // With -N a finished file is compared with the server's (checkTimestamp), not taken as it is.
+            if !options.overwrite, !options.timestamping, let found = status(saved.destinationPath), found.isRegular,
                saved.totalLength == nil || found.size == saved.totalLength {
                 return try alreadyFinished(saved)
             }
@@ -310,7 +321,7 @@ final class DownloadJob {
             record = TransferRecord(
                 url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
                 offset: size, state: .running, adopted: true)
-        } else if !options.overwrite, !(options.continuePartial && found.isRegular && found.size == 0) {
+        } else if !options.overwrite, !options.timestamping, !(options.continuePartial && found.isRegular && found.size == 0) {
             throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
         } else {
             // Replaced once the download is complete: asked for (`--overwrite`), or an empty file given to
@@ -379,27 +390,8 @@ final class DownloadJob {
                 events(.retrying(retry: retry, maxRetries: allowed, delay: delay, reason: reason))
                 try await Task.sleep(for: delay)
             case .giveUp(let why):
-                throw Self.error(for: why, refusal: refusal)
+                throw Self.error(for: why, refusal: refusal, via: refusal.flatMap { sender.proxy(for: $0.url) })
             }
-        }
-    }
-
-    /// The words for a download the lifecycle gave up on.
-    static func error(for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, connection: Int? = nil) -> HaulError {
-        switch giveUp {
-        case .retriesExhausted(let failure, let retries, let heldBytes):
-            let tries = retries == 1 ? "1 retry" : "\(retries) retries"
-            let who = connection.map { "connection \($0) gave up" } ?? "gave up"
-            let next = heldBytes || connection != nil ? "run the same command again to resume" : "check the URL and network, then run the same command again"
-            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries)); \(next)", reason: .retriesExhausted(retries: retries))
-        case .endsAtSamePlace(let retries):
-            return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries); run the same command again to resume")
-        case .tooManyRestarts(let count, let reason):
-            return HaulError(.server, "giving up after \(count) restarts: \(reason)")
-        case .refused(let status):
-            let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
-            return HaulError(.httpStatus, "\(url); check the URL and any headers it needs",
-                             reason: .httpStatus(status, url: refusal.map { Redaction.url($0.url) } ?? ""))
         }
     }
 
@@ -514,7 +506,7 @@ final class DownloadJob {
             let held = point.offset
             let percent = point.totalLength.map { $0 > 0 ? " (\(held * 100 / $0)%)" : "" } ?? ""
             let total = point.totalLength.map { " of \(ByteFormat.string($0))" } ?? ""
-            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent); run the same command again to resume", reason: .interrupted)
+            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent)", reason: .interrupted)
         } else if let error = error as? HaulError {
             failure = error
         } else if let error = error as? TransientFailure {

@@ -38,6 +38,10 @@ extension DownloadOptions {
         if let maxConnectionsPerHost = spec.maxConnectionsPerHost { self.maxConnectionsPerHost = maxConnectionsPerHost }
         allowInsecureRedirects = spec.allowInsecureRedirects
         proxies = spec.proxies
+        proxyTunnel = spec.proxyTunnel
+        ipFamily = spec.ipFamily
+        cookies = spec.cookies
+        timestamping = spec.timestamping
         tls = spec.tls
         credentials = spec.credentials
         keepsRemoteTime = spec.keepsRemoteTime ?? true

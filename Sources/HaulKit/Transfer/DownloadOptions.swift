@@ -25,6 +25,14 @@ public struct DownloadOptions: Sendable {
     public var credentials: Credentials?
     /// Which proxy this download goes through; `nil`: the engine's ``TransferEngine/Configuration/proxies``.
     public var proxies: ProxyChoice?
+    /// Tunnel plain `http://` through an HTTP proxy with `CONNECT` (curl's `--proxytunnel`).
+    public var proxyTunnel = false
+    /// Connect over IPv4 or IPv6 only (`nil`: either).
+    public var ipFamily: IPFamily?
+    /// Cookies sent where their domain, path and secure flag match, to the origin of `url` only.
+    public var cookies: [Cookie] = []
+    /// When the destination exists, fetch it only if the server's copy is newer (wget's `-N`).
+    public var timestamping = false
     /// Trusted CAs, `insecure`, client certificate; `nil`: the engine's ``TransferEngine/Configuration/tls``.
     public var tls: TLSTrust?
     /// When and how often to retry after a transient failure.
@@ -106,6 +114,19 @@ public struct DownloadResult: Equatable, Sendable {
     public var alreadyComplete: Bool
     /// The protocol the file's bytes came over, `HTTP/1.1` or `HTTP/2`; `nil` when nothing was fetched.
     public var httpVersion: String? = nil
+
+    /// With timestamping: the server's copy is not newer than the file, which was left as it was.
+    public var notModified = false
+
+    /// A result with these figures.
+    public init(path: String, bytes: Int64, fetchedBytes: Int64, checksum: Checksum?, alreadyComplete: Bool, notModified: Bool = false) {
+        self.path = path
+        self.bytes = bytes
+        self.fetchedBytes = fetchedBytes
+        self.checksum = checksum
+        self.alreadyComplete = alreadyComplete
+        self.notModified = notModified
+    }
 }
 
 /// Events a download reports while it runs.

@@ -17,6 +17,12 @@ struct RequestSender: Sendable {
     let proxies: ProxyChoice?
     /// The download's TLS trust (`nil`: the engine's).
     let tls: TLSTrust?
+    /// `CONNECT` even for plain http through an HTTP proxy (`--proxytunnel`).
+    let proxyTunnel: Bool
+    /// IPv4 or IPv6 only (`nil`: either).
+    let family: IPFamily?
+    /// Cookies for the user's origin, matched to each request's path and scheme.
+    let cookies: [Cookie]
 
     /// The sender of the download `options` describe.
     init(engine: TransferEngine, options: DownloadOptions) {
@@ -33,13 +39,25 @@ struct RequestSender: Sendable {
         self.logger = engine.configuration.logger
         self.proxies = options.proxies
         self.tls = options.tls
+        self.proxyTunnel = options.proxyTunnel
+        self.family = options.ipFamily
+        self.cookies = options.cookies
+    }
+
+    /// The proxy (if any) a request for `url` goes through, for messages.
+    func proxy(for url: URL) -> ProxyEndpoint? {
+        try? engine.route(for: url, proxies: proxies, tunnel: proxyTunnel).proxy
     }
 
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
-    /// `readAhead`: chunks the event loop may read ahead of the consumer. `multiplexed`: through the engine's client
-    /// that offers HTTP/2 (``TransferEngine/Configuration/multiplexesHTTP2``), else over HTTP/1.1.
-    func send(_ plan: RequestPlan, to start: URL, readAhead: Int = ResponseBody.highWatermark, multiplexed: Bool = false) async throws -> (StreamedResponse, URL) {
+    /// `readAhead`: chunks the event loop may read ahead of the consumer; `extra`: headers for the first URL only
+    /// (a timestamping check's `If-Modified-Since`). `multiplexed`: a direct request through the engine's client that
+    /// offers HTTP/2 (``TransferEngine/Configuration/multiplexesHTTP2``), else over HTTP/1.1.
+    func send(
+        _ plan: RequestPlan, to start: URL, readAhead: Int = ResponseBody.highWatermark, extra: HTTPFields = HTTPFields(),
+        multiplexed: Bool = false
+    ) async throws -> (StreamedResponse, URL) {
         var url = start
         var visited = [url]
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
@@ -48,28 +66,32 @@ struct RequestSender: Sendable {
             if let problem = URLCheck.problem(url) {
                 throw HaulError(url == start ? .usage : .httpStatus, "cannot request \(Redaction.url(url)): \(problem)")
             }
-            var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
-            if !fields.contains("user-agent") { fields.append("User-Agent", configuration.userAgent) }
-            if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
-            for field in plan.headers { fields.append(field.name, field.value) }
+            let fields = requestFields(for: url, plan: plan, extra: url == start ? extra : HTTPFields())
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
-            let (client, proxy) = try engine.client(for: url, proxies: proxies, multiplexed: multiplexed)
+            let route = try engine.route(for: url, proxies: proxies, tunnel: proxyTunnel)
             let tlsConfiguration = url.scheme?.lowercased() == "https" ? try await engine.tlsConfiguration(for: tls) : nil
-            do {
-                let request = try HTTPClient.Request(
-                    url: Credentials.strippingUserinfo(url).absoluteString, method: .GET,
-                    headers: HTTPHeaders(fields.map { ($0.name, $0.value) }), tlsConfiguration: tlsConfiguration)
-                response = try await client.stream(request, headTimeout: headTimeout, readAheadChunks: readAhead)
-            } catch {
-                if proxy == nil, let refused = await TLSFailure.explain(error, url: url) { throw refused }
-                let classified = try DownloadJob.classify(error, url: url)
-                if let proxy, var failure = classified as? TransientFailure, failure.beforeConnecting || failure.reason.contains("timed out") {
-                    // Through a proxy, a failed connection is the proxy's: say so (never retried without it).
-                    failure.reason = "the proxy \(proxy) could not be reached (\(DownloadJob.describe(error)))"
-                    throw failure
+            let headers = HTTPHeaders(fields.map { ($0.name, $0.value) })
+            if route != .direct {
+                let settings = ProxyTransport.Settings(
+                    trust: tls ?? configuration.tls, tls: tlsConfiguration, contexts: engine.proxyTLSContexts, family: family,
+                    connectTimeout: configuration.connectTimeout, stallTimeout: configuration.stallTimeout,
+                    headTimeout: headTimeout, readAhead: readAhead)
+                do {
+                    response = try await ProxyTransport.stream(url, headers: headers, route: route, settings: settings)
+                } catch {
+                    throw try DownloadJob.classify(error, url: url)
                 }
-                throw classified
+            } else {
+                do {
+                    let request = try HTTPClient.Request(
+                        url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: headers,
+                        tlsConfiguration: tlsConfiguration)
+                    response = try await engine.directClient(family: family, multiplexed: multiplexed).stream(request, headTimeout: headTimeout, readAheadChunks: readAhead)
+                } catch {
+                    if let refused = await TLSFailure.explain(error, url: url) { throw refused }
+                    throw try DownloadJob.classify(error, url: url)
+                }
             }
             let status = Int(response.status.code)
             guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
@@ -90,6 +112,27 @@ struct RequestSender: Sendable {
                 throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url))
             }
         }
+    }
+
+    /// The headers of a request for `url`: the user's (to their origin only), cookies that match it (their origin
+    /// only), `User-Agent`, `Accept-Encoding: identity`, the plan's and `extra`.
+    func requestFields(for url: URL, plan: RequestPlan, extra: HTTPFields) -> HTTPFields {
+        let sameOrigin = userOrigin != nil && userOrigin == Origin(url)
+        var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
+        if sameOrigin, !cookies.isEmpty,
+           let cookie = Cookie.header(for: url, from: cookies, now: Int64(Date().timeIntervalSince1970)) {
+            if let given = fields.combined("cookie") {
+                fields.remove("cookie")
+                fields.append("Cookie", given + "; " + cookie)
+            } else {
+                fields.append("Cookie", cookie)
+            }
+        }
+        if !fields.contains("user-agent") { fields.append("User-Agent", configuration.userAgent) }
+        if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
+        for field in plan.headers { fields.append(field.name, field.value) }
+        for field in extra { fields.append(field.name, field.value) }
+        return fields
     }
 
     static func head(_ response: StreamedResponse) -> ResponseHead {

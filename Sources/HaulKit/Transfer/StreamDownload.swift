@@ -145,7 +145,7 @@ final class StreamDownload {
         case .retry(let status, let retryAfter):
             throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)
         case .fail(let status):
-            throw HaulError(.httpStatus, "\(Redaction.url(answered)) answered \(status) \(response.status.reasonPhrase); check the URL and any headers it needs",
+            throw HaulError(.httpStatus, "\(Redaction.url(answered)) answered \(status) \(response.status.reasonPhrase)",
                             reason: .httpStatus(status, url: Redaction.url(answered)))
         case .alreadyComplete:
             return true

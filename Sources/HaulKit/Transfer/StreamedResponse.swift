@@ -24,7 +24,7 @@ struct StreamedResponse: Sendable {
 /// The body of a ``StreamedResponse``: iterate it once. Dropping it unread cancels the request.
 struct ResponseBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    typealias Producer = NIOThrowingAsyncSequenceProducer<ByteBuffer, any Error, ReadAhead, BodyBridge>
+    typealias Producer = NIOThrowingAsyncSequenceProducer<ByteBuffer, any Error, ReadAhead, BodyDemand>
 
     /// Chunks read ahead of the consumer on one connection.
     static let highWatermark = 16
@@ -74,6 +74,24 @@ extension HTTPClient {
     }
 }
 
+/// What feeds a ``ResponseBody``: AsyncHTTPClient's delegate (``BodyBridge``), or a proxied exchange of Haul's own.
+protocol BodyFeeder: AnyObject, Sendable {
+    /// The consumer wants more after a pause.
+    func produceMore()
+    /// The consumer has stopped (finished, dropped the body or was cancelled): stop the request too.
+    func didTerminate()
+}
+
+/// The producer's delegate: passes the consumer's demand on to its feeder.
+final class BodyDemand: NIOAsyncSequenceProducerDelegate, Sendable {
+    let feeder: any BodyFeeder
+
+    init(_ feeder: any BodyFeeder) { self.feeder = feeder }
+
+    func produceMore() { feeder.produceMore() }
+    func didTerminate() { feeder.didTerminate() }
+}
+
 /// Produce while fewer than `limit` chunks wait; after a pause, resume once the buffer has drained to a
 /// quarter of it. The limit can change while the body streams.
 struct ReadAhead: NIOAsyncSequenceProducerBackPressureStrategy {
@@ -87,7 +105,7 @@ struct ReadAhead: NIOAsyncSequenceProducerBackPressureStrategy {
 
 /// Feeds AHC's body parts into the producer, pausing AHC (by an unfinished future) while the consumer is behind.
 /// AHC calls it on the request's event loop; the producer calls ``produceMore()`` and ``didTerminate()`` from anywhere.
-final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDelegate, Sendable {
+final class BodyBridge: HTTPClientResponseDelegate, BodyFeeder {
     typealias Response = Void
 
     private struct State {
@@ -133,7 +151,7 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
     func makeSequence(_ readAhead: ReadAhead) -> ResponseBody.Producer {
         let made = ResponseBody.Producer.makeSequence(
             elementType: ByteBuffer.self, failureType: (any Error).self, backPressureStrategy: readAhead,
-            finishOnDeinit: false, delegate: self)
+            finishOnDeinit: false, delegate: BodyDemand(self))
         state.withLockedValue { $0.source = made.source }
         return made.sequence
     }
@@ -203,7 +221,7 @@ final class BodyBridge: HTTPClientResponseDelegate, NIOAsyncSequenceProducerDele
         return source
     }
 
-    // MARK: NIOAsyncSequenceProducerDelegate (anywhere)
+    // MARK: BodyFeeder (anywhere)
 
     func produceMore() {
         let paused = state.withLockedValue { state -> EventLoopPromise<Void>? in

@@ -20,7 +20,7 @@ extension TransferEngine {
             // A device, FIFO or socket is written straight through, never refused or replaced.
             if StreamDownload.isStreamTarget(options.destination) { return }
             if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
-            guard POSIX.exists(path), !options.overwrite, !options.continuePartial else { return }
+            guard POSIX.exists(path), !options.overwrite, !options.continuePartial, !options.timestamping else { return }
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
             let record = try? records.load(TransferRecord.key(destinationPath: path))
             if record?.url == options.url.absoluteString { return }

@@ -38,20 +38,22 @@ public final class TransferEngine: Sendable {
         public init() {}
     }
 
-    /// The direct HTTP/1.1 client; one more per proxy in use (a proxy is a client-wide setting in AsyncHTTPClient).
+    /// The direct HTTP/1.1 client; one more per address family a download is limited to (`-4`, `-6`), which binds
+    /// its sockets to that family's wildcard address, and one more of each that offers HTTP/2 (below). A proxied
+    /// request does not go through these: ``ProxyTransport`` sends it on a connection of its own.
     ///
     /// Over HTTP/1.1 each request in flight has a TCP connection of its own. Over HTTP/2 the segments of a file
     /// would become streams of one connection, which a server that limits each connection (most CDNs) throttles
     /// as one: `--segments 8` gained nothing over HTTPS. And for one large file, AsyncHTTPClient's HTTP/1.1
     /// measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh). So big transfers use this one.
     let client: HTTPClient
-    /// The client that offers HTTP/2 (``Configuration/multiplexesHTTP2``): many small files from one host become
+    /// Whether the engine offers HTTP/2 (``Configuration/multiplexesHTTP2``): many small files from one host become
     /// streams of one connection, each costing a round trip less than a request waiting for a free connection.
-    private let multiplexedClient: HTTPClient?
-    private let proxiedClients = NIOLockedValueBox<[ProxiedClientKey: HTTPClient]>([:])
+    private let multiplexes: Bool
+    private let otherClients = NIOLockedValueBox<[DirectClientKey: HTTPClient]>([:])
 
-    private struct ProxiedClientKey: Hashable {
-        var proxy: ProxyEndpoint
+    private struct DirectClientKey: Hashable {
+        var family: IPFamily?
         var multiplexed: Bool
     }
 
@@ -60,6 +62,8 @@ public final class TransferEngine: Sendable {
     static let largeFileThreshold: Int64 = 8 << 20
     private let isShutDown = NIOLockedValueBox(false)
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
+    /// The TLS contexts of proxied connections.
+    let proxyTLSContexts = TLSContextCache()
     /// The resume records: files under `HAUL_HOME/transfers/`, or a session's store (``SessionRecords``).
     package let store: any ResumeRecords
     let configuration: Configuration
@@ -74,43 +78,45 @@ public final class TransferEngine: Sendable {
     /// An engine keeping its downloads' resume records in `records` (a session's store).
     package init(records: any ResumeRecords, configuration: Configuration = Configuration()) {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
-        multiplexedClient = configuration.multiplexesHTTP2
-            ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration, multiplexed: true))
-            : nil
+        multiplexes = configuration.multiplexesHTTP2
         store = records
         self.configuration = configuration
         connections = HostConnections(limit: configuration.maxConnectionsPerHost)
     }
 
     /// Whether requests for `url` may go as HTTP/2 streams: the engine offers HTTP/2, and the URL is `https`
-    /// (HTTP/2 is chosen by ALPN in the TLS handshake; Haul does not speak cleartext HTTP/2).
+    /// (HTTP/2 is chosen by ALPN in the TLS handshake; Haul does not speak cleartext HTTP/2). A proxied request
+    /// goes over Haul's own HTTP/1.1 transport (``ProxyTransport``) whatever this says.
     func mayMultiplex(_ url: URL) -> Bool {
-        multiplexedClient != nil && url.scheme?.lowercased() == "https"
+        multiplexes && url.scheme?.lowercased() == "https"
     }
 
-    /// The client for `url`: through the proxy chosen for it (by `proxies`, else the engine's), else direct;
-    /// `multiplexed` for one that offers HTTP/2. A malformed proxy setting is an error, never a reason to connect
-    /// directly.
-    func client(for url: URL, proxies: ProxyChoice?, multiplexed: Bool = false) throws(HaulError) -> (HTTPClient, ProxyEndpoint?) {
-        let proxy: ProxyEndpoint?
+    /// How a request for `url` travels: through the proxy chosen for it (by `proxies`, else the engine's), else
+    /// direct. A malformed proxy setting is an error, never a reason to connect directly.
+    func route(for url: URL, proxies: ProxyChoice?, tunnel: Bool) throws(HaulError) -> ProxyRoute {
         do {
-            proxy = try (proxies ?? configuration.proxies).proxy(for: url)
+            return ProxyRoute(url: url, proxy: try (proxies ?? configuration.proxies).proxy(for: url), tunnel: tunnel)
         } catch {
             throw HaulError(.usage, error.message)
         }
-        let multiplexed = multiplexed && mayMultiplex(url)
-        guard let proxy else { return (multiplexed ? multiplexedClient ?? client : client, nil) }
+    }
+
+    /// The client for direct requests limited to `family` (`nil`: either); `multiplexed` for one that offers HTTP/2.
+    func directClient(family: IPFamily?, multiplexed: Bool = false) -> HTTPClient {
+        let multiplexed = multiplexed && multiplexes
+        guard family != nil || multiplexed else { return client }
         let configuration = self.configuration
-        let key = ProxiedClientKey(proxy: proxy, multiplexed: multiplexed)
-        let chosen = proxiedClients.withLockedValue { clients in
+        return otherClients.withLockedValue { clients in
+            let key = DirectClientKey(family: family, multiplexed: multiplexed)
             if let existing = clients[key] { return existing }
-            let made = HTTPClient(
-                eventLoopGroupProvider: .singleton,
-                configuration: Self.clientConfiguration(configuration, proxy: proxy, multiplexed: multiplexed))
-            clients[key] = made
-            return made
+            var made = Self.clientConfiguration(configuration, multiplexed: multiplexed)
+            // Bound to the family's wildcard address, a socket can only reach addresses of that family: the
+            // other family's addresses of a name fail at once, and those of this family are used.
+            if let family { made.localAddress = family == .v4 ? "0.0.0.0" : "::" }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: made)
+            clients[key] = client
+            return client
         }
-        return (chosen, proxy)
     }
 
     /// The TLS configuration of `trust` (`nil`: the engine's), or `nil` for the client's default (the system's
@@ -125,7 +131,7 @@ public final class TransferEngine: Sendable {
         return made
     }
 
-    private static func clientConfiguration(_ configuration: Configuration, proxy: ProxyEndpoint? = nil, multiplexed: Bool = false) -> HTTPClient.Configuration {
+    private static func clientConfiguration(_ configuration: Configuration, multiplexed: Bool = false) -> HTTPClient.Configuration {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.decompression = .disabled
@@ -142,15 +148,6 @@ public final class TransferEngine: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.shutdownTimeout = tlsShutdownTimeout
         clientConfiguration.tlsConfiguration = tls
-        if let proxy {
-            switch proxy.kind {
-            case .http:
-                let authorization = proxy.user.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
-                clientConfiguration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
-            case .socks5, .socks5h:
-                clientConfiguration.proxy = .socksServer(host: proxy.host, port: proxy.port)
-            }
-        }
         return clientConfiguration
     }
 
@@ -163,8 +160,7 @@ public final class TransferEngine: Sendable {
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         try await client.shutdown()
-        try await multiplexedClient?.shutdown()
-        for proxied in proxiedClients.withLockedValue({ Array($0.values) }) { try? await proxied.shutdown() }
+        for other in otherClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
         isShutDown.withLockedValue { $0 = true }
     }
 
@@ -172,7 +168,7 @@ public final class TransferEngine: Sendable {
     /// of leaking them (and tripping AsyncHTTPClient's debug assertion).
     deinit {
         guard !isShutDown.withLockedValue({ $0 }) else { return }
-        for client in [client] + (multiplexedClient.map { [$0] } ?? []) + proxiedClients.withLockedValue({ Array($0.values) }) {
+        for client in [client] + otherClients.withLockedValue({ Array($0.values) }) {
             client.shutdown { _ in }
         }
     }

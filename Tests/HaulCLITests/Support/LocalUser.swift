@@ -48,6 +48,14 @@ struct LocalUser {
         }
     }
 
+    /// Gives the user a password (with `chpasswd`), as a service that checks local users' passwords needs (dante's
+    /// `socksmethod: username`); returns it. Letters, digits and dashes: safe inside the shell's quotes.
+    func setPassword() throws -> String {
+        let password = "pw-" + UUID().uuidString.prefix(13)
+        try runTool("/bin/sh", ["-c", "printf '%s:%s\\n' '\(name)' '\(password)' | /usr/sbin/chpasswd"], in: "/")
+        return password
+    }
+
     /// Runs `/bin/sh -c SCRIPT` as this user (with `runuser`); its output, or an error naming the exit status.
     @discardableResult
     func shell(_ script: String) throws -> String {

@@ -15,7 +15,11 @@ import Testing
         #expect(try ProxyEndpoint(parsing: "socks5h://[::1]:9050").host == "::1")
         #expect(throws: InputError.self) { try ProxyEndpoint(parsing: "ftp://p:21") }
         #expect(throws: InputError.self) { try ProxyEndpoint(parsing: "https://p:443") }
-        #expect(throws: InputError.self) { try ProxyEndpoint(parsing: "socks5://u:p@h:1080") }
+        // SOCKS5 with a user name and password (RFC 1929): each at most 255 bytes, the name not empty.
+        let socks = try ProxyEndpoint(parsing: "socks5://u%3Ax:p%40w@h:1080")
+        #expect(socks.kind == .socks5 && socks.user == "u:x" && socks.password == "p@w" && !socks.resolvesNames)
+        #expect(try ProxyEndpoint(parsing: "socks5h://u:p@h").resolvesNames)
+        #expect(throws: InputError.self) { try ProxyEndpoint(parsing: "socks5://\(String(repeating: "u", count: 256)):p@h:1080") }
         #expect(throws: InputError.self) { try ProxyEndpoint(parsing: "p:70000") }
         #expect(throws: InputError.self) { try ProxyEndpoint(parsing: "  ") }
     }
@@ -44,9 +48,25 @@ import Testing
         ("badexample.com", "example.com", false), ("example.com", "www.example.com", false), ("anything", "*", true),
         ("127.0.0.1", "localhost, 127.0.0.1", true), ("127.0.0.10", "127.0.0.1", false), ("[::1]", "::1", true),
         ("host", "host:8080", true), ("EXAMPLE.com.", "example.COM", true), ("x", "", false), ("x", " , ,", false),
+        // CIDR ranges (curl 7.86): addresses in the range, never names, never tail matches of addresses.
+        ("127.0.0.1", "127.0.0.0/8", true), ("127.255.1.2", "10.0.0.0/8,127.0.0.0/8", true), ("128.0.0.1", "127.0.0.0/8", false),
+        ("localhost", "127.0.0.0/8", false), ("10.1.2.3", "10.1.0.0/16", true), ("10.2.0.0", "10.1.0.0/16", false),
+        ("[::1]", "::1/128", true), ("[fd00::5]", "fd00::/8", true), ("[fe80::1]", "fd00::/8", false), ("[::1]", "[::1]/128", true),
+        ("[::ffff:127.0.0.1]", "127.0.0.0/8", true), ("1.2.3.4", "0.0.0.0/0", true), ("[::2]", "0.0.0.0/0", false),
+        ("10.0.0.1", "0.1", false), ("10.0.0.1", "10.0.0.1/33", false), ("10.0.0.1", "10.0.0.1/x", false),
     ])
     func noProxyMatching(host: String, list: String, excepted: Bool) {
         #expect(ProxyChoice.matches(host: host, noProxy: list) == excepted, "\(host) in \(list)")
+    }
+
+    @Test func plainHTTPIsForwardedAndOnlyHTTPSOrATunnelRequestUsesConnect() throws {
+        let http = try ProxyEndpoint(parsing: "http://p:3128"), socks = try ProxyEndpoint(parsing: "socks5h://s:1080")
+        #expect(ProxyRoute(url: url("http://a/f"), proxy: http) == .forward(http))
+        #expect(ProxyRoute(url: url("HTTPS://a/f"), proxy: http) == .tunnel(http))
+        #expect(ProxyRoute(url: url("http://a/f"), proxy: http, tunnel: true) == .tunnel(http))
+        #expect(ProxyRoute(url: url("http://a/f"), proxy: socks) == .socks(socks))
+        #expect(ProxyRoute(url: url("https://a/f"), proxy: nil) == .direct)
+        #expect(ProxyRoute(url: url("https://a/f"), proxy: socks).proxy == socks)
     }
 
     @Test func aMalformedProxyIsAnErrorNeverADirectConnection() {

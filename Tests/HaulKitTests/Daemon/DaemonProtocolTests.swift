@@ -87,6 +87,13 @@ import Testing
         request.credentials = Credentials(user: "me", password: "p:w")
         request.keepsRemoteTime = false
         request.completionCommand = "notify-send \"$HAUL_TASK_PATH\""
+        request.proxyTunnel = true
+        request.ipFamily = .v6
+        request.timestamping = true
+        request.cookies = [
+            Cookie(domain: "example.com", includesSubdomains: true, path: "/a", secure: true, expires: 4_102_444_800, name: "sid", value: "v=1"),
+            Cookie(domain: "example.com", includesSubdomains: false, path: "/", secure: false, expires: 0, name: "n", value: ""),
+        ]
         let decoded = try DaemonProtocol.decodeRequest(Params(try #require(DaemonProtocol.encode(request).objectValue)))
         #expect(decoded.url == request.url && decoded.destination == request.destination && decoded.headers == request.headers)
         #expect(decoded.checksum == request.checksum && decoded.segments == 4 && decoded.priority == -1 && decoded.id == "mine")
@@ -106,6 +113,9 @@ import Testing
             (["url": "https://x/y", "options": ["tls": ["clientKey": "/k"]]], "--key needs --cert"),
             (["url": "https://x/y", "options": ["tls": ["caFile": "ca.pem"]]], "absolute"),
             (["url": "https://x/y", "options": ["credentials": ["password": "x"]]], "\"user\""),
+            (["url": "https://x/y", "options": ["ipFamily": "v5"]], "\"options.ipFamily\""),
+            (["url": "https://x/y", "options": ["cookies": [["domain": "x", "name": "a", "value": "b\r\nX: y"]]]], "\"options.cookies\""),
+            (["url": "https://x/y", "directory": "/d", "options": ["timestamping": true]], "timestamping"),
             (["url": "https://x/y", "headers": [["name": "Bad Name", "value": "v"]]], "invalid header"),
             (["url": "https://x/y", "id": ""], "\"id\""),
             (["url": "https://x/y", "options": ["retries": -1]], "retries"),

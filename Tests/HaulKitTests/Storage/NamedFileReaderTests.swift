@@ -61,7 +61,7 @@ struct NamedFileReaderTests {
         let root = try folder()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try "# urls\nhttps://a.example/1\n\nhttp://b.example/2\n".write(toFile: root + "/list", atomically: true, encoding: .utf8)
-        #expect(try URLListReader.readNow(root + "/list", name: "the list") == ["https://a.example/1", "http://b.example/2"])
+        #expect(try URLListReader.readNow(root + "/list", name: "the list").map(\.url) == ["https://a.example/1", "http://b.example/2"])
         try "https://a.example/1\nftp://b.example/2\n".write(toFile: root + "/bad", atomically: true, encoding: .utf8)
         do {
             _ = try URLListReader.readNow(root + "/bad", name: "the list")

@@ -1,0 +1,43 @@
+import Foundation
+
+extension DownloadJob {
+    /// wget's `-N`: when the destination is a file Haul holds no download for, asks with `If-Modified-Since` its
+    /// time first. Returns the result of leaving it as it is when the server's copy is not newer; `nil` to download
+    /// it (the new file then replaces it once complete). A check that keeps failing gives up as a download would.
+    func checkTimestamp() async throws -> DownloadResult? {
+        guard options.timestamping, record == nil, adoptedPath == nil, case .file(let path) = options.destination,
+              let local = POSIX.regularFileSizeAndTime(path) else { return nil }
+        let extra: HTTPFields = ["If-Modified-Since": Timestamping.ifModifiedSince(localTime: local.modified)]
+        var check = DownloadLifecycle(lifecycle.configuration, held: 0, seed: UInt64.random(in: 0...UInt64.max))
+        while true {
+            try Task.checkCancellation()
+            _ = check.handle(.requestSent(held: 0))
+            let failure: TransientFailure
+            do {
+                let (response, url) = try await sender.send(.whole, to: options.url, readAhead: 1, extra: extra)
+                let head = RequestSender.head(response)
+                let length = head.headers["content-length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+                let unchanged = Timestamping.isUnchanged(
+                    status: head.status, lastModified: head.headers["last-modified"], contentLength: length,
+                    localTime: local.modified, localSize: local.size)
+                logger.debug("\(head.status) from \(Redaction.url(url)) to If-Modified-Since: \(unchanged ? "not modified, kept" : "fetching it")")
+                // Its body is not needed either way: dropping it closes that connection.
+                guard unchanged else { return nil }
+                let result = DownloadResult(path: path, bytes: local.size, fetchedBytes: 0, checksum: nil, alreadyComplete: true, notModified: true)
+                events(.finished(result))
+                return result
+            } catch let transient as TransientFailure {
+                failure = transient
+            }
+            switch check.handle(.failed(failure.lifecycleFailure, held: 0)) {
+            case .retry(let delay, let retry, let allowed, let reason):
+                events(.retrying(retry: retry, maxRetries: allowed, delay: delay, reason: reason))
+                try await Task.sleep(for: delay)
+            case .giveUp(let why):
+                throw Self.error(for: why)
+            default:
+                return nil
+            }
+        }
+    }
+}

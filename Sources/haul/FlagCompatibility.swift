@@ -1,0 +1,149 @@
+/// The flags users bring from curl, wget and aria2c to `haul get` and `haul add`, read before the parser sees the
+/// arguments: a flag whose meaning is already Haul's default (`-L`: Haul always follows redirects) is dropped, a
+/// spelling of a Haul flag that the parser cannot take (`--check-certificate=false`, curl's `-fsSL` clusters) is
+/// rewritten, and a flag Haul cannot honour is refused in one line naming what to use instead. Every other
+/// spelling is an ordinary option of the commands (docs/compatibility.md lists them all, and why a letter that
+/// means different things in those tools means what it does in Haul).
+enum FlagCompatibility {
+    /// What becomes of the arguments.
+    enum Outcome: Equatable {
+        /// Parse these.
+        case arguments([String])
+        /// Refused: the line to print.
+        case refused(String)
+    }
+
+    /// The subcommands whose flags are read here.
+    static let commands: Set<String> = ["get", "add"]
+
+    /// Options of `get` and `add` that take a value: the argument after them is a value, never read as a flag.
+    static let valueOptions: Set<String> = [
+        "-o", "--output", "--out", "-d", "-P", "--dir", "--output-dir", "--directory-prefix", "-C", "--continue-at",
+        "--checksum", "-H", "--header", "-A", "--user-agent", "-e", "--referer", "-b", "--cookie", "--load-cookies",
+        "--retries", "--retry", "--tries", "--max-tries", "--retry-wait", "--limit-rate", "-s", "--segments", "--split",
+        "--min-segment-size", "--min-split-size", "-x", "--max-connections-per-host", "--max-connection-per-server",
+        "-u", "--user", "--netrc-file", "-i", "--input-file", "-j", "--jobs", "--stall-timeout", "--connect-timeout",
+        "-T", "--timeout", "--max-time", "--on-complete", "--proxy", "--all-proxy", "--noproxy", "--cacert", "--capath",
+        "--cert", "--key", "--priority", "--id", "--socket", "--session",
+    ]
+
+    /// Flags whose meaning is Haul's default: dropped.
+    static let defaults: Set<String> = [
+        "-L", "--location", "-R", "--remote-time", "-f", "--fail", "-S", "--show-error", "-J", "--remote-header-name",
+        "--remote-name-all", "--create-dirs", "-Z", "--parallel", "-#", "--progress-bar", "--http1.1", "-nv", "--no-verbose",
+        "--check-certificate", "--check-certificate=true", "--auto-file-renaming", "--auto-file-renaming=true",
+        "--continue=false", "--allow-overwrite=false",
+    ]
+
+    /// Spellings rewritten to Haul's.
+    static let rewrites: [String: String] = [
+        "--check-certificate=false": "--insecure", "--allow-overwrite": "--overwrite", "--allow-overwrite=true": "--overwrite",
+        "--continue=true": "--continue",
+    ]
+
+    /// Letters of curl's clusters (`-fsSL`, `-LO`): the default ones are dropped, `s` is curl's silent.
+    static let clusterDefaults: Set<Character> = ["f", "S", "L", "R", "J", "#", "Z"]
+    static let clusterFlags: Set<Character> = ["s", "O", "k", "v", "q", "c", "N", "4", "6"]
+
+    private static let crawling = "haul fetches the URLs it is given and does not crawl links; list them in a file and pass -i FILE"
+    private static let credentialsTogether = "give the user and password together: -u USER:PASSWORD (or --netrc)"
+
+    /// Flags Haul cannot honour, with what to use instead.
+    static let refusals: [String: String] = [
+        "-X": "haul downloads with GET only; use curl for other methods",
+        "--request": "haul downloads with GET only; use curl for other methods",
+        "--data": "haul sends no request body (it downloads with GET); use curl to send data",
+        "--data-binary": "haul sends no request body (it downloads with GET); use curl to send data",
+        "--data-raw": "haul sends no request body (it downloads with GET); use curl to send data",
+        "--data-urlencode": "haul sends no request body (it downloads with GET); use curl to send data",
+        "-F": "haul sends no request body (it downloads with GET); use curl to post a form",
+        "--form": "haul sends no request body (it downloads with GET); use curl to post a form",
+        "-I": "haul downloads files; to see a server's answers use -v (each response is logged), or curl -I",
+        "--head": "haul downloads files; to see a server's answers use -v (each response is logged), or curl -I",
+        "-r": "haul downloads whole files: it neither fetches part of one (curl's -r/--range) nor crawls links (wget's -r/--recursive); list the URLs in a file and pass -i FILE",
+        "--range": "haul downloads whole files (resuming and splitting them itself); use curl -r for part of a file",
+        "--recursive": crawling,
+        "-m": "-m is --max-time in curl, --mirror in wget and --max-tries in aria2c; spell it out: --max-time SECONDS or --tries N (haul does not mirror sites)", "--mirror": crawling, "--page-requisites": crawling, "-np": crawling,
+        "--no-parent": crawling, "-l": crawling, "--level": crawling, "--convert-links": crawling,
+        "-p": "-p is --proxytunnel in curl and --page-requisites in wget; spell out --proxytunnel (haul does not crawl pages)",
+        "--compressed": "haul saves the bytes exactly as the server sends them and asks for no compression (Accept-Encoding: identity); decompress the file afterwards",
+        "-z": "use -N (--timestamping): haul asks with If-Modified-Since the local file's time",
+        "--time-cond": "use -N (--timestamping): haul asks with If-Modified-Since the local file's time",
+        "-Y": "use --stall-timeout SECONDS: a transfer that brings no data for that long is retried",
+        "--speed-limit": "use --stall-timeout SECONDS: a transfer that brings no data for that long is retried",
+        "-y": "use --stall-timeout SECONDS: a transfer that brings no data for that long is retried",
+        "--speed-time": "use --stall-timeout SECONDS: a transfer that brings no data for that long is retried",
+        "--retry-delay": "use --retry-wait SECONDS (haul doubles the wait after each retry)",
+        "--retry-max-time": "use --max-time SECONDS",
+        "--proxy-user": "put the user and password in the proxy's URL: --proxy http://user:password@host:port",
+        "-U": "-U is --proxy-user in curl and --user-agent in wget and aria2c; spell it out: --user-agent TEXT (or -A), or put the proxy's user in --proxy http://user:password@host:port",
+        "-t": "-t is --tries in wget and --timeout in aria2c; spell it out: --tries N or --timeout SECONDS",
+        "-w": "haul does not pause between downloads; -j 1 fetches one at a time",
+        "--wait": "haul does not pause between downloads; -j 1 fetches one at a time",
+        "--random-wait": "haul does not pause between downloads; -j 1 fetches one at a time",
+        "--background": "use haul add: the haul daemon downloads in the background",
+        "-K": "haul reads no configuration file; put the flags in a shell alias or function",
+        "--config": "haul reads no configuration file; put the flags in a shell alias or function",
+        "--http2": "haul speaks HTTP/1.1 with a connection per segment (--segments N); drop it",
+        "--http2-prior-knowledge": "haul speaks HTTP/1.1 with a connection per segment (--segments N); drop it",
+        "--http3": "haul speaks HTTP/1.1 with a connection per segment (--segments N); drop it",
+        "--password": credentialsTogether, "--http-user": credentialsTogether, "--http-password": credentialsTogether,
+        "--proxy-password": "put the user and password in the proxy's URL: --proxy http://user:password@host:port",
+        "-nc": "haul never replaces an existing file without --overwrite (it stops with exit 2 instead); drop -nc, or use -N to fetch only newer files",
+        "--no-clobber": "haul never replaces an existing file without --overwrite (it stops with exit 2 instead); drop --no-clobber, or use -N to fetch only newer files",
+        "--no-proxy": "use --noproxy '*' to reach every host directly, or --noproxy HOST,… for some",
+        "--max-download-limit": "use --limit-rate RATE",
+        "--max-overall-download-limit": "use --limit-rate RATE (with several URLs it caps them all together)",
+    ]
+
+    /// Reads `arguments` (the command line without the program's name).
+    static func rewrite(_ arguments: [String]) -> Outcome {
+        guard let command = arguments.first, commands.contains(command) else { return .arguments(arguments) }
+        var result = [command]
+        var index = 1
+        while index < arguments.count {
+            let token = arguments[index]
+            index += 1
+            if token == "--" {
+                result += arguments[(index - 1)...]
+                break
+            }
+            if valueOptions.contains(token) {
+                result.append(token)
+                if index < arguments.count {
+                    result.append(arguments[index])
+                    index += 1
+                }
+                continue
+            }
+            if defaults.contains(token) { continue }
+            if let replacement = rewrites[token] {
+                result.append(replacement)
+                continue
+            }
+            let name = token.split(separator: "=", maxSplits: 1).first.map(String.init) ?? token
+            if let message = refusals[name], token.hasPrefix("-") {
+                return .refused("\(name): \(message)")
+            }
+            if let expanded = expandCluster(token) {
+                result += expanded
+                continue
+            }
+            result.append(token)
+        }
+        return .arguments(result)
+    }
+
+    /// `-fsSL` as curl users write it: a cluster of single letters with at least one of the defaults, each of the
+    /// others a flag of Haul's (`s` being curl's `--silent`). `nil` for any other token.
+    static func expandCluster(_ token: String) -> [String]? {
+        guard token.hasPrefix("-"), !token.hasPrefix("--"), token.count >= 3, !token.contains("=") else { return nil }
+        let letters = token.dropFirst()
+        guard letters.allSatisfy({ clusterDefaults.contains($0) || clusterFlags.contains($0) }),
+              letters.contains(where: { clusterDefaults.contains($0) }) else { return nil }
+        return letters.compactMap { letter in
+            if clusterDefaults.contains(letter) { return nil }
+            return letter == "s" ? "--silent" : "-\(letter)"
+        }
+    }
+}

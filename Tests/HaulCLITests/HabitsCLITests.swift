@@ -1,0 +1,206 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The flags curl, wget and aria2c users type: accepted where they mean what Haul does, refused in one line naming
+/// what to use where Haul cannot honour them.
+@Suite struct HabitsCLITests {
+    @Test func curlWgetAndAria2cSpellingsDoWhatTheySay() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(300_000, seed: 250)
+            server.serve("/files/f.bin", Resource(body: body, etag: "\"h\""))
+            try await Sandbox.with { box in
+                let curl = try await box.run([
+                    "get", "-fsSL", "-O", server.url("/files/f.bin"), "--output-dir", "curl", "-A", "curl-habit/1", "-e", "http://ref.example/;auto",
+                    "--retry", "2", "-T", "20", "-4", "--create-dirs", "--remote-time",
+                ])
+                #expect(curl.exitCode == 0, "\(curl.stderr)")
+                #expect(curl.stderr.isEmpty, "-s is curl's silent here: \(curl.stderr)")
+                #expect(contentMismatch(box.path("curl/f.bin"), expected: body) == nil)
+                let request = try #require(server.requests("/files/f.bin").last)
+                #expect(request.header("User-Agent") == "curl-habit/1")
+                #expect(request.header("Referer") == "http://ref.example/")
+
+                let wget = try await box.run(["get", server.url("/files/f.bin"), "-P", "wget", "--tries", "3", "--timeout", "20", "--no-check-certificate", "-nv"])
+                #expect(wget.exitCode == 0, "\(wget.stderr)")
+                #expect(contentMismatch(box.path("wget/f.bin"), expected: body) == nil)
+
+                let aria2c = try await box.run([
+                    "get", server.url("/files/f.bin"), "-d", "aria", "-o", "named.bin", "-x", "4", "-s", "2", "--min-split-size", "64K",
+                    "--check-certificate=false", "--max-tries", "2", "--allow-overwrite=true",
+                ])
+                #expect(aria2c.exitCode == 0, "\(aria2c.stderr)")
+                #expect(contentMismatch(box.path("aria/named.bin"), expected: body) == nil, "-d and -o join as in aria2c")
+            }
+        }
+    }
+
+    @Test func curlsDashCDashContinuesTheFileAnotherProgramLeft() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(400_000, seed: 251)
+            server.serve("/f.bin", Resource(body: body, etag: "\"c\""))
+            try await Sandbox.with { box in
+                try writeBytes(Array(body.prefix(123_456)), to: box.path("f.bin"))
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "-C", "-"])
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                #expect(contentMismatch(box.path("f.bin"), expected: body) == nil)
+                #expect(server.requests("/f.bin").allSatisfy { $0.header("Range") != nil }, "the bytes held were fetched again")
+                let offset = try await box.run(["get", server.url("/f.bin"), "-o", "g.bin", "-C", "100"])
+                #expect(offset.exitCode == 2 && offset.stderr.contains("-C -"), "\(offset.stderr)")
+            }
+        }
+    }
+
+    @Test func wgetsTriesCountTheFirstAttempt() async throws {
+        try await withTestServer { server in
+            server.route("/busy") { _ in .text(503, "busy") }
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/busy"), "-o", "b", "--tries", "2", "--retry-wait", "0"])
+                #expect(result.exitCode == 4, "\(result.stderr)")
+                #expect(server.requests("/busy").count == 2, "\(server.requests("/busy").count) requests")
+                let both = try await box.run(["get", server.url("/busy"), "-o", "b", "--tries", "2", "--retry", "3"])
+                #expect(both.exitCode == 2, "\(both.stderr)")
+            }
+        }
+    }
+
+    @Test(arguments: [
+        (["--compressed"], "--compressed", "decompress"), (["-X", "POST"], "-X", "GET"), (["-r", "0-99"], "-r", "-i FILE"),
+        (["-U", "u:p"], "-U", "--user-agent"), (["-t", "3"], "-t", "--tries"), (["--proxy-user", "u:p"], "--proxy-user", "--proxy http://user:password@"),
+        (["-m", "30"], "-m", "--max-time"), (["--retry-delay", "2"], "--retry-delay", "--retry-wait"), (["-z", "f"], "-z", "-N"),
+        (["--http2"], "--http2", "HTTP/1.1"), (["--mirror"], "--mirror", "-i FILE"), (["--no-clobber"], "--no-clobber", "--overwrite"),
+        (["--no-proxy"], "--no-proxy", "--noproxy"), (["--password=x"], "--password", "-u USER:PASSWORD"),
+    ])
+    func aFlagHaulCannotHonourIsOneLineNamingTheAlternative(flag: [String], name: String, alternative: String) async throws {
+        try await withTestServer { server in
+            server.serve("/f", Resource(body: [1, 2, 3], etag: "\"f\""))
+            try await Sandbox.with { box in
+                for command in ["get", "add"] {
+                    let result = try await box.run([command, server.url("/f"), "-o", "f"] + flag + ["--no-autostart"].filter { _ in command == "add" })
+                    #expect(result.exitCode == 2, "\(command) \(flag): \(result.stderr)")
+                    #expect(result.stderrLines.count == 1 && result.stderr.hasPrefix("haul: error: \(name): "), "\(result.stderr)")
+                    #expect(result.stderr.contains(alternative), "\(result.stderr)")
+                }
+                #expect(server.requests("/f").isEmpty)
+                #expect(!fileExists(box.path("f")))
+            }
+        }
+    }
+
+    @Test func lettersThatMeanOtherThingsElsewhereSayWhatTheyMeanHere() async throws {
+        try await Sandbox.with { box in
+            let proxy = try await box.run(["get", "http://127.0.0.1:9/f", "-x", "proxy.example:3128"])
+            #expect(proxy.exitCode == 2 && proxy.stderr.contains("--proxy"), "curl's -x: \(proxy.stderr)")
+            let silent = try await box.run(["get", "-s", "http://127.0.0.1:9/f"])
+            #expect(silent.exitCode == 2 && silent.stderr.contains("-q"), "curl's -s: \(silent.stderr)")
+            let wgetO = try await box.run(["get", "-O", "name.iso", "http://127.0.0.1:9/f"])
+            #expect(wgetO.exitCode == 2 && wgetO.stderr.contains("-o"), "wget's -O FILE: \(wgetO.stderr)")
+        }
+    }
+
+    @Test func aListCarriesAria2cPerURLOptions() async throws {
+        try await withTestServer { server in
+            let a = TestData.bytes(200_000, seed: 252), b = TestData.bytes(150_000, seed: 253), c = TestData.bytes(50_000, seed: 254)
+            server.serve("/a.bin", Resource(body: a, etag: "\"a\""))
+            server.serve("/b.bin", Resource(body: b, etag: "\"b\""))
+            server.serve("/c.bin", Resource(body: c, etag: "\"c\""))
+            try await Sandbox.with { box in
+                let list = """
+                    # aria2c -i list
+                    \(server.url("/a.bin"))
+                      out=first.bin
+                      checksum=sha-256=\(sha256Hex(a))
+                    \thead\u{65}r=X-Only-A: yes
+                    \(server.url("/b.bin"))
+                      dir=\(box.path("elsewhere"))
+                    \(server.url("/c.bin"))
+                      checksum=sha-256=\(String(repeating: "0", count: 64))
+
+                    """
+                try list.write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let result = try await box.run(["get", "-i", "list.txt", "--dir", "out"])
+                #expect(result.exitCode == 5, "c's checksum fails, the others finish: \(result.stderr)")
+                #expect(contentMismatch(box.path("out/first.bin"), expected: a) == nil)
+                #expect(contentMismatch(box.path("elsewhere/b.bin"), expected: b) == nil)
+                #expect(!fileExists(box.path("out/c.bin")))
+                #expect(server.requests("/a.bin").allSatisfy { $0.header("X-Only-A") == "yes" })
+                #expect(server.requests("/b.bin").allSatisfy { $0.header("X-Only-A") == nil })
+                try "\(server.url("/a.bin"))\n  split=4\n".write(toFile: box.path("bad.txt"), atomically: true, encoding: .utf8)
+                let bad = try await box.run(["get", "-i", "bad.txt"])
+                #expect(bad.exitCode == 2 && bad.stderr.contains("line 2") && bad.stderr.contains("split="), "\(bad.stderr)")
+            }
+        }
+    }
+
+    @Test func cookiesGoWhereTheyMatchAndNeverToAnotherOriginOrTheScreen() async throws {
+        try await withTestServer { other in
+            other.serve("/x/f.bin", Resource(body: [7, 7, 7], etag: "\"o\""))
+            try await withTestServer { server in
+                let body = TestData.bytes(100_000, seed: 255)
+                server.serve("/a/f.bin", Resource(body: body, etag: "\"a\""))
+                server.serve("/b/f.bin", Resource(body: body, etag: "\"b\""))
+                server.route("/a/away") { _ in ResponsePlan(status: 302, headers: [("Location", other.url("/x/f.bin"))]) }
+                server.route("/a/tob") { _ in ResponsePlan(status: 302, headers: [("Location", "/b/f.bin")]) }
+                try await Sandbox.with { box in
+                    let jar = [
+                        "# Netscape HTTP Cookie File",
+                        "127.0.0.1\tFALSE\t/a\tFALSE\t0\tforA\tsecret-a",
+                        "#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t4102444800\troot\tsecret-root",
+                        "127.0.0.1\tFALSE\t/\tTRUE\t0\tsecureOnly\tsecret-tls",
+                        "127.0.0.1\tFALSE\t/\tFALSE\t1000\texpired\tsecret-old",
+                        ".example.test\tTRUE\t/\tFALSE\t0\telsewhere\tsecret-else",
+                        "127.0.0.1\tFALSE\t/b\tFALSE\t0\tforB\tsecret-b",
+                    ].joined(separator: "\n")
+                    try jar.write(toFile: box.path("jar.txt"), atomically: true, encoding: .utf8)
+                    let got = try await box.run(["get", server.url("/a/f.bin"), "-o", "a.bin", "-b", "jar.txt", "-v"])
+                    #expect(got.exitCode == 0, "\(got.stderr)")
+                    #expect(server.requests("/a/f.bin").allSatisfy { $0.header("Cookie") == "forA=secret-a; root=secret-root" },
+                            "\(server.requests("/a/f.bin").map { $0.header("Cookie") ?? "none" })")
+                    let moved = try await box.run(["get", server.url("/a/tob"), "-o", "b.bin", "--load-cookies", "jar.txt"])
+                    #expect(moved.exitCode == 0, "\(moved.stderr)")
+                    #expect(server.requests("/b/f.bin").allSatisfy { $0.header("Cookie") == "forB=secret-b; root=secret-root" },
+                            "a same-origin redirect gets the cookies of its own path")
+                    let away = try await box.run(["get", server.url("/a/away"), "-o", "o.bin", "-b", "jar.txt", "-b", "name=value"])
+                    #expect(away.exitCode == 0, "\(away.stderr)")
+                    #expect(other.requests("/x/f.bin").allSatisfy { $0.header("Cookie") == nil }, "a cookie followed a redirect to another origin")
+                    let named = try await box.run(["get", server.url("/a/f.bin"), "-o", "n.bin", "-b", "session=abc; theme=dark"])
+                    #expect(named.exitCode == 0, "\(named.stderr)")
+                    #expect(server.requests("/a/f.bin").last?.header("Cookie") == "session=abc; theme=dark")
+                    for result in [got, moved, away, named] {
+                        #expect(!(result.stderr + result.stdout).contains("secret-"), "a cookie was printed: \(result.stderr)")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func a401NamesDashUAndNetrc() async throws {
+        try await withTestServer { server in
+            server.route("/private") { _ in .text(401, "no", headers: [("WWW-Authenticate", "Basic realm=\"x\"")]) }
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/private"), "-o", "p"])
+                #expect(result.exitCode == 4, "\(result.stderr)")
+                #expect(result.stderr.contains("-u USER:PASSWORD") && result.stderr.contains("--netrc"), "\(result.stderr)")
+            }
+        }
+    }
+
+    @Test func dashFourAndDashSixLimitTheAddressFamily() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(10_000, seed: 256), etag: "\"4\""))
+            try await Sandbox.with { box in
+                let v4 = try await box.run(["get", server.url("/f.bin"), "-o", "a.bin", "-4"])
+                #expect(v4.exitCode == 0, "\(v4.stderr)")
+                let v6 = try await box.run(["get", server.url("/f.bin"), "-o", "b.bin", "-6", "--retries", "0"])
+                #expect(v6.exitCode == 3 && v6.stderr.contains("-4 or -6"), "an IPv4 server over IPv6 only: \(v6.stderr)")
+                #expect(!fileExists(box.path("b.bin")))
+                let both = try await box.run(["get", server.url("/f.bin"), "-o", "c.bin", "-4", "-6"])
+                #expect(both.exitCode == 2, "\(both.stderr)")
+            }
+        }
+    }
+}
