@@ -93,6 +93,10 @@ package actor LocalSession: SessionBackend {
         }
         failTasksThatStoppedTheProcess(crashing)
         for task in try store.tasks(in: .waiting) { noteStored(task) }
+        // A host found to speak HTTP/2 may run more of the session's downloads at once (as streams).
+        engine.connections.onMultiplexed { [weak self] _ in
+            Task { await self?.schedule() }
+        }
         await schedule()
     }
 

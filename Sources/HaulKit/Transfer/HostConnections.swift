@@ -19,6 +19,13 @@ final class HostConnections: Sendable {
 
     let limit: Int
     private let state = NIOLockedValueBox(State())
+    /// Called once for each host found to speak HTTP/2 (a session then runs more of its downloads at once).
+    private let multiplexedObserver = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
+
+    /// Calls `observer` with each host found to speak HTTP/2 from now on.
+    func onMultiplexed(_ observer: @escaping @Sendable (String) -> Void) {
+        multiplexedObserver.withLockedValue { $0 = observer }
+    }
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -83,17 +90,18 @@ final class HostConnections: Sendable {
     /// `host` answered over HTTP/2: downloads that may be streams stop waiting for a connection (and download
     /// `id`, which learned it, gives its connection back).
     func markMultiplexed(_ host: String, by id: Int) {
-        let resumed = state.withLockedValue { state -> [CheckedContinuation<Void, any Error>] in
-            state.multiplexed.insert(host)
+        let (resumed, first) = state.withLockedValue { state -> ([CheckedContinuation<Void, any Error>], Bool) in
+            let first = state.multiplexed.insert(host).inserted
             let streams = state.waiters.filter { $0.value.multiplexable && $0.value.host == host }.map(\.key)
             var resumed: [CheckedContinuation<Void, any Error>] = []
             for waiter in streams {
                 state.hosts[host]?.releaseAll(waiter)
                 if let entry = state.waiters.removeValue(forKey: waiter) { resumed.append(entry.continuation) }
             }
-            return resumed
+            return (resumed, first)
         }
         for continuation in resumed { continuation.resume() }
+        if first { multiplexedObserver.withLockedValue { $0 }?(host) }
         releaseAll(id, host: host)
     }
 

@@ -18,7 +18,9 @@ struct LocalUser {
     /// Runs `body` with a fresh account, removed afterwards whatever happens in `body`.
     static func with<T>(_ body: (LocalUser) async throws -> T) async throws -> T {
         removeLeftovers()
-        let name = prefix + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        // The test process's pid in the name: only accounts of processes that are gone are leftovers (tests of this
+        // process run at once, and each one's account is its own until it ends).
+        let name = prefix + String(getpid(), radix: 36) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         try command("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
         defer { try? command("/usr/sbin/userdel", [name]) }
         guard let entry = getpwnam(name) else { throw HarnessError("useradd \(name) made no account") }
@@ -26,11 +28,14 @@ struct LocalUser {
         return try await body(user)
     }
 
-    /// Removes accounts a killed test run left behind.
+    /// Removes accounts a killed test run left behind: those whose test process is gone.
     private static func removeLeftovers() {
         guard let text = try? String(contentsOfFile: "/etc/passwd", encoding: .utf8) else { return }
         for line in text.split(separator: "\n") where line.hasPrefix(prefix) {
-            if let name = line.split(separator: ":").first { try? command("/usr/sbin/userdel", [String(name)]) }
+            guard let name = line.split(separator: ":").first else { continue }
+            let owner = name.dropFirst(prefix.count).split(separator: "-").first.flatMap { Int32($0, radix: 36) }
+            if let owner, owner == getpid() || kill(owner, 0) == 0 { continue }
+            try? command("/usr/sbin/userdel", [String(name)])
         }
     }
 

@@ -53,7 +53,7 @@ struct NamedFileTests {
 
     @Test func aListGivesItsURLsWithTheirLinesWhateverTheChunks() throws {
         let text = "https://a/1\n\n# comment\n  https://b/2  \r\nhttp://c/3"
-        let expected = [URLListScanner.Entry(line: 1, text: "https://a/1"), .init(line: 4, text: "https://b/2"), .init(line: 5, text: "http://c/3")]
+        let expected = [URLListScanner.Entry(line: 1, text: "https://a/1"), .init(line: 4, text: "https://b/2", indented: true), .init(line: 5, text: "http://c/3")]
         #expect(try scan(text, chunks: []) == expected)
         var random = SplitMix(seed: 23)
         for _ in 0..<500 {

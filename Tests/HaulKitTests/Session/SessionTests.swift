@@ -270,7 +270,8 @@ func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () a
         try await withHarness { server, _, sandbox in
             let body = TestData.bytes(600_000, seed: 4)
             var resource = Resource(body: body, etag: "\"r\"")
-            resource.faults.throttleBytesPerSecond = 300_000
+            // Slow enough that the first session is still downloading when it closes, on a busy machine too.
+            resource.faults.throttleBytesPerSecond = 100_000
             server.serve("/slow", resource)
             server.serve("/queued", Resource(body: [1, 2, 3, 4]))
             var configuration = sessionConfiguration(sandbox, concurrent: 1)
