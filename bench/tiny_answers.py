@@ -75,7 +75,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--kinds", default="static,tiny")
     parser.add_argument("--tools", default="haul,aria2c,wget")
-    parser.add_argument("--haul", default=os.path.join(ROOT, ".build", "release", "haul"))
+    parser.add_argument("--haul", default=os.path.join(ROOT, ".build", "release", "haul"), type=os.path.abspath)
     args = parser.parse_args()
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         os.environ.pop(name, None)

@@ -151,7 +151,7 @@ def main():
     parser.add_argument("--size-kb", type=int, default=16)
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--haul", default=os.path.join(ROOT, ".build", "release", "haul"))
+    parser.add_argument("--haul", default=os.path.join(ROOT, ".build", "release", "haul"), type=os.path.abspath)
     parser.add_argument("--tools", default="haul,wget2,curl,aria2c")
     parser.add_argument("--protocols", default="https,http")
     args = parser.parse_args()

@@ -55,9 +55,11 @@ final class DownloadJob {
     /// What is held: bytes `0..<point.offset` of `file` belong to the version `point.validators` describe.
     var point = ResumePoint()
     var file: PartialFile?
-    /// The destination's folder, held open for the whole run: every file of the download is created, checked,
-    /// renamed and synced relative to it (``OpenDirectory``).
+    /// The destination's folder, held open for the whole run (with the engine's other downloads into it): every file
+    /// of the download is created, checked, renamed and synced relative to it (``OpenDirectory``).
     var folder: OpenDirectory?
+    /// The path `folder` was opened as, in the engine's ``HeldFolders``.
+    var folderPath = ""
     /// A file Haul did not write, adopted with `--continue`, not yet shown to match the server's bytes.
     var adoptedPath: String?
     /// The URL whose download left the bytes held at this destination, when it is not `options.url`. They are
@@ -126,7 +128,7 @@ final class DownloadJob {
         let connections = engine.connections, connectionID = self.connectionID, host = self.host
         defer {
             file?.close()
-            folder?.close()
+            if let folder { engine.folders.release(folder, as: folderPath) }
             locks.forEach { $0.release() }
             directoryChoice?.release()
             connections.releaseAll(connectionID, host: host)
@@ -152,14 +154,16 @@ final class DownloadJob {
         case .standardOutput:
             throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
         case .file(let path):
-            let folder = try OpenDirectory.open(POSIX.directoryOf(path), create: true)
+            folderPath = POSIX.directoryOf(path)
+            let folder = try engine.folders.acquire(folderPath, create: true)
             self.folder = folder
             if folder.status(Self.name(path))?.isDirectory == true {
                 throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path))
             }
             destination = path
         case .directory(let directory):
-            folder = try OpenDirectory.open(directory, create: true)
+            folderPath = directory
+            folder = try engine.folders.acquire(directory, create: true)
             let choice = try store.choice(url: options.url, directory: directory)
             directoryChoice = choice
             // The name is chosen from the first response, unless an earlier run chose it already (in this folder).

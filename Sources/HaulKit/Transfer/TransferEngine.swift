@@ -69,6 +69,8 @@ public final class TransferEngine: Sendable {
     let configuration: Configuration
     /// Each host's connections, shared fairly between this engine's downloads.
     let connections: HostConnections
+    /// The destination folders the engine's running downloads hold, opened once for all of them.
+    let folders = HeldFolders()
 
     /// An engine keeping its resume records under `home` (`transfers/`), with `configuration` for every download.
     public convenience init(home: HaulHome, configuration: Configuration = Configuration()) {
