@@ -15,6 +15,8 @@ Haul fsyncs every file and its folder before it reports it; the peers don't, so 
 
 Usage: bench/wan_many_files.py [--rtts 0,20,50,100] [--counts 100,1000] [--size-kb 16] [--jobs 16] [--runs 3]
                                 [--haul .build/release/haul] [--tools haul,wget2,curl,aria2c] [--protocols https,http]
+A tool `haul-N` (say `haul-64`) is haul with -j N: more HTTP/2 streams in flight, as wget2 keeps (its
+--max-threads J with a request window of 30 streams each).
 """
 import argparse
 import hashlib
@@ -116,8 +118,12 @@ http {{
 def tool_command(tool, args, lab, listfile, dest, scheme):
     j = str(args.jobs)
     ca = f"{lab.work}/ca.pem"
-    if tool == "haul":
-        cmd = [args.haul, "get", "-i", listfile, "-j", j, "--dir", dest, "--quiet"]
+    if tool.startswith("haul"):
+        # "haul-64": haul with -j 64 (HTTP/2 streams in flight, as wget2's request window keeps many).
+        jobs = tool.split("-", 1)[1] if "-" in tool else j
+        # J at once over HTTP/1.1 means J connections to the one server, as aria2c -j J and curl -Z make: haul's
+        # per-host limit (8 by default) is raised to J.
+        cmd = [args.haul, "get", "-i", listfile, "-j", jobs, "--max-connections-per-host", str(min(64, int(jobs))), "--dir", dest, "--quiet"]
         return cmd + (["--cacert", ca] if scheme == "https" else [])
     if tool == "wget2":
         return ["wget2", "-q", "--max-threads", j, "-P", dest, "-i", listfile] + ([f"--ca-certificate={ca}"] if scheme == "https" else [])
@@ -158,7 +164,7 @@ def main():
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         os.environ.pop(name, None)
     tools = args.tools.split(",")
-    missing = [t for t in tools if t != "haul" and not shutil.which(t)]
+    missing = [t for t in tools if not t.startswith("haul") and not shutil.which(t)]
     if missing or not os.access(args.haul, os.X_OK):
         sys.exit(f"missing: {' '.join(missing)} {'' if os.access(args.haul, os.X_OK) else args.haul + ' (swift build -c release)'}")
     print(f"# many files over a WAN-like link, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
@@ -209,7 +215,8 @@ def main():
                         w, ws = statistics.median(times[t]), statistics.median(synced[t])
                         ratio = f"{haul / w:.2f}×" if haul and t != "haul" else "—"
                         ratio_sync = f"{haul / ws:.2f}×" if haul and t != "haul" else "—"
-                        print(f"| {t} | {w:.3f} | {ws:.3f} | {ratio} | {ratio_sync} |", flush=True)
+                        name = f"haul -j {t.split('-', 1)[1]}" if t.startswith("haul-") else t
+                        print(f"| {name} | {w:.3f} | {ws:.3f} | {ratio} | {ratio_sync} |", flush=True)
         finally:
             lab.stop()
             shutil.rmtree(work, ignore_errors=True)

@@ -67,14 +67,16 @@ package enum BatchReport {
 
     /// The end of a batch: the counts, then the first ``namedFailures`` failures one per line (indented) and how
     /// many more there were. `width` is the terminal's (nil: not a terminal, every line whole).
-    public static func summary(finished: Int, failures: [Failure], width: Int?) -> [String] {
-        let counts = "\(finished) finished, \(failures.count) failed"
+    /// `failed`: how many failed in all, when `failures` holds only the first of them (a batch too long to hold).
+    public static func summary(finished: Int, failures: [Failure], failed: Int? = nil, width: Int?) -> [String] {
+        let failed = max(failed ?? failures.count, failures.count)
+        let counts = "\(finished) finished, \(failed) failed"
         var lines = [width.map { TerminalText.fit(counts, width: $0, cut: .end) } ?? counts]
         for failure in failures.prefix(namedFailures) {
             lines.append(failureLine(failure, lead: "  ", width: width))
         }
-        if failures.count > namedFailures {
-            let more = "  \(TerminalText.ellipsis) and \(failures.count - namedFailures) more"
+        if failed > namedFailures {
+            let more = "  \(TerminalText.ellipsis) and \(failed - namedFailures) more"
             lines.append(width.map { TerminalText.fit(more, width: $0, cut: .end) } ?? more)
         }
         return lines

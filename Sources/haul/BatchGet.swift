@@ -3,22 +3,62 @@ import Foundation
 import HaulKit
 
 /// `haul get` with several URLs: one download session, at most `-j` at once, resumable as a whole.
+///
+/// A list of any length is read in bounded memory: once to name the session (the same URLs into the same place
+/// make the same session, so re-running the command resumes it), then again to add its tasks a few hundred at a
+/// time; standard input is first kept in a private file of `HAUL_HOME` for the second reading. The outcome is read
+/// back from the session a page at a time.
 struct BatchGet {
     let command: GetCommand
-    let urls: [InputList.Entry]
+    /// The URLs given as arguments.
+    let arguments: [InputList.Entry]
+    /// The `-i` list, if any: a file, or standard input.
+    let list: String?
+
+    /// The entries of the batch (arguments first, then the list), a part at a time.
+    final class Entries {
+        private var arguments: ArraySlice<InputList.Entry>
+        private let cursor: URLListCursor?
+
+        init(arguments: [InputList.Entry], list: (path: String, name: String)?) throws {
+            self.arguments = arguments[...]
+            cursor = try list.map { try URLListCursor(path: $0.path, name: $0.name) }
+        }
+
+        /// Up to `count` more entries; none at the end.
+        func next(_ count: Int) throws -> [InputList.Entry] {
+            var part = Array(arguments.prefix(count))
+            arguments = arguments.dropFirst(part.count)
+            if part.count < count, let cursor { part += try cursor.next(count - part.count) }
+            return part
+        }
+    }
 
     func run() async throws {
-        let requests: [DownloadRequest]
+        let home = HaulHome(environment: ProcessInfo.processInfo.environment)
+        var spool: String?
+        defer { if let spool { unlink(spool) } }
+        let identifier: String
+        let count: Int
+        let listFile: (path: String, name: String)?
         do {
-            requests = try command.makeSpecs(urls: urls).map { spec in
-                var request = DownloadRequest(spec)
-                // --limit-rate caps the whole batch: the session's limit, not each task's.
-                request.rateLimit = nil
-                return request
+            if let list, URLList.standardInputNames.contains(list) {
+                let kept = try await BatchGet.keepStandardInput(home: home)
+                spool = kept
+                listFile = (kept, "the URL list on standard input")
+            } else {
+                listFile = list.map { ($0, "the URL list \($0)") }
             }
+            // The first reading: every line checked and every spec made, before anything is added or fetched.
+            (identifier, count) = try await BatchGet.name(command: command, entries: try Entries(arguments: arguments, list: listFile))
+            if count == 0 { throw InputError("\(listFile?.name ?? "the URL list") is empty") }
+            try command.file.checkCount(count, remoteName: command.file.remoteName, arguments: command.list.urls)
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
+        } catch let error as HaulError {
+            Reporter.printError("haul: error: \(error.line)")
+            throw ExitCode(ExitStatus.code(for: error.kind))
         }
         command.connection.warnIfInsecure()
         var configuration = SessionConfiguration()
@@ -27,7 +67,6 @@ struct BatchGet {
         configuration.maxDownloadsPerHost = (try? command.file.connectionsPerHost()) ?? 8
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
-        let identifier = BatchGet.identifier(for: requests)
         let hook = OnComplete(command.onComplete, toStandardError: command.json)
         if let hook { configuration.onCompletion = { hook.run(for: $0, session: identifier) } }
         let session: DownloadSession
@@ -53,27 +92,51 @@ struct BatchGet {
         } : nil
 
         // Added a few at a time, the first downloads start at once instead of after the whole list is stored, and
-        // the session answers its running downloads between the parts.
-        var ids = Set<String>()
-        var again: [String] = []
-        var start = 0
-        while start < requests.count {
-            let end = min(requests.count, start + (start == 0 ? 2 * command.jobs : BatchGet.tasksPerAdd))
-            for task in try await session.add(Array(requests[start..<end])) {
-                ids.insert(task.id)
-                // Re-running the command retries what failed or was cancelled last time.
-                if task.state == .failed || task.state == .cancelled || task.state == .paused { again.append(task.id) }
+        // the session answers its running downloads between the parts. Re-running the command retries what failed
+        // or was cancelled last time, and what stopped paused.
+        do {
+            let entries = try Entries(arguments: arguments, list: listFile)
+            let maker = try command.specMaker()
+            var first = true
+            while true {
+                let part = try entries.next(first ? 2 * command.jobs : BatchGet.tasksPerAdd)
+                first = false
+                if part.isEmpty { break }
+                let requests = try part.map { entry in
+                    var request = DownloadRequest(try maker.spec(for: entry))
+                    // --limit-rate caps the whole batch: the session's limit, not each task's.
+                    request.rateLimit = nil
+                    return request
+                }
+                var again: [String] = []
+                for task in try await session.add(requests) where task.state == .failed || task.state == .cancelled || task.state == .paused {
+                    again.append(task.id)
+                }
+                if !again.isEmpty { try await session.resume(again) }
             }
-            start = end
+        } catch let error as InputError {
+            // The list changed since its first reading.
+            await session.close()
+            Reporter.printError("haul: error: \(error.line)")
+            throw ExitCode(ExitStatus.usage)
         }
-        try await session.resume(again)
 
         let waiter = Task { await session.waitUntilIdle() }
         let signals = SignalForwarder { waiter.cancel() }
         await waiter.value
         signals.stop()
         let interrupted = waiter.isCancelled
-        let final = try await session.tasks().filter { ids.contains($0.id) }
+        // The outcome, read a page at a time: counts, the first failures and the first one's kind.
+        var finished = 0, unfinished = 0
+        var failures: [TaskSnapshot] = []
+        try await session.forEachTask { task in
+            if task.state == .finished {
+                finished += 1
+            } else {
+                unfinished += 1
+                if failures.count < BatchReport.namedFailures { failures.append(task) }
+            }
+        }
         poller?.cancel()
         await poller?.value
         await session.close()
@@ -82,38 +145,68 @@ struct BatchGet {
         reporter.finish()
         if !interrupted { await hook?.waitForAll() }
         if interrupted {
-            Reporter.printError("haul: paused \(final.filter { $0.state != .finished }.count) downloads; run the same command again to resume")
+            Reporter.printError("haul: paused \(unfinished) downloads; run the same command again to resume")
             throw ExitCode(ExitStatus.interrupted)
         }
-        let finished = final.filter { $0.state == .finished }.count
-        let failed = final.filter { $0.state != .finished }
         if mode != .quiet && mode != .json {
             // The failures by name and reason (the first ten), however many lines scrolled past or were only counted.
-            let lines = BatchReport.summary(finished: finished, failures: failed.map { BatchReporter.failure(of: $0) }, width: reporter.terminalWidth)
+            let lines = BatchReport.summary(
+                finished: finished, failures: failures.map { BatchReporter.failure(of: $0) }, failed: unfinished, width: reporter.terminalWidth)
             for line in lines { Reporter.printError(line) }
         }
-        if let first = failed.first {
+        if let first = failures.first {
             throw ExitCode(ExitStatus.code(for: first.error?.kind ?? .network))
         }
+    }
+
+    /// The session's name for the batch's entries, and how many there are: each entry's spec is made (so a bad line
+    /// is refused before anything is fetched) and its URL and destination hashed.
+    static func name(command: GetCommand, entries: Entries) async throws -> (String, Int) {
+        let maker = try command.specMaker()
+        var hash = Hash()
+        var count = 0
+        while true {
+            let part = try entries.next(tasksPerAdd)
+            if part.isEmpty { break }
+            for entry in part { hash.add(try maker.spec(for: entry)) }
+            count += part.count
+            // Long lists: the other tasks of this process (signals, the terminal) get their turn.
+            await Task.yield()
+        }
+        return (hash.identifier, count)
+    }
+
+    /// Keeps standard input in a private file of `home` (read as it arrives, within the limits of a list), for the
+    /// two readings of a batch; returns its path.
+    static func keepStandardInput(home: HaulHome) async throws -> String {
+        try home.prepare()
+        let folder = home.path + "/tmp"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path = folder + "/stdin-list-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try await URLListCursor.keepStandardInput(at: path, name: "the URL list on standard input")
+        return path
     }
 
     /// How many tasks each part of a long list adds (after a first part of twice `-j`).
     static let tasksPerAdd = 256
 
-    /// The same URLs into the same place make the same session, so re-running the command resumes it.
-    static func identifier(for requests: [DownloadRequest]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for request in requests {
+    /// The name of a batch's session: the same URLs into the same place make the same session, so re-running the
+    /// command resumes it (FNV-1a over each URL and destination, as earlier versions named it).
+    struct Hash {
+        private var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+        mutating func add(_ spec: DownloadSpec) {
             let destination: String
-            switch request.destination {
+            switch spec.destination {
             case .file(let path): destination = "f:" + path
             case .directory(let path): destination = "d:" + path
             case .standardOutput?, nil: destination = ""
             }
-            for byte in (request.url.absoluteString + "\n" + destination + "\n").utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            for byte in (spec.url.absoluteString + "\n" + destination + "\n").utf8 {
+                value = (value ^ UInt64(byte)) &* 0x100_0000_01b3
             }
         }
-        return "get-" + String(hash, radix: 16)
+
+        var identifier: String { "get-" + String(value, radix: 16) }
     }
 }

@@ -66,7 +66,7 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.usage)
         }
         if allURLs.count != 1 || list.inputFile != nil {
-            try await BatchGet(command: self, urls: allURLs).run()
+            try await BatchGet(command: self, arguments: allURLs, list: list.inputFile).run()
             return
         }
         let options: DownloadOptions
@@ -130,14 +130,15 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     /// The URLs from the arguments and `-i`.
+    /// The URLs given as arguments; with `-i`, its list is read by the batch, a part at a time (``BatchGet``).
     func collectURLs() async throws -> [InputList.Entry] {
         // Before the URLs: curl's `-s URL` or `-x PROXY` took the value these letters take here.
         _ = try file.segmentCount()
         _ = try file.connectionsPerHost()
-        let all = try await list.collect()
+        let all = list.inputFile == nil ? try await list.collect() : list.urls.map { InputList.Entry(url: $0, line: 0) }
         try await file.loadNetrc()
         guard (1...64).contains(jobs) else { throw InputError("-j must be between 1 and 64") }
-        try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls)
+        if list.inputFile == nil { try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls) }
         return all
     }
 
@@ -164,29 +165,36 @@ struct GetCommand: AsyncParsableCommand {
 
     /// The specs of several URLs (a batch): the first made and checked whole, the others from it with their own URL,
     /// credentials and proxy check. The same flags and destination folder hold for all of them.
-    func makeSpecs(urls: [InputList.Entry]) throws -> [DownloadSpec] {
-        guard let first = urls.first else { return [] }
-        let cookies = try file.givenCookies()
-        let template: DownloadSpec
-        do {
-            template = try makeSpec(entry: first, cookies: cookies)
-        } catch let error as InputError where first.line > 0 {
-            throw InputError("line \(first.line) of the URL list: \(error.message)")
+    /// Makes the specs of a batch's entries, one at a time: the first made whole, the others from it.
+    func specMaker() throws -> SpecMaker { SpecMaker(command: self, cookies: try file.givenCookies()) }
+
+    /// The specs of a batch's entries, made one at a time (a list may be too long to hold its specs): the first whole,
+    /// the others as copies of it with their own URL and what depends on it (``FileOptions/makeSpec(entry:like:cookies:)``).
+    final class SpecMaker {
+        let command: GetCommand
+        let cookies: GivenCookies
+        private var template: DownloadSpec?
+
+        init(command: GetCommand, cookies: GivenCookies) {
+            self.command = command
+            self.cookies = cookies
         }
-        var specs = [template]
-        specs.reserveCapacity(urls.count)
-        for entry in urls.dropFirst() {
-            let spec: DownloadSpec
+
+        func spec(for entry: InputList.Entry) throws -> DownloadSpec {
             do {
-                spec = try file.makeSpec(entry: entry, like: template, cookies: cookies)
+                guard let template else {
+                    let made = try command.makeSpec(entry: entry, cookies: cookies)
+                    template = made
+                    return made
+                }
+                let spec = try command.file.makeSpec(entry: entry, like: template, cookies: cookies)
                 _ = try spec.proxies?.proxy(for: spec.url)
                 try spec.validate()
+                return spec
             } catch let error as InputError where entry.line > 0 {
                 throw InputError("line \(entry.line) of the URL list: \(error.message)")
             }
-            specs.append(spec)
         }
-        return specs
     }
 
     /// What the engine runs for one URL: its spec, and, for a person at a terminal, failing fast when the server

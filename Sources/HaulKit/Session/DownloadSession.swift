@@ -76,6 +76,26 @@ public actor DownloadSession {
     /// Every task, in the order they were added.
     public func tasks() async throws -> [TaskSnapshot] { try await backend.tasks() }
 
+    /// Calls `body` with every task, in the order they were added, reading them a page at a time (a session of a
+    /// million tasks is never held whole).
+    public func forEachTask(_ body: (TaskSnapshot) throws -> Void) async throws {
+        guard let local = backend as? LocalSession else {
+            for task in try await backend.tasks() { try body(task) }
+            return
+        }
+        var after: Int64 = 0
+        // Bounded: each page moves past the last task it gave, and a session holds finitely many.
+        while true {
+            let page = try await local.tasks(after: after, limit: Self.pageSize)
+            for (_, task) in page { try body(task) }
+            guard let last = page.last, page.count == Self.pageSize else { return }
+            after = last.sequence
+        }
+    }
+
+    /// Tasks read at a time by ``forEachTask(_:)``.
+    static let pageSize = 1_000
+
     /// The task `id` as it stands, or `nil` when the session has none by that id.
     public func task(_ id: String) async throws -> TaskSnapshot? { try await backend.task(id) }
 

@@ -238,3 +238,98 @@ package enum URLListReader {
         }
     }
 }
+
+/// A URL list read a part at a time (``next(_:)``), in bounded memory whatever its length: the entries of the lines
+/// read so far, checked as ``URLListReader`` checks them. For `haul get -i`, which adds a list of a million URLs to its
+/// session a few hundred at a time instead of holding them all.
+package final class URLListCursor {
+    private let fd: Int32
+    private let name: String
+    private var scanner = URLListScanner()
+    private var builder = InputList.Builder()
+    private var ready: [InputList.Entry] = []
+    private var ended = false
+    private var chunk = [UInt8](repeating: 0, count: 64 << 10)
+
+    /// Opens the list at `path` (a regular file: ``NamedFile/urlList``); `name` names it in messages.
+    package init(path: String, name: String) throws(HaulError) {
+        fd = try NamedFileReader.open(path, as: .urlList)
+        self.name = name
+    }
+
+    deinit { close(fd) }
+
+    /// Up to `count` more entries, in order; none once the list has ended. Throws a ``HaulError`` of kind `usage`
+    /// for the first line that is not a URL or an option, or a list over its limits.
+    package func next(_ count: Int) throws(HaulError) -> [InputList.Entry] {
+        while ready.count < count, !ended {
+            let read = chunk.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
+            if read < 0 {
+                if errno == EINTR { continue }
+                throw HaulError(.usage, "cannot read \(name): \(String(cString: strerror(errno)))")
+            }
+            do {
+                if read == 0 {
+                    ended = true
+                    try take(try scanner.finish())
+                    try append(builder.finish())
+                } else {
+                    try take(try scanner.consume(chunk[0..<read]))
+                }
+            } catch let refusal as URLListScanner.Refusal {
+                throw HaulError(.usage, refusal.message(name))
+            } catch let error as HaulError {
+                throw error
+            } catch {
+                throw HaulError(.usage, "\(name): \(error)")
+            }
+        }
+        let taken = Array(ready.prefix(count))
+        ready.removeFirst(taken.count)
+        return taken
+    }
+
+    private func take(_ lines: [URLListScanner.Entry]) throws {
+        for line in lines {
+            do {
+                try append(try builder.add(line.text, indented: line.indented, line: line.line))
+            } catch let error as InputError {
+                throw HaulError(.usage, "\(name): \(error.message)")
+            }
+        }
+    }
+
+    private func append(_ entry: InputList.Entry?) throws(HaulError) {
+        guard let entry else { return }
+        do {
+            _ = try UserInput.url(entry.url)
+        } catch {
+            throw HaulError(.usage, "\(name), line \(entry.line): \(error.message)")
+        }
+        ready.append(entry)
+    }
+}
+
+extension URLListCursor {
+    /// Keeps standard input in a new private file at `path` (0600), read as it arrives within the limits of a URL
+    /// list (a line over 64 KiB or a list over 128 MiB is refused as soon as it shows), for a reading of its own
+    /// later. Off the concurrency threads; a cancelled caller stops waiting at once.
+    package static func keepStandardInput(at path: String, name: String) async throws {
+        try await BlockingIO.runInterruptibly {
+            let file = try PartialFile(path: path, create: true, private: true)
+            defer { file.close() }
+            var scanner = URLListScanner()
+            var written: Int64 = 0
+            do {
+                try NamedFileReader.forEachChunk(of: nil, as: .urlList) { chunk in
+                    _ = try scanner.consume(chunk)
+                    try file.write(chunk, at: written)
+                    written += Int64(chunk.count)
+                }
+                _ = try scanner.finish()
+            } catch let refusal as URLListScanner.Refusal {
+                throw HaulError(.usage, refusal.message(name))
+            }
+        }
+    }
+}
