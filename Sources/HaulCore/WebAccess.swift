@@ -88,7 +88,7 @@ package struct WebAccess: Sendable, Equatable {
 
     /// What the server does with a request line.
     public enum Route: Equatable, Sendable {
-        /// A static file of the page (`/`, `/app.js`, `/app.css`, …), by its path.
+        /// A static file of the page (`/`, `/app.mjs`, `/app.css`, …), by its path.
         case asset(String)
         /// `GET /login?token=…`: spends a login token and sets the session cookie.
         case login

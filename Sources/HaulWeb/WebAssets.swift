@@ -20,14 +20,27 @@ package enum WebAssets {
 
     static let html = "text/html; charset=utf-8"
     static let css = "text/css; charset=utf-8"
-    /// Scripts (RFC 9239).
+    /// ES modules as well as classic scripts (RFC 9239); a module of another type is refused by the browser.
     static let javascript = "text/javascript; charset=utf-8"
 
-    /// Every file of the page.
+    /// Every file of the page. The modules are loaded by `<script type="module" src="/app.mjs">` and its imports,
+    /// all from this origin, as `script-src 'self'` allows.
     package static let all: [Asset] = [
         Asset(name: "index.html", bytes: PackageResources.index_html, contentType: html),
         Asset(name: "app.css", bytes: PackageResources.app_css, contentType: css),
-        Asset(name: "app.js", bytes: PackageResources.app_js, contentType: javascript),
+        // The entry module, and the parts of the page it imports.
+        Asset(name: "app.mjs", bytes: PackageResources.app_mjs, contentType: javascript),
+        Asset(name: "page.mjs", bytes: PackageResources.page_mjs, contentType: javascript),
+        Asset(name: "api.mjs", bytes: PackageResources.api_mjs, contentType: javascript),
+        Asset(name: "taskList.mjs", bytes: PackageResources.taskList_mjs, contentType: javascript),
+        Asset(name: "detail.mjs", bytes: PackageResources.detail_mjs, contentType: javascript),
+        Asset(name: "dialogs.mjs", bytes: PackageResources.dialogs_mjs, contentType: javascript),
+        Asset(name: "charts.mjs", bytes: PackageResources.charts_mjs, contentType: javascript),
+        // Pure: no DOM, unit-tested with `node --test` (Tests/web).
+        Asset(name: "model.mjs", bytes: PackageResources.model_mjs, contentType: javascript),
+        Asset(name: "format.mjs", bytes: PackageResources.format_mjs, contentType: javascript),
+        Asset(name: "geometry.mjs", bytes: PackageResources.geometry_mjs, contentType: javascript),
+        Asset(name: "addForm.mjs", bytes: PackageResources.addForm_mjs, contentType: javascript),
     ]
 
     /// The page itself, also served at `/`.

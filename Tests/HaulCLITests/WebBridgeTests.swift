@@ -153,10 +153,10 @@ import Testing
             let page = try WebHTTP.call(web.port, "GET", "/")
             let index = try String(contentsOfFile: assets + "/index.html", encoding: .utf8)
             #expect(page.status == 200 && page.body == index)
-            // Everything the page loads — its stylesheet, its script and every module imported from there — is on the
-            // list and served as JavaScript (a module of another type is refused by the browser).
+            // Everything the page loads — its stylesheet, its entry module and every module imported from there — is
+            // on the list and served as JavaScript (a module of another type is refused by the browser).
             var toLoad = Self.references(inPage: page.body), loaded: Set<String> = []
-            #expect(toLoad.contains("/app.js") && toLoad.contains("/app.css"), "\(toLoad)")
+            #expect(toLoad.contains("/app.mjs") && toLoad.contains("/app.css"), "\(toLoad)")
             while let path = toLoad.popLast() {
                 guard loaded.insert(path).inserted else { continue }
                 #expect(WebAssets.paths.contains(path), "\(path) is loaded by the page but not on WebAssets.all")

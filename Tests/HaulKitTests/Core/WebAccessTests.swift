@@ -53,11 +53,11 @@ import Testing
     }
 
     /// The page's files as the dashboard lists them (WebAssets): the policy is given the list, it does not keep one.
-    let pageFiles: Set<String> = ["/", "/index.html", "/app.js", "/app.css"]
+    let pageFiles: Set<String> = ["/", "/index.html", "/app.mjs", "/app.css"]
 
     @Test func onlyPostChangesStateAndGetReads() {
         #expect(WebAccess.route(method: "GET", path: "/", assets: pageFiles) == .asset("/"))
-        #expect(WebAccess.route(method: "HEAD", path: "/app.js", assets: pageFiles) == .asset("/app.js"))
+        #expect(WebAccess.route(method: "HEAD", path: "/app.mjs", assets: pageFiles) == .asset("/app.mjs"))
         #expect(WebAccess.route(method: "GET", path: "/login", assets: pageFiles) == .login)
         #expect(WebAccess.route(method: "POST", path: "/login", assets: pageFiles) == .methodNotAllowed(allow: "GET"))
         #expect(WebAccess.route(method: "GET", path: "/api/me", assets: pageFiles) == .me)
