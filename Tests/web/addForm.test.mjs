@@ -1,8 +1,10 @@
-// From the Add dialog's fields to tasks.add (Sources/HaulWeb/Assets/addForm.mjs).
+// From the Add dialog's fields to tasks.add (Sources/HaulWeb/Assets/addForm.mjs): the page sends what was typed and
+// leaves the values to the daemon; it checks only what its own form adds.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { buildAdds, splitUrls, urlsInText } from '../../Sources/HaulWeb/Assets/addForm.mjs';
+import { buildAdds, splitUrls, typedNumber, urlsInText } from '../../Sources/HaulWeb/Assets/addForm.mjs';
+import { forAll, integer, oneOf } from './random.mjs';
 
 function error(fields, defaultDirectory) {
   try {
@@ -18,9 +20,27 @@ test('URL lines: blank lines and # comments are skipped, the rest trimmed', () =
   assert.deepEqual(urlsInText('see http://a/x\nHTTPS://b/y\nftp://c/z\nhttp://d/w'), ['HTTPS://b/y', 'http://d/w']);
 });
 
-test('a checksum\'s digits are sent in lower case, segments and priority as numbers', () => {
-  const [add] = buildAdds({ urls: 'http://h/a', checksum: 'sha256:' + 'AB'.repeat(32), segments: ' 32 ', priority: '-2' });
-  assert.deepEqual(add, { url: 'http://h/a', checksum: 'sha256:' + 'ab'.repeat(32), segments: 32, priority: -2 });
+test('what the daemon checks is sent as typed: any checksum, any segments, any URL, any folder, any priority', () => {
+  const [add] = buildAdds({
+    urls: 'ftp://host/file', directory: 'relative/folder', checksum: 'md5:D41D8CD98F00B204E9800998ECF8427E',
+    segments: '100', priority: '1.5', headers: '', rate: '',
+  });
+  assert.deepEqual(add, {
+    url: 'ftp://host/file', directory: 'relative/folder', checksum: 'md5:D41D8CD98F00B204E9800998ECF8427E', segments: 100,
+    priority: 1.5,
+  });
+  const [words] = buildAdds({ urls: 'http://h/f', segments: 'lots', priority: 'high', checksum: 'crc32:zz' });
+  assert.equal(words.segments, 'lots');
+  assert.equal(words.priority, 'high');
+  assert.equal(words.checksum, 'crc32:zz');
+});
+
+test('numbers are sent as numbers when they are written as one, else as the text typed', () => {
+  for (const [text, value] of [['', null], ['  ', null], ['4', 4], [' 64 ', 64], ['-3', -3], ['+2', 2], ['2.5', 2.5], ['1e3', 1000],
+    ['0', 0], ['abc', 'abc'], ['4 segments', '4 segments'], ['0x10', '0x10'], ['Infinity', 'Infinity']]) {
+    assert.equal(typedNumber(text), value, JSON.stringify(text));
+  }
+  forAll('whole numbers', () => integer(-1e12, 1e12), (n) => assert.equal(typedNumber(String(n)), n));
 });
 
 test('a plain add is the URL alone; defaults are left out', () => {
@@ -41,7 +61,7 @@ test('headers are Name: value lines; rates are read like 2M', () => {
   assert.deepEqual(add.options, { rateLimit: 2 * 1024 * 1024 });
 });
 
-test('what the form refuses, each with one line saying what to do', () => {
+test('the form refuses only what it adds itself, each with one line saying what to do', () => {
   const cases = [
     [{ urls: '  \n# only a comment' }, /at least one URL/],
     [{ urls: 'http://h/a\nhttp://h/b', filename: 'x' }, /one URL only/],
@@ -51,12 +71,6 @@ test('what the form refuses, each with one line saying what to do', () => {
     [{ urls: 'http://h/a', headers: 'no colon here' }, /"Name: value"/],
     [{ urls: 'http://h/a', headers: ': value' }, /"Name: value"/],
     [{ urls: 'http://h/a', rate: 'fast' }, /like 500K or 2M/],
-    [{ urls: 'ftp://h/a' }, /Not an http\(s\) URL: ftp:\/\/h\/a/],
-    [{ urls: 'http://h/a', directory: 'relative' }, /absolute path/],
-    [{ urls: 'http://h/a', checksum: 'md5:d41d8cd98f00b204e9800998ecf8427e' }, /sha256: followed by 64 hex digits/],
-    [{ urls: 'http://h/a', segments: '33' }, /from 1 to 32/],
-    [{ urls: 'http://h/a', segments: '0' }, /from 1 to 32/],
-    [{ urls: 'http://h/a', priority: '1.5' }, /whole number/],
   ];
   for (const [fields, message] of cases) {
     const text = error(fields, '/dl');
@@ -65,3 +79,20 @@ test('what the form refuses, each with one line saying what to do', () => {
   }
 });
 
+test('any single URL with any values typed makes one entry carrying each value the daemon is to judge', () => {
+  const words = ['', '0', '7', '65', '-1', '1.5', 'x', 'sha256:ab', 'md5:0', ' spaced '];
+  forAll('forms', () => ({
+    urls: oneOf(['http://h/a', 'https://h/b?c=d', 'ftp://h/c', 'h/no-scheme', 'http://']),
+    directory: oneOf(['', '/abs', 'rel']), checksum: oneOf(words), segments: oneOf(words), priority: oneOf(words),
+  }), (fields) => {
+    const adds = buildAdds(fields);
+    assert.equal(adds.length, 1);
+    const [add] = adds;
+    assert.equal(add.url, fields.urls);
+    assert.equal(add.directory, fields.directory || undefined);
+    assert.equal(add.checksum, fields.checksum.trim() || undefined);
+    assert.equal(add.segments, fields.segments.trim() === '' ? undefined : typedNumber(fields.segments));
+    const priority = typedNumber(fields.priority);
+    assert.equal(add.priority, priority === null || priority === 0 ? undefined : priority);
+  });
+});

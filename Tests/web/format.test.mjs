@@ -43,15 +43,16 @@ test('durations are written in their two largest units, and unknown ones as a da
   for (const unknown of [null, undefined, -1, NaN, Infinity]) assert.equal(formatDuration(unknown), '—');
 });
 
-test('rates are read as 500K, 2M, 1.5G or bytes', () => {
+test('rates are read in the notation of haul --limit-rate', () => {
   const cases = {
-    '500K': 500 * 1024, '2M': 2 * 1024 ** 2, '1.5G': 1.5 * 1024 ** 3, '65536': 65536, '2m': 2 * 1024 ** 2,
-    '2MiB': 2 * 1024 ** 2, '2MB/s': 2 * 1024 ** 2, '300k/s': 300 * 1024, ' 4K ': 4096,
+    '500K': 500 * 1024, '2M': 2 * 1024 ** 2, '1.5G': 1.5 * 1024 ** 3, '1T': 1024 ** 4, '65536': 65536,
+    '2m': 2 * 1024 ** 2, '2MiB': 2 * 1024 ** 2, '2MB/s': 2 * 1024 ** 2, '300k/s': 300 * 1024, ' 4K ': 4096, '.5K': 512,
+    '0': 0, // the daemon says a rate must be at least 1; the page does not say it again
   };
   for (const [text, bytes] of Object.entries(cases)) assert.equal(parseRate(text), bytes, text);
   assert.equal(parseRate(''), null);
   assert.equal(parseRate('   '), null);
-  for (const text of ['fast', '-1', '0', '2X', '1e3', 'M', '2M/h', '0x10']) assert.ok(Number.isNaN(parseRate(text)), text);
+  for (const text of ['fast', '2 M', '-1', '2X', '1e3', 'M', '2M/h', '0x10']) assert.ok(Number.isNaN(parseRate(text)), text);
 });
 
 test('a rate the fields show reads back as the same rate', () => {

@@ -1,5 +1,11 @@
-// From what was typed into the Add dialog (or dropped on the page) to the entries of a `tasks.add` call, with the
-// page's checks of what was typed. Pure (Tests/web/addForm.test.mjs).
+// From what was typed into the Add dialog (or dropped on the page) to the entries of a `tasks.add` call. Pure
+// (Tests/web/addForm.test.mjs).
+//
+// The values are the daemon's to check, and its message is the one the dialog shows: a URL's scheme, a folder that
+// is not absolute, a checksum's algorithm and digits, the number of segments, a priority that is not a whole
+// number — the page sends them as typed. It checks only what its own form adds to the protocol: a file name, joined
+// to the folder, is a name (no `/`) for one URL; a checksum is for one URL; a header line is `Name: value`; a speed
+// limit is written like `2M` (the protocol takes bytes per second).
 
 import { parseRate } from './format.mjs';
 
@@ -19,6 +25,16 @@ export function urlsInText(text) {
   return splitUrls(text).filter((line) => /^https?:\/\//i.test(line));
 }
 
+/**
+ * A number field's value as typed: null when empty, a number when it is written as one, else the text itself
+ * (the daemon then says what it expects).
+ */
+export function typedNumber(text) {
+  const t = String(text).trim();
+  if (t === '') return null;
+  return /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t) ? Number(t) : t;
+}
+
 /** A header line `Name: value`; throws when it has no name before a colon. */
 function header(line) {
   const colon = line.indexOf(':');
@@ -34,28 +50,19 @@ function header(line) {
 export function buildAdds(fields, defaultDirectory) {
   const urls = splitUrls(fields.urls || '');
   if (!urls.length) throw new Error('Give at least one URL');
-  for (const url of urls) {
-    if (!/^(https?):\/\//i.test(url)) throw new Error('Not an http(s) URL: ' + url);
-  }
   const directory = String(fields.directory || '').trim();
   const filename = String(fields.filename || '').trim();
   const checksum = String(fields.checksum || '').trim();
-  if (directory && !directory.startsWith('/')) throw new Error('The folder must be an absolute path (starting with /)');
   if (filename && urls.length > 1) throw new Error('A file name is for one URL only; give a folder for many');
   if (filename && (filename.includes('/') || filename === '.' || filename === '..')) throw new Error('The file name must not contain /');
   if (checksum && urls.length > 1) throw new Error('A checksum is for one URL only');
-  if (checksum && !/^sha256:[0-9a-fA-F]{64}$/.test(checksum)) throw new Error('The checksum must be sha256: followed by 64 hex digits');
   const headers = [];
   for (const raw of String(fields.headers || '').split(/\r?\n/)) {
     const line = raw.trim();
     if (line) headers.push(header(line));
   }
-  const priorityText = String(fields.priority || '').trim();
-  const priority = priorityText === '' ? 0 : Number(priorityText);
-  if (!Number.isInteger(priority)) throw new Error('The priority must be a whole number');
-  const segmentsText = String(fields.segments || '').trim();
-  const segments = segmentsText === '' ? null : Number(segmentsText);
-  if (segments !== null && (!Number.isInteger(segments) || segments < 1 || segments > 32)) throw new Error('Segments must be a whole number from 1 to 32');
+  const priority = typedNumber(fields.priority || '');
+  const segments = typedNumber(fields.segments || '');
   const rate = parseRate(fields.rate || '');
   if (Number.isNaN(rate)) throw new Error('The speed limit must be bytes per second like 500K or 2M');
   let path = null;
@@ -68,9 +75,9 @@ export function buildAdds(fields, defaultDirectory) {
     const add = { url: url };
     if (path) add.path = path;
     else if (directory) add.directory = directory;
-    if (checksum) add.checksum = checksum.toLowerCase();
+    if (checksum) add.checksum = checksum;
     if (headers.length) add.headers = headers;
-    if (priority) add.priority = priority;
+    if (priority !== null && priority !== 0) add.priority = priority;
     if (segments !== null) add.segments = segments;
     if (rate !== null) add.options = { rateLimit: rate };
     return add;

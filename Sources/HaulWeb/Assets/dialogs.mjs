@@ -1,8 +1,9 @@
 // The dialogs and fields that change things: Add (also opened by dropping links or a text file of URLs), a new
-// session, the session's concurrency and speed limit.
+// session, the session's concurrency and speed limit. Each sends what was typed; a refusal shows the daemon's
+// message (addForm.mjs says what the page checks itself).
 
 import { LoggedOut, rpc } from './api.mjs';
-import { buildAdds, urlsInText } from './addForm.mjs';
+import { buildAdds, typedNumber, urlsInText } from './addForm.mjs';
 import { formatRateInput, formatSpeed, parseRate } from './format.mjs';
 import { addListed, effects } from './model.mjs';
 import { $, app, reportError, toast } from './page.mjs';
@@ -116,10 +117,6 @@ export function wireSessionDialog(opened) {
   $('session-form').addEventListener('submit', async (event) => {
     event.preventDefault();
     const name = $('session-name').value.trim();
-    if (!/^[A-Za-z0-9._-]+$/.test(name)) {
-      $('session-error').textContent = 'Use letters, digits, ".", "_" and "-" only';
-      return;
-    }
     try {
       await rpc('session.open', { session: name, configuration: {} });
       $('session-dialog').close();
@@ -131,12 +128,7 @@ export function wireSessionDialog(opened) {
 }
 
 async function applyConcurrency() {
-  const input = $('session-concurrency');
-  const count = Number(input.value);
-  if (input.value === '' || !Number.isInteger(count) || count < 0) {
-    toast('Downloads at once: give a whole number, 0 or more', true);
-    return;
-  }
+  const count = typedNumber($('session-concurrency').value);
   try {
     await rpc('session.setMaxConcurrentDownloads', { session: app.session, count: count });
     toast('At most ' + count + ' downloads at once');

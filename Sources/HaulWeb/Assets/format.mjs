@@ -27,15 +27,18 @@ export function formatDuration(seconds) {
   return Math.floor(s / 86400) + ' d ' + Math.floor((s % 86400) / 3600) + ' h';
 }
 
-/** Bytes per second from "500K", "2M", "1.5G", "65536" (K/M/G 1024-based); null for empty; NaN when invalid. */
+/**
+ * Bytes per second from the notation `haul --limit-rate` reads: `500K`, `2M`, `1.5G`, `1T`, `65536`, with an
+ * optional `B`/`iB` and `/s` (K = 1024, any case). null for empty; NaN when it is not that notation. Whether the
+ * number is allowed (at least 1) is the daemon's to say: its message is the one shown.
+ */
 export function parseRate(text) {
-  const t = String(text).trim();
+  const t = String(text).trim().toLowerCase();
   if (t === '') return null;
-  const m = /^(\d+(?:\.\d+)?)\s*([kKmMgG]?)(?:i?B)?(?:\/s)?$/.exec(t);
+  const m = /^(\d+\.?\d*|\.\d+)([kmgt]?)(?:i?b)?(?:\/s)?$/.exec(t);
   if (!m) return NaN;
-  const mult = { '': 1, k: 1024, m: 1024 * 1024, g: 1024 * 1024 * 1024 }[m[2].toLowerCase()];
-  const value = Math.round(parseFloat(m[1]) * mult);
-  return value >= 1 ? value : NaN;
+  const power = { '': 0, k: 1, m: 2, g: 3, t: 4 }[m[2]];
+  return Math.round(parseFloat(m[1]) * Math.pow(1024, power));
 }
 
 /** A rate as the speed-limit fields show it: `2M`, `500K`, or the bytes; empty for none. */
