@@ -7,6 +7,7 @@ import { createModel } from './model.mjs';
 /** The speed graph shows the last 5 minutes, one sample a second. */
 export const GRAPH_SECONDS = 300;
 
+/** What the page knows: the sessions, the one shown and its settings, its tasks, the stream, the speed history. */
 export const app = {
   sessions: [],
   session: '',
