@@ -69,11 +69,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            resources: [
-                .embedInCode("Assets/index.html"),
-                .embedInCode("Assets/app.js"),
-                .embedInCode("Assets/app.css"),
-            ]
+            // The whole folder: `WebAssets.all` is the one list of its files (what is served, and how).
+            resources: [.embedInCode("Assets")]
         ),
         .executableTarget(
             name: "haul",
@@ -124,6 +121,8 @@ let package = Package(
             dependencies: [
                 "haul",
                 "HaulKit",
+                // The dashboard's list of its files (WebAssets), which the tests of the page read.
+                "HaulWeb",
                 "HaulTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

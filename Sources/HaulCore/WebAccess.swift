@@ -88,7 +88,7 @@ package struct WebAccess: Sendable, Equatable {
 
     /// What the server does with a request line.
     public enum Route: Equatable, Sendable {
-        /// A static file of the page (`/`, `/app.js`, `/app.css`), by its path.
+        /// A static file of the page (`/`, `/app.mjs`, `/app.css`, …), by its path.
         case asset(String)
         /// `GET /login?token=…`: spends a login token and sets the session cookie.
         case login
@@ -104,15 +104,13 @@ package struct WebAccess: Sendable, Equatable {
         case notFound
     }
 
-    /// The static files of the page.
-    public static let assetPaths: Set<String> = ["/", "/index.html", "/app.js", "/app.css"]
-
     /// The route of a request: only `GET` (and `HEAD` for the page's files) reads, only `POST /api/rpc` changes
-    /// anything. `path` is the request target without its query.
-    public static func route(method: String, path: String) -> Route {
+    /// anything. `path` is the request target without its query; `assets` the paths of the page's static files (the
+    /// dashboard's one list of them, `WebAssets`).
+    public static func route(method: String, path: String, assets: Set<String>) -> Route {
         let reads = method == "GET"
         switch path {
-        case _ where assetPaths.contains(path):
+        case _ where assets.contains(path):
             return reads || method == "HEAD" ? .asset(path) : .methodNotAllowed(allow: "GET, HEAD")
         case "/login": return reads ? .login : .methodNotAllowed(allow: "GET")
         case "/api/me": return reads ? .me : .methodNotAllowed(allow: "GET")

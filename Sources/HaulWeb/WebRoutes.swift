@@ -75,13 +75,18 @@ enum WebRoutes {
 
     static let cookieName = "haul_session"
 
+    /// What a request line asks for; the page's files are those of ``WebAssets``.
+    static func route(_ method: String, _ path: String) -> WebAccess.Route {
+        WebAccess.route(method: method, path: path, assets: WebAssets.paths)
+    }
+
     static func answer(_ request: WebRequest, _ access: WebAccess, _ dashboard: WebDashboard) async -> WebAnswer {
         // The Host first: a name that is not ours (DNS rebinding) gets nothing else.
         let host = request.header("Host")
         guard let host, access.allowsHost(host) else { return .full(WebResponse(status: .misdirectedRequest)) }
         guard let target = WebAccess.splitTarget(request.target) else { return .text(.badRequest, "bad request") }
         let query = target.query
-        switch WebAccess.route(method: request.method, path: target.path) {
+        switch route(request.method, target.path) {
         case .notFound:
             return .text(.notFound, "not found")
         case .methodNotAllowed(let allow):
@@ -120,7 +125,7 @@ enum WebRoutes {
         let request = WebRequest(head: head, body: nil)
         guard let host = request.header("Host"), access.allowsHost(host) else { return WebResponse(status: .misdirectedRequest) }
         guard login == nil, let target = WebAccess.splitTarget(request.target) else { return nil }
-        switch WebAccess.route(method: request.method, path: target.path) {
+        switch route(request.method, target.path) {
         case .rpc, .me, .events:
             return hasAPIKey(request, dashboard) == false ? .error(.unauthorized, "wrong API key") : .error(.unauthorized, "not logged in")
         case .notFound, .methodNotAllowed, .asset, .login:
@@ -131,7 +136,7 @@ enum WebRoutes {
     /// Whether a request's body is read into memory: only a call to the bridge has one.
     static func takesBody(_ head: HTTPRequestHead) -> Bool {
         guard let target = WebAccess.splitTarget(head.uri) else { return false }
-        if case .rpc = WebAccess.route(method: head.method.rawValue, path: target.path) { return true }
+        if case .rpc = route(head.method.rawValue, target.path) { return true }
         return false
     }
 

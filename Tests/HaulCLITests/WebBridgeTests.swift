@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import HaulTestSupport
+import HaulWeb
 import Testing
 
 /// What the dashboard does through its bridge, against a real daemon: the session's settings, live segment maps
@@ -138,12 +139,35 @@ import Testing
 
     @Test func thePageIsInsideTheBinaryAndABusyPortIsOneLine() async throws {
         let assets = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/HaulWeb/Assets").standardized.path
+        // The one list of the page's files is the folder's: nothing in it is left unserved (or served from nowhere).
+        let files = try FileManager.default.contentsOfDirectory(atPath: assets).filter { !$0.hasPrefix(".") }
+        #expect(Set(files) == Set(WebAssets.all.map(\.name)), "Sources/HaulWeb/Assets and WebAssets.all list the same files")
+        #expect(WebAssets.all.count == Set(WebAssets.all.map(\.name)).count, "each file once")
         try await WebDashboardHarness.with { web in
-            for name in ["index.html", "app.js", "app.css"] {
-                let served = try WebHTTP.call(web.port, "GET", name == "index.html" ? "/" : "/" + name)
-                let file = try String(contentsOfFile: assets + "/" + name, encoding: .utf8)
-                #expect(served.status == 200 && served.body == file, "\(name) is served as built in")
+            for asset in WebAssets.all {
+                let served = try WebHTTP.call(web.port, "GET", asset.path)
+                let file = try String(contentsOfFile: assets + "/" + asset.name, encoding: .utf8)
+                #expect(served.status == 200 && served.body == file, "\(asset.name) is served as built in")
+                #expect(served.header("Content-Type") == asset.contentType, "\(asset.name): \(served)")
             }
+            let page = try WebHTTP.call(web.port, "GET", "/")
+            let index = try String(contentsOfFile: assets + "/index.html", encoding: .utf8)
+            #expect(page.status == 200 && page.body == index)
+            // Everything the page loads — its stylesheet, its entry module and every module imported from there — is
+            // on the list and served as JavaScript (a module of another type is refused by the browser).
+            var toLoad = Self.references(inPage: page.body), loaded: Set<String> = []
+            #expect(toLoad.contains("/app.mjs") && toLoad.contains("/app.css"), "\(toLoad)")
+            while let path = toLoad.popLast() {
+                guard loaded.insert(path).inserted else { continue }
+                #expect(WebAssets.paths.contains(path), "\(path) is loaded by the page but not on WebAssets.all")
+                let served = try WebHTTP.call(web.port, "GET", path)
+                #expect(served.status == 200, "\(path): \(served.status)")
+                guard WebAssets.isScript(path) else { continue }
+                #expect(served.header("Content-Type")?.hasPrefix("text/javascript") == true, "\(path)")
+                toLoad += Self.imports(inModule: served.body)
+            }
+            let modules = Set(WebAssets.all.map(\.path).filter(WebAssets.isScript))
+            #expect(modules.isSubset(of: loaded), "scripts no page loads: \(modules.subtracting(loaded).sorted())")
             // Another daemon asked for the same port says so in one line (besides its log), and exits 2.
             let sandbox = web.sandbox
             let socket = sandbox.root + "/other/daemon.sock"
@@ -153,6 +177,18 @@ import Testing
             #expect(busy.exitCode == 2 && errors.count == 1 && errors.first?.contains("could not listen") == true, "\(busy.exitCode): \(busy.stderr)")
             #expect(!RawSocketClient.canConnect(socket), "it did not stay")
         }
+    }
+
+    /// The paths of the page's `src="/…"` and `href="/…"`.
+    static func references(inPage html: String) -> [String] {
+        let pattern = /(?:src|href)="(\/[^"]*)"/
+        return html.matches(of: pattern).map { String($0.output.1) }
+    }
+
+    /// The modules a module imports (`import … from './x.mjs'`, over lines or not), as paths from the site's root.
+    static func imports(inModule source: String) -> [String] {
+        let pattern = /^import\b[^'";]*['"]\.\/([^'"]+)['"]/.anchorsMatchLineEndings()
+        return source.matches(of: pattern).map { "/" + String($0.output.1) }
     }
 
     @Test func sigtermStopsTheDaemonWithinTwoSecondsWhileAStreamIsOpen() async throws {

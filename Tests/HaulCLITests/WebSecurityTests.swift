@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import HaulTestSupport
+import HaulWeb
 import Testing
 
 /// The web dashboard's promises (docs/web.md) over plain HTTP against a real daemon: the one-time login, the
@@ -122,7 +123,7 @@ import Testing
 
     @Test func everyAnswerCarriesTheSecurityHeaders() async throws {
         try await WebDashboardHarness.with { web in
-            for path in ["/", "/index.html", "/app.js", "/app.css", "/api/me", "/nope", "/login?token=x"] {
+            for path in ["/"] + WebAssets.all.map(\.path) + ["/api/me", "/nope", "/login?token=x"] {
                 let reply = try WebHTTP.call(web.port, "GET", path, headers: [("Origin", "http://evil.example")])
                 #expect(reply.header("Content-Security-Policy")?.contains("script-src 'self'") == true, "\(path): \(reply)")
                 #expect(reply.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true, "\(path)")
@@ -134,8 +135,10 @@ import Testing
             let page = try WebHTTP.call(web.port, "GET", "/")
             #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true)
             #expect(!page.body.contains("<script>") && !page.body.lowercased().contains("onclick="), "no inline script")
-            let script = try WebHTTP.call(web.port, "GET", "/app.js")
-            #expect(script.status == 200 && script.header("Content-Type")?.hasPrefix("text/javascript") == true)
+            for module in WebAssets.all where WebAssets.isScript(module.path) {
+                let script = try WebHTTP.call(web.port, "GET", module.path)
+                #expect(script.status == 200 && script.header("Content-Type")?.hasPrefix("text/javascript") == true, "\(module.name)")
+            }
             let me = try WebHTTP.call(web.port, "GET", "/api/me")
             #expect(me.status == 401 && me.json?["error"] as? String == "not logged in", "\(me)")
         }
