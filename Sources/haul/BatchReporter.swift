@@ -20,6 +20,8 @@ final class BatchReporter: @unchecked Sendable {
 
     private let mode: Mode
     private let listEachFile: Bool
+    /// Tasks not yet running whose names are kept for the live view.
+    static let knownAhead = 4_096
     private let lock = NSLock()
     private var known: [String: Known] = [:]
     private var active: [String: DownloadProgress?] = [:]
@@ -99,7 +101,9 @@ final class BatchReporter: @unchecked Sendable {
         if mode == .json { return json(event) }
         switch event {
         case .added(let task):
-            known[task.id] = Known(url: Redaction.url(task.url), path: task.filePath)
+            // Only what a live view may show soon: a batch of a million tasks is not held whole (a task that starts
+            // unknown is named by the next reading of the running tasks, within a second).
+            if mode == .terminal, known.count < Self.knownAhead { known[task.id] = Known(url: Redaction.url(task.url), path: task.filePath) }
             if task.state == .waiting, let count = waiting { waiting = count + 1 }
         case .stateChanged(let id, let from, let to):
             if from == .waiting, let count = waiting { waiting = max(count - 1, 0) }
@@ -109,14 +113,14 @@ final class BatchReporter: @unchecked Sendable {
             } else {
                 active[id] = nil
                 order.removeAll { $0 == id }
-                known[id]?.note = nil
+                if to == .waiting || to == .paused { known[id]?.note = nil } else { known[id] = nil }
             }
         case .progress(let id, let progress):
             if active[id] != nil { active[id] = progress }
             if let entry = known[id], entry.note != nil, progress.bytes > entry.noteBytes { known[id]?.note = nil }
         case .finished(let task):
             finished += 1
-            known[task.id]?.path = task.filePath ?? known[task.id]?.path
+            known[task.id] = nil
             if mode != .quiet {
                 let path = task.filePath ?? Redaction.url(task.url)
                 let size = ByteFormat.string(task.bytes)
@@ -124,6 +128,7 @@ final class BatchReporter: @unchecked Sendable {
             }
         case .failed(let task):
             failed += 1
+            known[task.id] = nil
             let failure = Self.failure(of: task, daemonTasks: daemonTasks)
             perFile { BatchReport.failureLine(failure, lead: "haul: error: ", width: $0) }
         case .allFinished:
