@@ -104,6 +104,9 @@ public struct DownloadSpec: Equatable, Sendable {
             throw InputError("the retry wait must be between 0 and 86400 seconds")
         }
         if let minSegmentSize, minSegmentSize < 1 { throw InputError("the minimum segment size must be at least 1 byte") }
+        // Headers checked as `-H` checks them, wherever the spec came from (the protocol, the dashboard, a library):
+        // a `Range`, `If-Range` or `Connection` of the user's would go out beside Haul's own.
+        for field in headers { _ = try UserInput.header("\(field.name): \(field.value)") }
         if let maxConnectionsPerHost, !(1...64).contains(maxConnectionsPerHost) {
             throw InputError("connections per host must be between 1 and 64")
         }

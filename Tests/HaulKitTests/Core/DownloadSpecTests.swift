@@ -37,6 +37,20 @@ struct DownloadSpecTests {
         #expect(throws: InputError.self) { try spec.validate() }
     }
 
+    /// Headers from any source (the protocol, the dashboard) are checked as `-H` checks them: none of those Haul
+    /// sends itself, no field name that is not a token, no control character.
+    @Test func headersAreCheckedWhereverTheSpecComesFrom() {
+        for (name, value) in [("Range", "bytes=0-"), ("if-range", "\"x\""), ("Connection", "close"), ("Content-Length", "1"),
+                              ("Bad Name", "v"), ("X-A", "a\u{1}b")] {
+            var spec = DownloadSpec(url: url, destination: .file("/d/a.iso"))
+            spec.headers = HTTPFields([HTTPFields.Field(name: name, value: value)])
+            #expect(throws: InputError.self, "\(name)") { try spec.validate() }
+        }
+        var fine = DownloadSpec(url: url, destination: .file("/d/a.iso"))
+        fine.headers = HTTPFields([HTTPFields.Field(name: "X-Token", value: "abc"), HTTPFields.Field(name: "Referer", value: "https://r/")])
+        #expect(throws: Never.self) { try fine.validate() }
+    }
+
     @Test func anchoringMakesPathsAbsoluteAndFillsTheDefaultFolder() {
         let absolute = { (path: String) in path.hasPrefix("/") ? path : "/work/" + path }
         var spec = DownloadSpec(url: url)
