@@ -109,10 +109,20 @@ struct BatchGet {
                     return request
                 }
                 var again: [String] = []
-                for task in try await session.add(requests) where task.state == .failed || task.state == .cancelled || task.state == .paused {
-                    again.append(task.id)
+                var gone: [(id: String, request: DownloadRequest)] = []
+                for (task, request) in zip(try await session.add(requests), requests) {
+                    if task.state == .failed || task.state == .cancelled || task.state == .paused { again.append(task.id) }
+                    // Finished in an earlier run, but its file is gone since (deleted, moved): fetched again, as wget
+                    // and curl would, instead of counted as finished.
+                    if task.state == .finished, let path = task.filePath, !FileManager.default.fileExists(atPath: path) {
+                        gone.append((task.id, request))
+                    }
                 }
                 if !again.isEmpty { try await session.resume(again) }
+                if !gone.isEmpty {
+                    try await session.remove(gone.map(\.id))
+                    _ = try await session.add(gone.map(\.request))
+                }
             }
         } catch let error as InputError {
             // The list changed since its first reading.

@@ -247,6 +247,30 @@ import Glibc
 
     // MARK: 5. -i - (URLs on stdin)
 
+    /// The same command again after a finished file was deleted or moved: it is fetched again (as wget and curl
+    /// would), not counted as finished with nothing at its path; the files still there are left as they are.
+    @Test func aFinishedFileThatIsGoneIsFetchedAgainByTheSameCommand() async throws {
+        try await withTestServer { server in
+            let files = BatchFiles(server, prefix: "g", count: 3, size: 50_000, seed: 1_300, rate: nil)
+            try await Sandbox.with { box in
+                let out = box.path("out")
+                let args = ["get"] + files.urls + ["-j", "2", "--dir", out]
+                let first = try await box.run(args)
+                #expect(first.exitCode == 0, "\(first.stderr)")
+                files.expectExact(in: out)
+                try FileManager.default.removeItem(atPath: out + "/" + files.names[1])
+                let before = files.names.map { server.requests("/" + $0).count }
+                let again = try await box.run(args)
+                #expect(again.exitCode == 0, "\(again.stderr)")
+                #expect(again.stderr.contains("3 finished, 0 failed"), "\(again.stderr)")
+                files.expectExact(in: out)
+                let after = files.names.map { server.requests("/" + $0).count }
+                #expect(after[1] > before[1], "the deleted file was fetched again")
+                #expect(after[0] == before[0] && after[2] == before[2], "the files still there were not fetched: \(before) → \(after)")
+            }
+        }
+    }
+
     @Test func urlListFromStdinSkipsBlankLinesAndComments() async throws {
         try await withTestServer { server in
             let files = BatchFiles(server, prefix: "i", count: 3, size: 100_000, seed: 5_000, rate: nil)
