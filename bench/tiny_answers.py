@@ -15,46 +15,15 @@ import argparse
 import os
 import resource
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import free_port, start_nginx, stop_nginx
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_nginx(work, port):
-    os.makedirs(f"{work}/logs", exist_ok=True)
-    os.makedirs(f"{work}/tmp", exist_ok=True)
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    with open(f"{work}/nginx.conf", "w") as f:
-        f.write(f"""{user}worker_processes 1;
-pid {work}/nginx.pid;
-error_log {work}/logs/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  keepalive_requests 1000000;
-  default_type application/octet-stream;
-  client_body_temp_path {work}/tmp; proxy_temp_path {work}/tmp; fastcgi_temp_path {work}/tmp; uwsgi_temp_path {work}/tmp; scgi_temp_path {work}/tmp;
-  server {{
-    listen 127.0.0.1:{port};
-    root {work}/www;
-    location /tiny/ {{ return 200 "hello world\\n"; }}
-  }}
-}}
-""")
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    subprocess.run([nginx, "-p", work + "/", "-c", f"{work}/nginx.conf", "-e", f"{work}/logs/error.log"], check=True)
 
 
 def timed(cmd, env, cwd):
@@ -86,7 +55,11 @@ def main():
     for i in range(args.count):
         with open(f"{work}/www/static/{i}.bin", "wb") as f:
             f.write(payload)
-    start_nginx(work, port)
+    start_nginx(work, f"""  server {{
+    listen 127.0.0.1:{port};
+    root {work}/www;
+    location /tiny/ {{ return 200 "hello world\\n"; }}
+  }}""")
     tools = args.tools.split(",")
     print(f"# {args.count} tiny answers from a local nginx, {args.jobs} at once, median of {args.runs}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -133,11 +106,7 @@ def main():
                 ratio = f"{haul / s:.2f}×" if haul and t != "haul" else "—"
                 print(f"| {t} | {w:.2f} | {s:.2f} | {1000 * c / args.count:.2f} | {ratio} |", flush=True)
     finally:
-        try:
-            with open(f"{work}/nginx.pid") as f:
-                os.kill(int(f.read().strip()), signal.SIGQUIT)
-        except (OSError, ValueError):
-            pass
+        stop_nginx(work)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -22,21 +22,15 @@ import argparse
 import hashlib
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import free_port, start_nginx, stop_nginx
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(cmd, **kw):
@@ -74,26 +68,9 @@ class Lab:
 
     def start_nginx(self):
         w = self.work
-        os.makedirs(f"{w}/logs", exist_ok=True)
-        os.makedirs(f"{w}/tmp", exist_ok=True)
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        conf = f"""{user}worker_processes 1;
-pid {w}/nginx.pid;
-error_log {w}/logs/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  keepalive_requests 100000;
-  http2_max_concurrent_streams 128;
-  client_body_temp_path {w}/tmp; proxy_temp_path {w}/tmp; fastcgi_temp_path {w}/tmp; uwsgi_temp_path {w}/tmp; scgi_temp_path {w}/tmp;
+        start_nginx(w, f"""  http2_max_concurrent_streams 128;
   server {{ listen 127.0.0.1:{self.https_port} ssl http2; ssl_certificate {w}/srv.pem; ssl_certificate_key {w}/srv.key; root {self.www}; }}
-  server {{ listen 127.0.0.1:{self.http_port}; root {self.www}; }}
-}}
-"""
-        with open(f"{w}/nginx.conf", "w") as f:
-            f.write(conf)
-        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-        run([nginx, "-p", w + "/", "-c", f"{w}/nginx.conf", "-e", f"{w}/logs/error.log"])
+  server {{ listen 127.0.0.1:{self.http_port}; root {self.www}; }}""")
 
     def proxy(self, target, rtt):
         key = (target, rtt)
@@ -108,11 +85,7 @@ http {{
     def stop(self):
         for _, p in self.proxies.values():
             p.terminate()
-        try:
-            with open(f"{self.work}/nginx.pid") as f:
-                os.kill(int(f.read().strip()), signal.SIGQUIT)
-        except (OSError, ValueError):
-            pass
+        stop_nginx(self.work)
 
 
 def tool_command(tool, args, lab, listfile, dest, scheme):
