@@ -11,11 +11,6 @@ extension DownloadJob {
         if let error = error as? TransientFailure { return error }
         let defaultPort = url.scheme?.lowercased() == "https" ? 443 : 80
         let host = (url.host ?? Redaction.url(url)) + ":\(url.port ?? defaultPort)"
-        // A connection closed mid-body is a drop (retried from the bytes held); any other parse failure means the
-        // answer is not HTTP at all: an unusable server response, said in words, not parser names.
-        if let parse = error as? HTTPParserError, parse != .invalidEOFState {
-            return TransientFailure(reason: "\(host) sent a response that is not valid HTTP", kind: .server)
-        }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled: return CancellationError()
@@ -33,38 +28,33 @@ extension DownloadJob {
             default: break
             }
         }
-        // A TLS stream that ends without close_notify mid-body is a dropped connection like any other.
-        if let tls = error as? NIOSSLError, tls == .uncleanShutdown || tls == .readInInvalidTLSState {
+        let cause = TransportError(error)
+        switch cause {
+        case .notHTTP:
+            // Any parse failure but an early end means the answer is not HTTP at all: an unusable server response,
+            // said in words, not parser names.
+            return TransientFailure(reason: "\(host) sent a response that is not valid HTTP", kind: .server)
+        case .closedEarly:
+            // A connection (or a TLS stream without close_notify) that ends mid-body is a drop like any other:
+            // retried from the bytes held.
             return TransientFailure(reason: "the connection closed before the transfer completed (\(host))")
-        }
-        if String(reflecting: type(of: error)).contains("SSL") {
+        case .tls:
             let reason = CertificateProblem.reason(fromLibraryText: String(describing: error))
             return HaulError(.network, "TLS failure with \(host): \(reason)")
+        default:
+            var failure = TransientFailure(reason: "\(describe(error, as: cause)) (\(host))")
+            failure.beforeConnecting = cause.isBeforeConnecting
+            return failure
         }
-        let reason = describe(error)
-        var failure = TransientFailure(reason: "\(reason) (\(host))")
-        failure.beforeConnecting = reason == "connection refused" || reason == "the host name could not be resolved"
-            || reason == Self.noAddressOfFamily
-        return failure
     }
 
-    /// A connection limited to IPv4 or IPv6 (`-4`, `-6`) found no address of that family (its socket, bound to the
-    /// family's wildcard address, cannot reach the other family's).
-    static let noAddressOfFamily = "the host has no address of the family asked for (-4 or -6) that accepts connections"
-
+    /// `error` in words: its cause (``TransportError``), else the library's own words.
     static func describe(_ error: any Error) -> String {
-        let text = String(describing: error)
-        if text.contains("Address family not supported") { return noAddressOfFamily }
-        if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
-        if text.contains("connectionReset") || text.contains("Connection reset") { return "connection reset by peer" }
-        if text.contains("UnknownHost") || text.contains("dnsA") || text.contains("NXDOMAIN") {
-            return "the host name could not be resolved"
-        }
-        if text.contains("uncleanShutdown") || text.contains("ioOnClosedChannel") || text.contains("invalidEOFState")
-            || text.contains("ended at an unexpected time") {
-            return "the connection closed before the transfer completed"
-        }
-        return words(text)
+        describe(error, as: TransportError(error))
+    }
+
+    private static func describe(_ error: any Error, as cause: TransportError) -> String {
+        cause.words ?? words(String(describing: error))
     }
 
     /// A library's error name in words (`HTTPClientError.tlsHandshakeTimeout` → "tls handshake timeout"), never a
