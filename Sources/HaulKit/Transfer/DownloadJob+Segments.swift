@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -96,12 +97,12 @@ extension DownloadJob {
             coordinator: coordinator, retry: options.retry, events: events, logger: logger,
             connections: engine.connections, connectionID: connectionID, host: host)
         let monitor = SegmentMonitor(
-            store: store, record: base, file: file, events: events,
+            checkpointer: checkpointer, record: base, file: file, events: events,
             checkpointInterval: options.checkpointInterval, startTime: startTime)
         let connections = max(1, min(options.segments ?? 8, options.maxConnectionsPerHost))
         do {
             try await download.run(connections: connections, first: first, interval: options.progressInterval) { snapshot in
-                await monitor.tick(snapshot)
+                try await monitor.tick(snapshot)
             }
         } catch let changed as SegmentedDownload.ResourceChanged {
             try await discardHeldBytes()
@@ -128,20 +129,24 @@ extension DownloadJob {
 }
 
 /// Progress events and durable checkpoints for a segmented download, called from a timer while connections run.
-final class SegmentMonitor: @unchecked Sendable {
-    private let store: any ResumeRecords
+/// Its checkpoints go through the download's one ``Checkpointer``: a failed one ends the download.
+final class SegmentMonitor: Sendable {
+    private struct Clock {
+        var meter = ProgressMeter()
+        var lastCheckpoint = ContinuousClock.now
+    }
+
+    private let checkpointer: Checkpointer
     private let record: TransferRecord
     private let file: PartialFile
     private let events: @Sendable (DownloadEvent) -> Void
     private let checkpointInterval: Duration
     private let startTime: ContinuousClock.Instant
-    private let lock = NSLock()
-    private var meter = ProgressMeter()
-    private var lastCheckpoint = ContinuousClock.now
+    private let clock = NIOLockedValueBox(Clock())
 
-    init(store: any ResumeRecords, record: TransferRecord, file: PartialFile,
+    init(checkpointer: Checkpointer, record: TransferRecord, file: PartialFile,
          events: @escaping @Sendable (DownloadEvent) -> Void, checkpointInterval: Duration, startTime: ContinuousClock.Instant) {
-        self.store = store
+        self.checkpointer = checkpointer
         self.record = record
         self.file = file
         self.events = events
@@ -149,29 +154,25 @@ final class SegmentMonitor: @unchecked Sendable {
         self.startTime = startTime
     }
 
-    func tick(_ plan: SegmentPlan) async {
+    /// Reports progress, and checkpoints `plan` when one is due; throws the failure of a checkpoint.
+    func tick(_ plan: SegmentPlan) async throws {
         let now = ContinuousClock.now
-        let (progress, due): (DownloadProgress, Bool) = lock.withLock {
-            meter.record(bytes: plan.doneBytes, at: now - startTime)
-            let due = now - lastCheckpoint >= checkpointInterval
-            if due { lastCheckpoint = now }
+        let startTime = self.startTime, interval = checkpointInterval
+        let (progress, due): (DownloadProgress, Bool) = clock.withLockedValue { clock in
+            clock.meter.record(bytes: plan.doneBytes, at: now - startTime)
+            let due = now - clock.lastCheckpoint >= interval
+            if due { clock.lastCheckpoint = now }
             return (DownloadProgress(
-                bytes: plan.doneBytes, total: plan.total, bytesPerSecond: meter.bytesPerSecond,
-                secondsRemaining: meter.secondsRemaining(total: plan.total), segments: plan.segments,
+                bytes: plan.doneBytes, total: plan.total, bytesPerSecond: clock.meter.bytesPerSecond,
+                secondsRemaining: clock.meter.secondsRemaining(total: plan.total), segments: plan.segments,
                 fetching: plan.active), due)
         }
         events(.progress(progress))
         guard due else { return }
-        // Durable bytes first, then the record that counts them.
-        var updated = self.record
+        var updated = record
         updated.segments = plan.segments
         updated.offset = plan.doneBytes
         updated.state = .running
-        let record = updated
-        let store = self.store, file = self.file
-        try? await BlockingIO.pool.runIfActive {
-            try file.sync()
-            try store.save(record)
-        }
+        try await checkpointer.checkpointUnlessBusy(updated, file: file)
     }
 }

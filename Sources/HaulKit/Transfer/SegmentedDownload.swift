@@ -31,39 +31,43 @@ struct SegmentedDownload: Sendable {
 
     /// Runs `connections` workers until every byte is written. `first` is an open response body for an
     /// already-claimed segment (the answer to the range probe). `monitor` is called every `interval`
-    /// with the plan while workers run (progress and checkpoints).
+    /// with the plan while workers run (progress and checkpoints); a failure it throws ends the download like a
+    /// worker's. Once this returns, the monitor has returned for good.
     func run(
         connections: Int,
         first: (Segment, ResponseBody)?,
         interval: Duration,
-        monitor: @escaping @Sendable (SegmentPlan) async -> Void
+        monitor: @escaping @Sendable (SegmentPlan) async throws -> Void
     ) async throws {
         let coordinator = self.coordinator
         self.connections.setWants(connectionID, host: host, connections)
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                if Task.isCancelled { break }
-                await monitor(await coordinator.snapshot)
-            }
-        }
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<max(1, connections) {
-                    let opening = index == 0 ? first : nil
-                    group.addTask { try await self.worker(index, opening: opening) }
+        let workers = max(1, connections)
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<workers {
+                let opening = index == 0 ? first : nil
+                group.addTask {
+                    try await self.worker(index, opening: opening)
+                    return true
                 }
-                // The first failure ends the group, which cancels the other connections at once.
-                while try await group.next() != nil {}
             }
-        } catch {
-            ticker.cancel()
-            await ticker.value
-            throw error
+            group.addTask {
+                while true {
+                    do {
+                        try await Task.sleep(for: interval)
+                    } catch {
+                        return false
+                    }
+                    try await monitor(await coordinator.snapshot)
+                }
+            }
+            // The first failure ends the group, which cancels the other connections (and the monitor) at once; when
+            // the last connection is done, the monitor stops.
+            var running = workers
+            while let isWorker = try await group.next() {
+                if isWorker { running -= 1 }
+                if running == 0 { group.cancelAll() }
+            }
         }
-        // No checkpoint may run after this returns: the caller writes the final record.
-        ticker.cancel()
-        await ticker.value
     }
 
     /// One connection: claims segments until there is nothing left to take, retrying its own failures with its
