@@ -3,6 +3,33 @@ import Foundation
 import NIOHTTP1
 import NIOSSL
 
+/// A transient failure: the next attempt may succeed.
+struct TransientFailure: Error {
+    /// Shown in `retrying` events: any URL's userinfo is masked.
+    var reason: String
+    var kind: HaulError.Kind = .network
+    var retryAfter: Duration?
+    /// No connection was made at all (refused, unknown host): most likely a typo, worth saying at once.
+    var beforeConnecting = false
+
+    init(reason: String, kind: HaulError.Kind = .network, retryAfter: Duration? = nil) {
+        self.reason = Redaction.text(reason)
+        self.kind = kind
+        self.retryAfter = retryAfter
+    }
+
+    /// The failure as the retry rules see it.
+    var ruleFailure: RetryRules.Failure {
+        RetryRules.Failure(reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting)
+    }
+
+    /// A 408, 429 or 5xx answer, honouring its `Retry-After`.
+    static func status(_ status: Int, _ phrase: String, from url: URL, retryAfter: String?) -> TransientFailure {
+        let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+        return TransientFailure(reason: "\(url) answered \(status) \(phrase)", kind: .httpStatus, retryAfter: wait)
+    }
+}
+
 extension DownloadJob {
     /// Sorts a transport error into transient (retry) or fatal, with a message a person understands.
     static func classify(_ error: any Error, url: URL) throws -> any Error {
@@ -73,7 +100,7 @@ extension DownloadJob {
 
     /// The words for a download the lifecycle gave up on.
     static func error(
-        for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
+        for giveUp: RetryRules.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
         connection: Int? = nil
     ) -> HaulError {
         switch giveUp {

@@ -70,11 +70,11 @@ struct SegmentedDownload: Sendable {
         }
     }
 
-    /// One connection: claims segments until there is nothing left to take, retrying its own failures with its
-    /// own lifecycle (the same retry rules as a download over one connection).
+    /// One connection: claims segments until there is nothing left to take, retrying its own failures by the
+    /// same rule book as a download over one connection (``RetryRules``), with a budget of its own.
     private func worker(_ index: Int, opening: (Segment, ResponseBody)?) async throws {
         var pending = opening
-        var lifecycle = DownloadLifecycle(.segmentConnection(retry: retry), seed: UInt64.random(in: 0...UInt64.max))
+        var rules = RetryRules(.segmentConnection(retry: retry), seed: UInt64.random(in: 0...UInt64.max))
         // Bytes this connection wrote, over all its segments: what its retry budget measures progress by.
         var written: Int64 = 0
         // Connection 1 is the download's own; the others are extra ones of the host's, held while this is true.
@@ -97,12 +97,12 @@ struct SegmentedDownload: Sendable {
                 guard let claimed = await coordinator.claim() else { return }
                 segment = claimed
             }
-            _ = lifecycle.handle(.requestSent(held: written))
-            let action: DownloadLifecycle.Action
+            rules.requestSent()
+            let next: RetryRules.EarlyEndAction
             let before = written
             do {
                 let gaveBack = try await fetch(segment, body: body, written: &written, mayGiveBack: extra)
-                _ = lifecycle.handle(.segmentsWrote(count: written - before))
+                rules.received(written - before)
                 await coordinator.release(segment.id)
                 if gaveBack {
                     // Another download needs a connection to this host: this one is its now; the rest of the
@@ -112,25 +112,28 @@ struct SegmentedDownload: Sendable {
                 }
                 // A segment whose end was stolen before a byte arrived simply ends: nothing to judge.
                 guard written > before else { continue }
-                action = lifecycle.handle(.bodyEnd(complete: false, held: written))
+                next = rules.endedEarly(held: written)
             } catch let failure as TransientFailure {
-                _ = lifecycle.handle(.segmentsWrote(count: written - before))
+                rules.received(written - before)
                 await coordinator.release(segment.id)
                 if Task.isCancelled { throw CancellationError() }
-                action = lifecycle.handle(.failed(failure.lifecycleFailure, held: written))
+                switch rules.failed(failure.ruleFailure, held: written) {
+                case .retry(let retry): next = .retry(retry)
+                case .giveUp(let why): next = .giveUp(why)
+                }
             } catch {
                 await coordinator.release(segment.id)
                 throw error
             }
-            switch action {
-            case .retry(let delay, let retry, let allowed, let reason):
-                events(.retrying(retry: retry, maxRetries: allowed, delay: delay,
-                                 reason: "\(reason) (segment at byte \(segment.next), connection \(index + 1))"))
-                try await Task.sleep(for: delay)
+            switch next {
+            case .requestAgain:
+                continue
+            case .retry(let retry):
+                events(.retrying(retry: retry.retry, maxRetries: retry.of, delay: retry.after,
+                                 reason: "\(retry.reason) (segment at byte \(segment.next), connection \(index + 1))"))
+                try await Task.sleep(for: retry.after)
             case .giveUp(let why):
                 throw DownloadJob.error(for: why, connection: index + 1)
-            case .none, .reportProgress, .checkpoint, .finish, .requestAgain, .requestOriginalURL, .restart:
-                continue
             }
         }
     }
