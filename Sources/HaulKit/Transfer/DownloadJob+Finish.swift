@@ -136,13 +136,15 @@ extension DownloadJob {
         record.state = interrupted ? .paused : .failed
         do {
             try await checkpointer.checkpointNow(record, file: file)
-        } catch {
-            // Durability of the newest bytes could not be confirmed: keep the last good record.
+        } catch let unsaved {
+            // Durability of the newest bytes could not be confirmed: keep the last good record, and say so (a rerun
+            // resumes from it, not from where this run stopped).
             try? await checkpointer.waitForPending()
             if var last = try? store.load(record.key) {
                 last.state = record.state
                 try? store.save(last)
             }
+            failure.message += "; the progress since the last save could not be recorded (\(DownloadJob.describe(unsaved))), so a rerun resumes from there"
         }
         return failure
     }
