@@ -171,7 +171,14 @@ package struct DownloadMachine: Sendable {
             // or after another URL's bytes, before their overlap matched.
             if case .own = held { return true }
             return false
-        case .segmentsPlanned, .restartNeeded:
+        case .segmentsPlanned:
+            // Planned from the answer to a range probe, which is sent only when no byte is held (bytes of this URL's
+            // may have been expected and none came).
+            switch held {
+            case .none, .own: return true
+            case .adopted, .foreign, .segmented: return false
+            }
+        case .restartNeeded:
             // A restart starts from nothing: the bytes held were discarded first.
             return held == .none
         case .segmentsStopped, .segmentsCompleted:

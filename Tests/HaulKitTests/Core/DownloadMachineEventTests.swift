@@ -202,6 +202,30 @@ import Testing
         #expect(machine.state == .finishing(.own(unknownTotal: false)))
     }
 
+    /// A server that sent the whole file, dropped before its first byte, then answers the probe with a range: the
+    /// file is split like a fresh one.
+    @Test func aProbeAfterAWholeFileThatBroughtNothingMaySplit() {
+        var (machine, action) = T.attempting(.none, point: ResumePoint())
+        guard case .request(let first) = action else { return }
+        let whole = ResourceInfo(validators: T.strong, totalLength: 64 << 20, acceptsRanges: false)
+        _ = machine.responseHead(.writeWhole(whole, bodyLength: 64 << 20), to: first, point: ResumePoint(), fileOpen: false)
+        #expect(machine.held == .own(unknownTotal: false))
+        _ = machine.failed(T.drop, held: 0)
+        guard case .request(let probe) = machine.attemptStarts(ResumePoint()), probe.probing else {
+            Issue.record("expected a range probe")
+            return
+        }
+        let ranged = ResourceInfo(validators: T.strong, totalLength: 64 << 20, acceptsRanges: true)
+        let step = machine.responseHead(.append(ranged, bodyLength: 64 << 20, overlap: 0), to: probe, point: ResumePoint(), fileOpen: true)
+        guard case .append(_, _, .segmented?) = step else {
+            Issue.record("expected the file to be split, got \(step)")
+            return
+        }
+        #expect(Machine.accepts(.segmentsPlanned, in: machine.state))
+        machine.segmentsPlanned(T.plan)
+        #expect(machine.held == .segmented(T.plan, .verified))
+    }
+
     // MARK: The end of an attempt
 
     @Test func aCompleteFileIsPublishedFromWhereItIs() {

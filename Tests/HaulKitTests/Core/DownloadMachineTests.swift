@@ -54,7 +54,7 @@ import Testing
                 extra = [.http2Answered, .responseHead, .segmentsPlanned, .heldBytesDiscarded, .restartNeeded]
             case .own:
                 extra = [.heldPrefixAnswered, .heldPrefixCompared, .http2Answered, .responseHead, .overlapMatched,
-                         .overlapDiffers, .appended, .bodyPart, .heldBytesDiscarded]
+                         .overlapDiffers, .appended, .bodyPart, .segmentsPlanned, .heldBytesDiscarded]
             case .adopted, .foreign:
                 extra = [.heldPrefixAnswered, .heldPrefixCompared, .http2Answered, .responseHead, .overlapMatched, .overlapDiffers]
             case .segmented(_, .verified):
