@@ -92,6 +92,15 @@ package struct DownloadMachine: Sendable {
         case finishing(Held)
         /// Given up; the action said why.
         case failed(Held)
+
+        /// What is held, once the run knows.
+        var heldIfAny: Held? {
+            switch self {
+            case .preparing: return nil
+            case .ready(let held), .attempting(let held), .waitingToRetry(let held, _), .finishing(let held), .failed(let held):
+                return held
+            }
+        }
     }
 
     /// The events, by name: what ``accepts(_:in:)`` judges.
@@ -127,13 +136,7 @@ package struct DownloadMachine: Sendable {
     }
 
     /// Where the bytes held came from, in any state.
-    package var held: Held {
-        switch state {
-        case .preparing: return .none
-        case .ready(let held), .attempting(let held), .waitingToRetry(let held, _), .finishing(let held), .failed(let held):
-            return held
-        }
-    }
+    package var held: Held { state.heldIfAny ?? .none }
 
     /// Whether `event` may happen in `state`: the machine's transitions, in one place.
     package static func accepts(_ event: Event, in state: State) -> Bool {
@@ -194,7 +197,30 @@ package struct DownloadMachine: Sendable {
 
     /// Checks that `event` may happen now, loudly in a debug build; returns what is held.
     func enter(_ event: Event) -> Held {
-        assert(Self.accepts(event, in: state), "DownloadMachine: \(event.rawValue) cannot happen in \(state)")
+        assert(Self.accepts(event, in: state), "DownloadMachine: \(event.rawValue) cannot happen in \(Self.name(of: state))")
         return held
+    }
+
+    /// A state by name and kind of bytes held, without its paths and URLs (a signed URL's signature is a secret).
+    static func name(of state: State) -> String {
+        let phase: String
+        switch state {
+        case .preparing: return "preparing"
+        case .ready: phase = "ready"
+        case .attempting: phase = "attempting"
+        case .waitingToRetry: phase = "waitingToRetry"
+        case .finishing: phase = "finishing"
+        case .failed: phase = "failed"
+        }
+        let held: String
+        switch state.heldIfAny ?? .none {
+        case .none: held = "none"
+        case .own(let unknownTotal): held = unknownTotal ? "own, length unknown" : "own"
+        case .adopted: held = "adopted"
+        case .foreign: held = "foreign"
+        case .segmented(_, .verified): held = "segmented"
+        case .segmented(_, .unverified(let foreignURL)): held = foreignURL == nil ? "segmented, unverified" : "segmented, foreign"
+        }
+        return "\(phase)(\(held))"
     }
 }

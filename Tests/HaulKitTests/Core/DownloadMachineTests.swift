@@ -87,6 +87,16 @@ import Testing
         }
     }
 
+    @Test func aRefusedEventIsNamedWithoutPathsOrURLs() {
+        let secret = "https://a.example/f?X-Amz-Signature=0123456789abcdef"
+        for state in [Machine.State.attempting(.foreign(url: secret)), .ready(.adopted(path: "/home/alice/secret.iso")),
+                      .failed(.segmented(Self.plan, .unverified(foreignURL: secret)))] {
+            let name = Machine.name(of: state)
+            #expect(!name.contains("Signature") && !name.contains("alice"), "\(name)")
+        }
+        #expect(Machine.name(of: .attempting(.foreign(url: secret))) == "attempting(foreign)")
+    }
+
     // MARK: Random runs
 
     /// Random runs through the machine, each event drawn among those its state allows: no event the table allows
