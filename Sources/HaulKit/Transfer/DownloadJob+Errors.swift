@@ -3,6 +3,33 @@ import Foundation
 import NIOHTTP1
 import NIOSSL
 
+/// A transient failure: the next attempt may succeed.
+struct TransientFailure: Error {
+    /// Shown in `retrying` events: any URL's userinfo is masked.
+    var reason: String
+    var kind: HaulError.Kind = .network
+    var retryAfter: Duration?
+    /// No connection was made at all (refused, unknown host): most likely a typo, worth saying at once.
+    var beforeConnecting = false
+
+    init(reason: String, kind: HaulError.Kind = .network, retryAfter: Duration? = nil) {
+        self.reason = Redaction.text(reason)
+        self.kind = kind
+        self.retryAfter = retryAfter
+    }
+
+    /// The failure as the retry rules see it.
+    var ruleFailure: RetryRules.Failure {
+        RetryRules.Failure(reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting)
+    }
+
+    /// A 408, 429 or 5xx answer, honouring its `Retry-After`.
+    static func status(_ status: Int, _ phrase: String, from url: URL, retryAfter: String?) -> TransientFailure {
+        let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+        return TransientFailure(reason: "\(url) answered \(status) \(phrase)", kind: .httpStatus, retryAfter: wait)
+    }
+}
+
 extension DownloadJob {
     /// Sorts a transport error into transient (retry) or fatal, with a message a person understands.
     static func classify(_ error: any Error, url: URL) throws -> any Error {
@@ -11,11 +38,6 @@ extension DownloadJob {
         if let error = error as? TransientFailure { return error }
         let defaultPort = url.scheme?.lowercased() == "https" ? 443 : 80
         let host = (url.host ?? Redaction.url(url)) + ":\(url.port ?? defaultPort)"
-        // A connection closed mid-body is a drop (retried from the bytes held); any other parse failure means the
-        // answer is not HTTP at all: an unusable server response, said in words, not parser names.
-        if let parse = error as? HTTPParserError, parse != .invalidEOFState {
-            return TransientFailure(reason: "\(host) sent a response that is not valid HTTP", kind: .server)
-        }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled: return CancellationError()
@@ -33,38 +55,33 @@ extension DownloadJob {
             default: break
             }
         }
-        // A TLS stream that ends without close_notify mid-body is a dropped connection like any other.
-        if let tls = error as? NIOSSLError, tls == .uncleanShutdown || tls == .readInInvalidTLSState {
+        let cause = TransportError(error)
+        switch cause {
+        case .notHTTP:
+            // Any parse failure but an early end means the answer is not HTTP at all: an unusable server response,
+            // said in words, not parser names.
+            return TransientFailure(reason: "\(host) sent a response that is not valid HTTP", kind: .server)
+        case .closedEarly:
+            // A connection (or a TLS stream without close_notify) that ends mid-body is a drop like any other:
+            // retried from the bytes held.
             return TransientFailure(reason: "the connection closed before the transfer completed (\(host))")
-        }
-        if String(reflecting: type(of: error)).contains("SSL") {
+        case .tls:
             let reason = CertificateProblem.reason(fromLibraryText: String(describing: error))
             return HaulError(.network, "TLS failure with \(host): \(reason)")
+        default:
+            var failure = TransientFailure(reason: "\(describe(error, as: cause)) (\(host))")
+            failure.beforeConnecting = cause.isBeforeConnecting
+            return failure
         }
-        let reason = describe(error)
-        var failure = TransientFailure(reason: "\(reason) (\(host))")
-        failure.beforeConnecting = reason == "connection refused" || reason == "the host name could not be resolved"
-            || reason == Self.noAddressOfFamily
-        return failure
     }
 
-    /// A connection limited to IPv4 or IPv6 (`-4`, `-6`) found no address of that family (its socket, bound to the
-    /// family's wildcard address, cannot reach the other family's).
-    static let noAddressOfFamily = "the host has no address of the family asked for (-4 or -6) that accepts connections"
-
+    /// `error` in words: its cause (``TransportError``), else the library's own words.
     static func describe(_ error: any Error) -> String {
-        let text = String(describing: error)
-        if text.contains("Address family not supported") { return noAddressOfFamily }
-        if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
-        if text.contains("connectionReset") || text.contains("Connection reset") { return "connection reset by peer" }
-        if text.contains("UnknownHost") || text.contains("dnsA") || text.contains("NXDOMAIN") {
-            return "the host name could not be resolved"
-        }
-        if text.contains("uncleanShutdown") || text.contains("ioOnClosedChannel") || text.contains("invalidEOFState")
-            || text.contains("ended at an unexpected time") {
-            return "the connection closed before the transfer completed"
-        }
-        return words(text)
+        describe(error, as: TransportError(error))
+    }
+
+    private static func describe(_ error: any Error, as cause: TransportError) -> String {
+        cause.words ?? words(String(describing: error))
     }
 
     /// A library's error name in words (`HTTPClientError.tlsHandshakeTimeout` → "tls handshake timeout"), never a
@@ -83,7 +100,7 @@ extension DownloadJob {
 
     /// The words for a download the lifecycle gave up on.
     static func error(
-        for giveUp: DownloadLifecycle.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
+        for giveUp: RetryRules.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
         connection: Int? = nil
     ) -> HaulError {
         switch giveUp {

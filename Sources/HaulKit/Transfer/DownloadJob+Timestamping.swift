@@ -5,13 +5,13 @@ extension DownloadJob {
     /// time first. Returns the result of leaving it as it is when the server's copy is not newer; `nil` to download
     /// it (the new file then replaces it once complete). A check that keeps failing gives up as a download would.
     func checkTimestamp() async throws -> DownloadResult? {
-        guard options.timestamping, record == nil, adoptedPath == nil, case .file(let path) = options.destination,
+        guard options.timestamping, record == nil, machine.held == .none, case .file(let path) = options.destination,
               let local = POSIX.regularFileSizeAndTime(path) else { return nil }
         let extra: HTTPFields = ["If-Modified-Since": Timestamping.ifModifiedSince(localTime: local.modified)]
-        var check = DownloadLifecycle(lifecycle.configuration, held: 0, seed: UInt64.random(in: 0...UInt64.max))
+        var rules = RetryRules(machine.configuration.rules, held: 0, seed: UInt64.random(in: 0...UInt64.max))
         while true {
             try Task.checkCancellation()
-            _ = check.handle(.requestSent(held: 0))
+            rules.requestSent()
             let failure: TransientFailure
             do {
                 let (response, url) = try await sender.send(.whole, to: options.url, readAhead: 1, extra: extra)
@@ -29,14 +29,12 @@ extension DownloadJob {
             } catch let transient as TransientFailure {
                 failure = transient
             }
-            switch check.handle(.failed(failure.lifecycleFailure, held: 0)) {
-            case .retry(let delay, let retry, let allowed, let reason):
-                events(.retrying(retry: retry, maxRetries: allowed, delay: delay, reason: reason))
-                try await Task.sleep(for: delay)
+            switch rules.failed(failure.ruleFailure, held: 0) {
+            case .retry(let retry):
+                events(.retrying(retry: retry.retry, maxRetries: retry.of, delay: retry.after, reason: retry.reason))
+                try await Task.sleep(for: retry.after)
             case .giveUp(let why):
                 throw Self.error(for: why)
-            default:
-                return nil
             }
         }
     }

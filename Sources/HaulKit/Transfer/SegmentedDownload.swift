@@ -31,46 +31,50 @@ struct SegmentedDownload: Sendable {
 
     /// Runs `connections` workers until every byte is written. `first` is an open response body for an
     /// already-claimed segment (the answer to the range probe). `monitor` is called every `interval`
-    /// with the plan while workers run (progress and checkpoints).
+    /// with the plan while workers run (progress and checkpoints); a failure it throws ends the download like a
+    /// worker's. Once this returns, the monitor has returned for good.
     func run(
         connections: Int,
         first: (Segment, ResponseBody)?,
         interval: Duration,
-        monitor: @escaping @Sendable (SegmentPlan) async -> Void
+        monitor: @escaping @Sendable (SegmentPlan) async throws -> Void
     ) async throws {
         let coordinator = self.coordinator
         self.connections.setWants(connectionID, host: host, connections)
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                if Task.isCancelled { break }
-                await monitor(await coordinator.snapshot)
-            }
-        }
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<max(1, connections) {
-                    let opening = index == 0 ? first : nil
-                    group.addTask { try await self.worker(index, opening: opening) }
+        let workers = max(1, connections)
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<workers {
+                let opening = index == 0 ? first : nil
+                group.addTask {
+                    try await self.worker(index, opening: opening)
+                    return true
                 }
-                // The first failure ends the group, which cancels the other connections at once.
-                while try await group.next() != nil {}
             }
-        } catch {
-            ticker.cancel()
-            await ticker.value
-            throw error
+            group.addTask {
+                while true {
+                    do {
+                        try await Task.sleep(for: interval)
+                    } catch {
+                        return false
+                    }
+                    try await monitor(await coordinator.snapshot)
+                }
+            }
+            // The first failure ends the group, which cancels the other connections (and the monitor) at once; when
+            // the last connection is done, the monitor stops.
+            var running = workers
+            while let isWorker = try await group.next() {
+                if isWorker { running -= 1 }
+                if running == 0 { group.cancelAll() }
+            }
         }
-        // No checkpoint may run after this returns: the caller writes the final record.
-        ticker.cancel()
-        await ticker.value
     }
 
-    /// One connection: claims segments until there is nothing left to take, retrying its own failures with its
-    /// own lifecycle (the same retry rules as a download over one connection).
+    /// One connection: claims segments until there is nothing left to take, retrying its own failures by the
+    /// same rule book as a download over one connection (``RetryRules``), with a budget of its own.
     private func worker(_ index: Int, opening: (Segment, ResponseBody)?) async throws {
         var pending = opening
-        var lifecycle = DownloadLifecycle(.segmentConnection(retry: retry), seed: UInt64.random(in: 0...UInt64.max))
+        var rules = RetryRules(.segmentConnection(retry: retry), seed: UInt64.random(in: 0...UInt64.max))
         // Bytes this connection wrote, over all its segments: what its retry budget measures progress by.
         var written: Int64 = 0
         // Connection 1 is the download's own; the others are extra ones of the host's, held while this is true.
@@ -93,12 +97,12 @@ struct SegmentedDownload: Sendable {
                 guard let claimed = await coordinator.claim() else { return }
                 segment = claimed
             }
-            _ = lifecycle.handle(.requestSent(held: written))
-            let action: DownloadLifecycle.Action
+            rules.requestSent()
+            let next: RetryRules.EarlyEndAction
             let before = written
             do {
                 let gaveBack = try await fetch(segment, body: body, written: &written, mayGiveBack: extra)
-                _ = lifecycle.handle(.segmentsWrote(count: written - before))
+                rules.received(written - before)
                 await coordinator.release(segment.id)
                 if gaveBack {
                     // Another download needs a connection to this host: this one is its now; the rest of the
@@ -108,25 +112,28 @@ struct SegmentedDownload: Sendable {
                 }
                 // A segment whose end was stolen before a byte arrived simply ends: nothing to judge.
                 guard written > before else { continue }
-                action = lifecycle.handle(.bodyEnd(complete: false, held: written))
+                next = rules.endedEarly(held: written)
             } catch let failure as TransientFailure {
-                _ = lifecycle.handle(.segmentsWrote(count: written - before))
+                rules.received(written - before)
                 await coordinator.release(segment.id)
                 if Task.isCancelled { throw CancellationError() }
-                action = lifecycle.handle(.failed(failure.lifecycleFailure, held: written))
+                switch rules.failed(failure.ruleFailure, held: written) {
+                case .retry(let retry): next = .retry(retry)
+                case .giveUp(let why): next = .giveUp(why)
+                }
             } catch {
                 await coordinator.release(segment.id)
                 throw error
             }
-            switch action {
-            case .retry(let delay, let retry, let allowed, let reason):
-                events(.retrying(retry: retry, maxRetries: allowed, delay: delay,
-                                 reason: "\(reason) (segment at byte \(segment.next), connection \(index + 1))"))
-                try await Task.sleep(for: delay)
+            switch next {
+            case .requestAgain:
+                continue
+            case .retry(let retry):
+                events(.retrying(retry: retry.retry, maxRetries: retry.of, delay: retry.after,
+                                 reason: "\(retry.reason) (segment at byte \(segment.next), connection \(index + 1))"))
+                try await Task.sleep(for: retry.after)
             case .giveUp(let why):
                 throw DownloadJob.error(for: why, connection: index + 1)
-            case .none, .reportProgress, .checkpoint, .finish, .requestAgain, .requestOriginalURL, .restart:
-                continue
             }
         }
     }

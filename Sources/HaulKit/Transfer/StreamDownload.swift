@@ -86,27 +86,37 @@ final class StreamDownload {
         }
         defer { if targetPath != nil { _ = close(fd) } }
         var url = options.url
-        var failures = 0
-        var bestWritten: Int64 = 0
+        // The one rule book of retries, as for a file: quick failure on a typo (`haul get`), backoff with jitter,
+        // `Retry-After`, a budget that progress resets.
+        var rules = RetryRules(
+            RetryRules.Configuration(retry: options.retry, failFastBeforeData: options.failFastBeforeData),
+            seed: UInt64.random(in: 0...UInt64.max))
         while true {
             try Task.checkCancellation()
+            rules.requestSent()
+            let next: RetryRules.EarlyEndAction
+            let failure: TransientFailure
             do {
-                if try await attempt(fd: fd, url: &url) { break }
-                throw TransientFailure(reason: "the server ended the response early")
-            } catch let failure as TransientFailure {
+                if try await attempt(fd: fd, url: &url, rules: &rules) { break }
+                failure = TransientFailure(reason: "the server ended the response early")
+                next = rules.endedEarly(held: written)
+            } catch let transient as TransientFailure {
                 if Task.isCancelled { throw CancellationError() }
-                if written > bestWritten { failures = 0 }
-                bestWritten = max(bestWritten, written)
-                failures += 1
-                guard failures <= options.retry.maxRetries else {
-                    throw HaulError(failure.kind, "\(failure.reason) (gave up after \(options.retry.maxRetries) retries)")
+                failure = transient
+                switch rules.failed(transient.ruleFailure, held: written) {
+                case .retry(let retry): next = .retry(retry)
+                case .giveUp(let why): next = .giveUp(why)
                 }
-                guard written == 0 || validators.strongEntityTag != nil else {
-                    throw HaulError(failure.kind, "\(failure.reason) after \(written) bytes were written to \(shownPath); the server gives no strong ETag to continue a stream safely")
-                }
-                let delay = options.retry.delay(beforeRetry: failures, retryAfter: failure.retryAfter, jitter: Double.random(in: 0...1))
-                events(.retrying(retry: failures, maxRetries: options.retry.maxRetries, delay: delay, reason: failure.reason))
-                try await Task.sleep(for: delay)
+            }
+            if case .giveUp(let why) = next { throw DownloadJob.error(for: why) }
+            // Bytes written to a stream cannot be taken back: the rest is asked for only when a strong ETag ties it
+            // to them.
+            guard written == 0 || validators.strongEntityTag != nil else {
+                throw HaulError(failure.kind, "\(failure.reason) after \(written) bytes were written to \(shownPath); the server gives no strong ETag to continue a stream safely")
+            }
+            if case .retry(let retry) = next {
+                events(.retrying(retry: retry.retry, maxRetries: retry.of, delay: retry.after, reason: retry.reason))
+                try await Task.sleep(for: retry.after)
             }
         }
         if let expected = options.checksum {
@@ -121,8 +131,8 @@ final class StreamDownload {
         return result
     }
 
-    /// One request; `true` when the whole body has been written.
-    private func attempt(fd: Int32, url: inout URL) async throws -> Bool {
+    /// One request; `true` when the whole body has been written. The bytes it writes are counted in `rules`.
+    private func attempt(fd: Int32, url: inout URL, rules: inout RetryRules) async throws -> Bool {
         let point = ResumePoint(offset: written, validators: validators, totalLength: total)
         let plan: RequestPlan = written == 0 ? .whole : .range(start: written, overlap: 0, ifRange: validators.strongEntityTag?.rawValue)
         let (response, answered) = try await sender.send(plan, to: url)
@@ -167,6 +177,7 @@ final class StreamDownload {
                     hasher?.update(raw)
                 }
                 written += Int64(buffer.readableBytes)
+                rules.received(Int64(buffer.readableBytes))
                 if let pause = rateLimiter?.consume(buffer.readableBytes), pause > .zero { try await Task.sleep(for: pause) }
                 emitProgress(force: false)
             }

@@ -109,8 +109,7 @@ struct ProxyTransport {
             named.beforeConnecting = true
             throw named
         } catch {
-            let reason = DownloadJob.describe(error)
-            var failure = TransientFailure(reason: "the proxy \(proxy) could not be reached (\(reason.contains("Timeout") || reason.contains("timeout") ? "timed out" : reason))")
+            var failure = TransientFailure(reason: "the proxy \(proxy) could not be reached (\(DownloadJob.describe(error)))")
             failure.beforeConnecting = true
             throw failure
         }

@@ -1,0 +1,66 @@
+/// When a download over one connection reports progress and makes its bytes durable while they arrive: progress
+/// at most every ``Configuration/progressInterval``, a checkpoint every ``Configuration/checkpointBytes`` or
+/// ``Configuration/checkpointInterval``, both looked at only every ``Configuration/lookEveryBytes`` (not at every
+/// small chunk).
+package struct Bookkeeping: Sendable, Equatable {
+    package struct Configuration: Sendable, Equatable {
+        /// Bytes between two looks at progress and checkpoints.
+        package var lookEveryBytes: Int64
+        package var progressInterval: Duration
+        package var checkpointBytes: Int64
+        package var checkpointInterval: Duration
+
+        package init(
+            lookEveryBytes: Int64 = 256 * 1024, progressInterval: Duration = .milliseconds(250),
+            checkpointBytes: Int64 = 16 << 20, checkpointInterval: Duration = .seconds(1)
+        ) {
+            self.lookEveryBytes = lookEveryBytes
+            self.progressInterval = progressInterval
+            self.checkpointBytes = checkpointBytes
+            self.checkpointInterval = checkpointInterval
+        }
+    }
+
+    /// What to do after bytes were written.
+    package enum Action: Sendable, Equatable {
+        /// Nothing: carry on.
+        case none
+        /// Report progress.
+        case reportProgress
+        /// Make the bytes held durable (fsync, then the record), and report progress.
+        case checkpoint
+    }
+
+    package let configuration: Configuration
+    private var sinceLook: Int64 = 0
+    private var lastProgress: Duration?
+    private var lastCheckpointHeld: Int64
+    private var lastCheckpointAt: Duration = .zero
+
+    /// Bookkeeping of a run that starts with `held` bytes held (durable already).
+    package init(_ configuration: Configuration, held: Int64 = 0) {
+        self.configuration = configuration
+        self.lastCheckpointHeld = held
+    }
+
+    /// A request is going out with `held` bytes held: from none, the next checkpoint counts from byte 0.
+    package mutating func requestSent(held: Int64) {
+        if held == 0 { lastCheckpointHeld = 0 }
+    }
+
+    /// `count` bytes were written, which makes `held` bytes held; `elapsed` is the time since the run began.
+    package mutating func wrote(_ count: Int64, held: Int64, elapsed: Duration) -> Action {
+        sinceLook += count
+        guard sinceLook >= configuration.lookEveryBytes else { return .none }
+        sinceLook = 0
+        if held - lastCheckpointHeld >= configuration.checkpointBytes || elapsed - lastCheckpointAt >= configuration.checkpointInterval {
+            lastCheckpointHeld = held
+            lastCheckpointAt = elapsed
+            lastProgress = elapsed
+            return .checkpoint
+        }
+        if let last = lastProgress, elapsed - last < configuration.progressInterval { return .none }
+        lastProgress = elapsed
+        return .reportProgress
+    }
+}

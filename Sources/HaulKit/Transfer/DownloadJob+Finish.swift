@@ -1,0 +1,151 @@
+import AsyncHTTPClient
+import Foundation
+
+extension DownloadJob {
+    /// Verifies the complete file, moves it into place by `publish` and records it finished.
+    func finish(_ publish: DownloadMachine.Publish) async throws -> DownloadResult {
+        guard var record, let file, let folder else { throw HaulError(.server, "the server never sent the file") }
+        try await checkpointer.waitForPending()
+        if point.totalLength == nil { point.totalLength = point.offset }
+        // Exactly the resource's bytes: whatever lies past them (a stale tail no response wrote) goes before anything
+        // is verified or published.
+        try file.truncate(to: point.offset)
+        if let expected = options.checksum {
+            // Of the file as it will be published: the running digest covers exactly bytes 0..<offset, else they are read again.
+            try hashHeldBytes()
+            let actual = hasher?.hexDigest() ?? ""
+            guard actual == expected.hex else {
+                throw discardMismatch(record, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded",
+                                      reason: .checksumMismatch(path: record.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: false))
+            }
+        }
+        if let digest = point.validators.digest {
+            // The server's own digest of the whole file (RFC 9530): the bytes as published must have it.
+            let length = point.offset
+            let actual = try await BlockingIO.run { () throws(HaulError) in
+                var hasher = Checksummer(digest.algorithm)
+                try file.forEachChunk(upTo: length) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
+                return hasher.hexDigest()
+            }
+            guard actual == digest.hex else {
+                throw discardMismatch(record, "\(record.destinationPath) does not have the digest the server announced (Repr-Digest \(digest.algorithm.rawValue):\(digest.hex.prefix(16))…, got …\(actual.prefix(16))); the download was discarded",
+                                      reason: .checksumMismatch(path: record.destinationPath, expected: digest.description, actual: "\(digest.algorithm.rawValue):\(actual)", alreadyAtPath: false))
+            }
+        }
+        // The file's date, its bytes, its check and its move into place in one call off the concurrency threads;
+        // then its folder.
+        let source = Self.name(publish.adoptedPath ?? record.partialPath), destination = Self.name(record.destinationPath)
+        let remoteTime = options.keepsRemoteTime ? point.validators.lastModified : nil
+        let replacing = options.overwrite || publish.replacesDestination || source == destination
+        try await BlockingIO.run {
+            if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
+            try file.sync()
+            try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
+        }
+        await DirectorySyncer.shared.sync(folder)
+        record.update(from: point)
+        record.state = .finished
+        record.adopted = false
+        record.segments = nil
+        self.record = record
+        let store = self.store, finished = record
+        if !store.deferFinal(finished) {
+            try await BlockingIO.run { try store.save(finished, durable: false) }
+        }
+        emitProgress()
+        var result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: machine.rules.fetched, checksum: options.checksum, alreadyComplete: false)
+        result.httpVersion = httpVersion
+        events(.finished(result))
+        return result
+    }
+
+    /// Moves the file Haul wrote, open as `file` and named `source` in `folder`, to `destination`. Only that very
+    /// file is published: should `source` now be anything else (moved away, a link or another file put in its
+    /// place), nothing is moved and the intruder stays where it is. Without `replacing`, a file that appeared at
+    /// `destination` meanwhile is never replaced.
+    static func publish(_ file: PartialFile, from source: String, to destination: String, in folder: OpenDirectory, replacing: Bool) throws(HaulError) {
+        let written = try file.status()
+        guard let found = folder.status(source), found.isRegular, found.isSameFile(as: written) else {
+            throw replaced(folder.pathOf(source))
+        }
+        guard source != destination else { return }
+        let moved: Bool
+        do {
+            moved = try folder.rename(source, to: destination, replacing: replacing)
+        } catch {
+            // Moved away between the check and the rename: not the file Haul wrote any more.
+            guard folder.status(source)?.isSameFile(as: written) == true else { throw replaced(folder.pathOf(source)) }
+            throw error
+        }
+        guard moved else {
+            throw HaulError(.usage, "\(folder.pathOf(destination)) appeared while downloading and was left as it is; the download is kept in \(folder.pathOf(source)): move the other file away and run the same command again",
+                            reason: .destinationExists(path: folder.pathOf(destination)))
+        }
+        // The name was checked, then renamed: should another program have swapped it in between, the file now at
+        // the destination is not Haul's. Put it back where it was found and fail.
+        guard folder.status(destination)?.isSameFile(as: written) == true else {
+            _ = try? folder.rename(destination, to: source, replacing: false)
+            throw replaced(folder.pathOf(source))
+        }
+    }
+
+    private static func replaced(_ path: String) -> HaulError {
+        HaulError(.fileSystem, "\(path) was replaced by another program while downloading (it is no longer the file Haul wrote), so nothing was published; run the same command again to download afresh",
+                  reason: .replacedWhileDownloading(path: path))
+    }
+
+    /// Discards a complete download whose bytes failed a check: its partial file and record go (a file given to
+    /// `--continue` stays); the error says why.
+    private func discardMismatch(_ record: TransferRecord, _ message: String, reason: FailureReason) -> HaulError {
+        file?.close()
+        file = nil
+        if machine.held.adoptedPath == nil { folder?.unlink(Self.name(record.partialPath)) }
+        store.remove(record.key)
+        return HaulError(.checksum, message, reason: reason)
+    }
+
+    /// Saves what can be saved and turns any error into the one-line ``HaulError`` a person sees.
+    func settle(_ error: any Error) async -> HaulError {
+        let interrupted = Task.isCancelled || error is CancellationError || (error as? HTTPClientError) == .cancelled
+        var failure: HaulError
+        if interrupted {
+            let held = point.offset
+            let percent = point.totalLength.map { $0 > 0 ? " (\(held * 100 / $0)%)" : "" } ?? ""
+            let total = point.totalLength.map { " of \(ByteFormat.string($0))" } ?? ""
+            failure = HaulError(.interrupted, "paused at \(ByteFormat.string(held))\(total)\(percent)", reason: .interrupted)
+        } else if let error = error as? HaulError {
+            failure = error
+        } else if let error = error as? TransientFailure {
+            failure = HaulError(error.kind, error.reason)
+        } else {
+            failure = HaulError(.network, DownloadJob.describe(error))
+        }
+        // A file given to --continue and never shown to be the server's keeps no record: it is left as it was.
+        guard failure.kind != .checksum, failure.kind != .busy, machine.held.adoptedPath == nil, var record, record.state != .finished else {
+            return failure
+        }
+        if case .impossibleLength = failure.reason, point.offset == 0 {
+            // The file system refused the length before a byte was written: no empty partial stays behind.
+            file?.close()
+            file = nil
+            folder?.unlink(Self.name(record.partialPath))
+            store.remove(record.key)
+            return failure
+        }
+        record.update(from: point)
+        record.state = interrupted ? .paused : .failed
+        do {
+            try await checkpointer.checkpointNow(record, file: file)
+        } catch let unsaved {
+            // Durability of the newest bytes could not be confirmed: keep the last good record, and say so (a rerun
+            // resumes from it, not from where this run stopped).
+            try? await checkpointer.waitForPending()
+            if var last = try? store.load(record.key) {
+                last.state = record.state
+                try? store.save(last)
+            }
+            failure.message += "; the progress since the last save could not be recorded (\(DownloadJob.describe(unsaved))), so a rerun resumes from there"
+        }
+        return failure
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+
+extension DownloadJob {
+    /// What the run found before its first request.
+    enum Prepared {
+        /// The file is complete already.
+        case complete(DownloadResult)
+        /// What is held for the destination (`point` says how much); `replacesDestination`: the file found there is
+        /// to be replaced by the finished download.
+        case holding(DownloadMachine.Held, replacesDestination: Bool)
+    }
+
+    /// Finds the destination and what is held for it, or that the file is already complete.
+    func prepare() throws -> Prepared {
+        let destination: String
+        switch options.destination {
+        case .standardOutput:
+            throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
+        case .file(let path):
+            folderPath = POSIX.directoryOf(path)
+            let folder = try engine.folders.acquire(folderPath, create: true)
+            self.folder = folder
+            if folder.status(Self.name(path))?.isDirectory == true {
+                throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path))
+            }
+            destination = path
+        case .directory(let directory):
+            folderPath = directory
+            folder = try engine.folders.acquire(directory, create: true)
+            let choice = try store.choice(url: options.url, directory: directory)
+            directoryChoice = choice
+            // The name is chosen from the first response, unless an earlier run chose it already (in this folder).
+            guard let chosen = choice.chosen, POSIX.directoryOf(chosen) == directory else {
+                return .holding(.none, replacesDestination: false)
+            }
+            destination = chosen
+        }
+        locks.append(try store.lock(TransferRecord.key(destinationPath: destination), what: destination))
+        if var saved = try loadRecord(for: destination) {
+            var foreignURL: String?
+            if saved.url != options.url.absoluteString {
+                if case .directory = options.destination {
+                    // A stale note: that name belongs to another URL's download now. Choose a name afresh.
+                    forgetChosenName()
+                    return .holding(.none, replacesDestination: false)
+                }
+                guard case .continued(let other) = try takeOver(&saved) else { return try checkDestination(destination) }
+                foreignURL = other
+            }
+            return try restore(saved, foreignURL: foreignURL)
+        }
+        if case .directory = options.destination {
+            // A note without a record (its download was discarded: a checksum mismatch): choose a name afresh.
+            forgetChosenName()
+            return .holding(.none, replacesDestination: false)
+        }
+        return try checkDestination(destination)
+    }
+
+    /// Forgets the name a `--dir` download chose earlier, and lets go of that name's lock: the name chosen afresh
+    /// from the first response takes its own lock, which would otherwise meet this one (the same name chosen
+    /// again is locked by this very run, and was refused as "another haul process is already downloading").
+    private func forgetChosenName() {
+        directoryChoice?.forget()
+        locks.popLast()?.release()
+    }
+
+    /// The record of `destination`, carrying over one saved under the key of an earlier version.
+    private func loadRecord(for destination: String) throws -> TransferRecord? {
+        if let saved = try store.claim(TransferRecord.key(destinationPath: destination)) { return saved }
+        guard let legacy = TransferRecord.legacyKey(url: options.url, destination: options.destination),
+              let old = try? store.load(legacy), old.destinationPath == destination else { return nil }
+        try store.save(old)
+        store.remove(legacy)
+        return old
+    }
+
+    /// What becomes of another URL's record of the destination.
+    private enum TakeOver {
+        /// Set aside: the destination is treated as any existing file.
+        case setAside
+        /// Continued; `foreignURL` when it holds that URL's bytes, continued only once a response shows they are
+        /// this URL's representation (a re-signed URL).
+        case continued(foreignURL: String?)
+    }
+
+    /// Another URL's download owns `saved`. Its unfinished bytes may be continued when this URL serves the same
+    /// representation (checked before anything is written).
+    private func takeOver(_ saved: inout TransferRecord) throws -> TakeOver {
+        guard saved.state != .finished, !saved.adopted, !isMovedIntoPlace(saved) else {
+            // A finished file of another URL is not "already complete" for this one: the destination just exists.
+            if options.overwrite { store.remove(saved.key) }
+            return .setAside
+        }
+        if options.overwrite {
+            folder?.unlink(Self.name(saved.partialPath))
+            store.remove(saved.key)
+            return .setAside
+        }
+        saved.finalURL = nil
+        if saved.offset > 0, partialSize(saved.partialPath) != nil { return .continued(foreignURL: saved.url) }
+        saved.url = options.url.absoluteString
+        return .continued(foreignURL: nil)
+    }
+
+    /// A record not marked finished whose partial file is gone and whose destination is a regular file of the
+    /// record's whole length: the partial file was moved into place.
+    func isMovedIntoPlace(_ saved: TransferRecord) -> Bool {
+        guard saved.state != .finished, !saved.adopted, let total = saved.totalLength, status(saved.partialPath) == nil,
+              let destination = status(saved.destinationPath), destination.isRegular else { return false }
+        return destination.size == total
+    }
+
+    /// The last component of `path`: a file's name in its folder.
+    static func name(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    /// What is at `path` (a record's destination or partial file, always in the destination's folder), not
+    /// following a link; `nil` when nothing is.
+    func status(_ path: String) -> FileStatus? {
+        folder?.status(Self.name(path))
+    }
+
+    /// The size of the regular file at `path`; `nil` when there is none (or something else, such as a link planted
+    /// there, which is never continued: ``openDestination`` replaces it).
+    func partialSize(_ path: String) -> Int64? {
+        status(path).flatMap { $0.isRegular ? $0.size : nil }
+    }
+
+    /// Opens the file at `path` in the destination's folder (a regular file, never through a link).
+    func openInFolder(_ path: String, writable: Bool = true) throws(HaulError) -> PartialFile {
+        guard let folder else { throw HaulError(.fileSystem, "the folder of \(path) is not open") }
+        return try folder.openFile(Self.name(path), writable: writable)
+    }
+
+    /// Continues a record of this destination (another URL's when `foreignURL`): segments, a single stretch of
+    /// bytes, or a finished file.
+    private func restore(_ found: TransferRecord, foreignURL foreignURLFound: String?) throws -> Prepared {
+        var saved = found
+        var foreignURL = foreignURLFound
+        let held: DownloadMachine.Held
+        if foreignURL == nil, isMovedIntoPlace(saved), let total = saved.totalLength {
+            // Killed between moving the finished file into place and recording that: it is complete.
+            saved.state = .finished
+            saved.offset = total
+            saved.segments = nil
+            try store.save(saved)
+        }
+        let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
+        if saved.state == .finished {
+            // With -N a finished file is compared with the server's (checkTimestamp), not taken as it is.
+            if !options.overwrite, !options.timestamping, let found = status(saved.destinationPath), found.isRegular,
+               saved.totalLength == nil || found.size == saved.totalLength {
+                return .complete(try alreadyFinished(saved))
+            }
+            store.remove(saved.key)
+            return try checkDestination(saved.destinationPath)
+        } else if let segments = saved.segments, let total = saved.totalLength,
+                  let plan = SegmentPlan(restoring: segments, total: total, minSegmentSize: options.minSegmentSize),
+                  partialSize(saved.partialPath) == total {
+            file = try openInFolder(saved.partialPath)
+            point = ResumePoint(offset: plan.doneBytes, validators: saved.validators, totalLength: total)
+            // Whatever the validators say (an ETag made of size and time survives an in-place rewrite): the bytes held
+            // are compared with the server's before any segment continues.
+            if plan.doneBytes > 0 {
+                held = .segmented(plan, .unverified(foreignURL: foreignURL))
+            } else {
+                foreignURL = nil
+                held = .segmented(plan, .verified)
+            }
+        } else {
+            if let segments = saved.segments {
+                // Segments that cannot be continued: keep only the bytes held without a gap from byte 0.
+                saved.offset = SegmentPlan.contiguousPrefix(of: segments)
+                saved.segments = nil
+            }
+            if let size = partialSize(saved.partialPath) {
+                let file = try openInFolder(saved.partialPath)
+                self.file = file
+                saved.offset = min(saved.offset, size)
+                try file.truncate(to: saved.offset)
+            } else {
+                saved.offset = 0
+            }
+            point = saved.offset > 0 ? saved.resumePoint : ResumePoint()
+            if saved.offset == 0 { foreignURL = nil }
+            held = saved.offset == 0 ? .none : foreignURL.map { .foreign(url: $0) } ?? .own(unknownTotal: false)
+        }
+        if foreignURL == nil { saved.url = options.url.absoluteString }
+        requestURL = resumeURL
+        record = saved
+        return .holding(held, replacesDestination: false)
+    }
+
+    /// No download of this URL holds bytes for `path`: an existing file is refused, replaced (`--overwrite`) or
+    /// adopted (`--continue`).
+    private func checkDestination(_ path: String) throws -> Prepared {
+        guard let found = status(path) else { return .holding(.none, replacesDestination: false) }
+        if options.continuePartial, found.size > 0 {
+            file = try openInFolder(path)
+            let size = try file?.status().size ?? found.size
+            point = ResumePoint(offset: size)
+            record = TransferRecord(
+                url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
+                offset: size, state: .running, adopted: true)
+            // Not shown to be the server's bytes until the overlap of the first answer matches them.
+            return .holding(.adopted(path: path), replacesDestination: false)
+        } else if !options.overwrite, !options.timestamping, !(options.continuePartial && found.isRegular && found.size == 0) {
+            throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
+        }
+        // Replaced once the download is complete: asked for (`--overwrite`), or an empty file given to
+        // `--continue`, which holds nothing to check, so the download simply starts fresh.
+        return .holding(.none, replacesDestination: true)
+    }
+
+    private func alreadyFinished(_ saved: TransferRecord) throws -> DownloadResult {
+        let size = status(saved.destinationPath)?.size ?? 0
+        if let expected = options.checksum {
+            let file = try openInFolder(saved.destinationPath, writable: false)
+            defer { file.close() }
+            var hasher = Checksummer(expected.algorithm)
+            try file.forEachChunk(upTo: size) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
+            let actual = hasher.hexDigest()
+            guard actual == expected.hex else {
+                throw HaulError(.checksum, "\(saved.destinationPath) exists but its \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)",
+                                reason: .checksumMismatch(path: saved.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: true))
+            }
+        }
+        let result = DownloadResult(path: saved.destinationPath, bytes: size, fetchedBytes: 0, checksum: options.checksum, alreadyComplete: true)
+        events(.finished(result))
+        return result
+    }
+
+}
