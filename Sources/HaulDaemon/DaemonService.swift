@@ -129,7 +129,7 @@ package actor DaemonService {
         case .subscribe:
             let session = try await session(name)
             let replay = try params.bool("replay") ?? true
-            let journal = try session.store.journal()
+            let journal = try await session.store.journal()
             subscribers[name, default: [:]][outbox.id] = (outbox, journal.last?.sequence ?? 0)
             let page = Self.journalPage(replay ? journal : [], limit: Int.max, budget: DaemonProtocol.maxPagedResponseBytes - 256)
             return ["journal": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
@@ -141,7 +141,7 @@ package actor DaemonService {
             let session = try await session(name)
             let after = try params.int64("after") ?? 0
             let limit = try Self.limit(params) ?? Int.max
-            let page = Self.journalPage(try session.store.journal(after: after), limit: limit, budget: budget)
+            let page = Self.journalPage(try await session.store.journal(after: after), limit: limit, budget: budget)
             return ["events": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
         case .acknowledgeJournal:
             if let ids = try params.strings("ids") {
@@ -190,7 +190,7 @@ package actor DaemonService {
     private func check(_ requests: [DownloadRequest], in name: String) async throws {
         let existing = sessions[name] != nil || hasSavedConfiguration(name) ? try await session(name) : nil
         for request in requests {
-            if let id = request.id, let task = try existing?.store.task(id: id), task.url != request.url.absoluteString {
+            if let id = request.id, let task = try await existing?.store.task(id: id), task.url != request.url.absoluteString {
                 throw HaulError(.usage, "the task id \(id) is taken by another URL (\(Redaction.url(task.url))); choose another --id")
             }
             guard let destination = request.destination else { continue }
@@ -198,7 +198,7 @@ package actor DaemonService {
                 try TransferEngine.checkDestination(DownloadOptions(request.spec), records: existing?.engine.store ?? TransferRecordStore(home: home))
             } catch {
                 // Adding the same task again returns it: its own file is no conflict.
-                if case .file(let path) = destination, try existing?.store.tasks()
+                if case .file(let path) = destination, try await existing?.store.tasks()
                     .contains(where: { $0.url == request.url.absoluteString && $0.destination == .file(path) }) == true { continue }
                 throw error
             }

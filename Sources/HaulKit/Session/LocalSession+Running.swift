@@ -1,18 +1,17 @@
 import Foundation
-import GRDB
 
 extension LocalSession {
     /// Applies a user's command to tasks: stopping running ones, or moving queued ones by the state machine.
     func command(_ command: TaskCommand, _ ids: [String]) async throws {
         for id in ids {
-            guard let task = try store.task(id: id) else { continue }
+            guard let task = try await store.task(id: id) else { continue }
             if isRunning(id), command == .pause || command == .cancel {
                 await stop(id, as: command)
                 continue
             }
             guard let next = TaskTransitions.apply(command, to: task.state) else { continue }
             if command == .cancel { engine.discardPartialData(options(for: task)) }
-            try setState(id, next)
+            try await setState(id, next)
         }
         await schedule()
     }
@@ -29,7 +28,7 @@ extension LocalSession {
                 // The store has the last word: a task that is no longer waiting there is not started. Counted as
                 // started in the same transaction, before the transfer begins: if this process dies during it, the
                 // next one knows.
-                guard let (task, started) = try? store.startIfWaiting(id: entry.id) else { continue }
+                guard let (task, started) = try? await store.startIfWaiting(id: entry.id) else { continue }
                 if started {
                     emit(.stateChanged(id: task.id, from: .waiting, to: .running))
                     start(task)
@@ -59,12 +58,12 @@ extension LocalSession {
                     return .failure(error)
                 }
             }()
-            for await event in events { self.engineEvent(id, event) }
-            self.finish(id, await outcome)
+            for await event in events { await self.engineEvent(id, event) }
+            await self.finish(id, await outcome)
         })
     }
 
-    private func engineEvent(_ id: String, _ event: DownloadEvent) {
+    private func engineEvent(_ id: String, _ event: DownloadEvent) async {
         switch event {
         case .started(_, let path, _, let total):
             noteStartedFile(id, StartedFile(path: path, total: total))
@@ -75,7 +74,7 @@ extension LocalSession {
             emit(.progress(id: id, progress))
             if shouldSaveProgress(id) {
                 let file = startedFile(id)
-                _ = try? store.update(id: id) {
+                _ = try? await store.update(id: id) {
                     $0.bytes = progress.bytes
                     $0.total = progress.total ?? file?.total ?? $0.total
                     $0.filePath = file?.path ?? $0.filePath
@@ -91,7 +90,7 @@ extension LocalSession {
     }
 
     /// A task's download ended: record the stable state it ended in and tell everyone.
-    func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) {
+    func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) async {
         let file = startedFile(id)
         let intent = untrack(id)
         guard !isClosed else { return }
@@ -99,8 +98,7 @@ extension LocalSession {
         // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
         case .success(let result):
-            let records = self.records
-            conclude(id, .finished, alsoWriting: { db in try records.writeFinal(destinationPath: result.path, db) }) {
+            await conclude(id, .finished, finalRecord: records.takeFinal(destinationPath: result.path)) {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
@@ -109,17 +107,17 @@ extension LocalSession {
         case .failure(let error):
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
             if failure.kind == .interrupted {
-                try? store.clearStarts(ids: [id])
-                if let file { _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total } }
-                if intent == .cancel, let task = try? store.task(id: id) {
+                try? await store.clearStarts(ids: [id])
+                if let file { _ = try? await store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total } }
+                if intent == .cancel, let task = try? await store.task(id: id) {
                     engine.discardPartialData(options(for: task))
-                    try? setState(id, .cancelled)
+                    try? await setState(id, .cancelled)
                     markEnded()
                 } else {
-                    try? setState(id, .paused)
+                    try? await setState(id, .paused)
                 }
             } else {
-                conclude(id, .failed) {
+                await conclude(id, .failed) {
                     $0.filePath = file?.path ?? $0.filePath
                     $0.total = file?.total ?? $0.total
                     $0.record(failure)
@@ -132,11 +130,13 @@ extension LocalSession {
     /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
     /// transaction, then tells everyone and runs the completion hooks.
     private func conclude(
-        _ id: String, _ state: TaskState, alsoWriting also: (Database) throws -> Void = { _ in }, _ change: (inout StoredTask) -> Void
-    ) {
+        _ id: String, _ state: TaskState, finalRecord: StoredRecord? = nil, _ change: (inout StoredTask) -> Void
+    ) async {
         let kind = state == .finished ? "finished" : "failed"
         let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
-        guard let stored = try? store.conclude(id: id, journaling: journaling ? kind : nil, payload: payload, alsoWriting: also, { change(&$0); $0.state = state })
+        guard let stored = try? await store.conclude(
+            id: id, lease: nil, journaling: journaling ? kind : nil, payload: payload, finalRecord: finalRecord,
+            { change(&$0); $0.state = state })
         else { return }
         let old = stored.old
         noteStored(stored.task)
@@ -147,20 +147,20 @@ extension LocalSession {
         completionHooks(snapshot, own: stored.task.spec.completionCommand)
     }
 
-    func setState(_ id: String, _ state: TaskState) throws {
-        guard let old = try store.task(id: id)?.state, old != state else { return }
-        if let stored = try store.update(id: id, { $0.state = state }) { noteStored(stored) }
+    func setState(_ id: String, _ state: TaskState) async throws {
+        guard let old = try await store.task(id: id)?.state, old != state else { return }
+        if let stored = try await store.update(id: id, { $0.state = state }) { noteStored(stored) }
         emit(.stateChanged(id: id, from: old, to: state))
     }
 
     /// Fails the tasks that were running when each of the last ``LocalSession/maxUnendedStarts`` processes died:
     /// they are not resumed again (a person can still resume them).
-    func failTasksThatStoppedTheProcess(_ ids: [String]) {
+    func failTasksThatStoppedTheProcess(_ ids: [String]) async {
         let who = journaling ? "the daemon" : "haul"
         let message = "\(who) stopped twice while running this task; it was not resumed a third time"
-        try? store.clearStarts(ids: ids)
+        try? await store.clearStarts(ids: ids)
         for id in ids {
-            conclude(id, .failed) {
+            await conclude(id, .failed) {
                 $0.record(HaulError(.server, message))
             }
         }

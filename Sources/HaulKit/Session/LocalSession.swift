@@ -5,7 +5,7 @@ import Foundation
 package actor LocalSession: SessionBackend {
     nonisolated let identifier: String
     let configuration: SessionConfiguration
-    package nonisolated let store: TaskStore
+    package nonisolated let store: any SessionStore
     package nonisolated let engine: TransferEngine
     /// The tasks' resume records, in `store` (the engine's records too).
     nonisolated let records: SessionRecords
@@ -50,7 +50,10 @@ package actor LocalSession: SessionBackend {
 
     /// With `journaling` (the daemon's sessions), finished and failed events go to the store's journal, and a task
     /// that was running when ``maxUnendedStarts`` processes in a row died is failed instead of resumed again.
-    package init(identifier: String, configuration: SessionConfiguration, journaling: Bool = false) async throws {
+    /// `store` keeps the session (default: its SQLite file under `HAUL_HOME/sessions/<identifier>/`).
+    package init(
+        identifier: String, configuration: SessionConfiguration, journaling: Bool = false, store: (any SessionStore)? = nil
+    ) async throws {
         try Self.validate(identifier: identifier)
         let folder = Self.folder(identifier, home: configuration.home)
         try POSIX.makePrivateDirectories(folder, root: configuration.home.path)
@@ -61,7 +64,7 @@ package actor LocalSession: SessionBackend {
         self.lock = try FileLock(
             path: folder + "/session.lock",
             busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first", reason: .busy))
-        self.store = try TaskStore(path: folder + "/tasks.sqlite")
+        self.store = try store ?? TaskStore(path: folder + "/tasks.sqlite")
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
         engineConfiguration.proxies = configuration.proxies
@@ -70,7 +73,7 @@ package actor LocalSession: SessionBackend {
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)
         // The tasks' resume records live in the session's store with the tasks (one store for a task's progress).
-        self.records = SessionRecords(store: store, files: TransferRecordStore(home: configuration.home))
+        self.records = SessionRecords(store: self.store, files: TransferRecordStore(home: configuration.home))
         self.engine = TransferEngine(records: records, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
         var defaults = DownloadDefaults()
@@ -82,23 +85,23 @@ package actor LocalSession: SessionBackend {
         self.downloadDefaults = defaults
         // Tasks still stored as running were running when the last process stopped. One that two processes in
         // a row died running (it may be what kills them) fails instead of being resumed a third time.
-        let stale = try store.tasks(in: .running)
-        let starts = failsCrashingTasks ? try store.unendedStarts(ids: stale.map(\.id)) : [:]
+        let stale = try await self.store.tasks(in: .running)
+        let starts = failsCrashingTasks ? try await self.store.unendedStarts(ids: stale.map(\.id)) : [:]
         let crashing = stale.map(\.id).filter { starts[$0, default: 0] >= Self.maxUnendedStarts }
         let resume = configuration.resumeRunningTasksOnRelaunch
-        _ = try store.updateAll(ids: stale.map(\.id).filter { starts[$0, default: 0] < Self.maxUnendedStarts }) {
+        _ = try await self.store.updateAll(ids: stale.map(\.id).filter { starts[$0, default: 0] < Self.maxUnendedStarts }) {
             $0.state = TaskTransitions.restored($0.state, resumeRunning: resume)
         }
-        failTasksThatStoppedTheProcess(crashing)
-        for task in try store.tasks(in: .waiting) { noteStored(task) }
+        await failTasksThatStoppedTheProcess(crashing)
+        for task in try await self.store.tasks(in: .waiting) { noteStored(task) }
         await schedule()
     }
 
     // MARK: Adding and controlling tasks
 
     /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
-    package func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
-        let results = try store.add(requests.map(anchored))
+    package func add(_ requests: [DownloadRequest]) async throws -> [TaskSnapshot] {
+        let results = try await store.add(requests.map(anchored))
         for (task, created) in results where created {
             noteStored(task)
             emit(.added(snapshot(of: task)))
@@ -116,26 +119,28 @@ package actor LocalSession: SessionBackend {
 
     /// Applies `command` to the tasks `ids` (every task when `nil`).
     package func apply(_ command: TaskCommand, to ids: [String]?) async throws {
-        try await self.command(command, ids ?? store.tasks().map(\.id))
+        let all = ids == nil ? try await store.tasks().map(\.id) : []
+        try await self.command(command, ids ?? all)
     }
 
     package func remove(_ ids: [String]?, deleteFile: Bool) async throws {
-        for id in try ids ?? store.tasks().map(\.id) {
-            guard let task = try store.task(id: id) else { continue }
+        let all = ids == nil ? try await store.tasks().map(\.id) : []
+        for id in ids ?? all {
+            guard let task = try await store.task(id: id) else { continue }
             if running[id] != nil { await stop(id, as: .cancel) }
             let options = self.options(for: task)
             if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
                 OpenDirectory.unlink(path)
             }
             engine.discardPartialData(options)
-            try store.remove(ids: [id])
+            try await store.remove(ids: [id])
             forget(id)
         }
         await schedule()
     }
 
     package func setPriority(_ priority: Int, for ids: [String]) async throws {
-        for task in try store.updateAll(ids: ids, { $0.priority = priority }) { noteStored(task) }
+        for task in try await store.updateAll(ids: ids, { $0.priority = priority }) { noteStored(task) }
         await schedule()
     }
 
@@ -144,22 +149,22 @@ package actor LocalSession: SessionBackend {
         await schedule()
     }
 
-    func tasks() throws -> [TaskSnapshot] {
-        try store.tasks().map(snapshot(of:))
+    func tasks() async throws -> [TaskSnapshot] {
+        try await store.tasks().map(snapshot(of:))
     }
 
     /// Up to `limit` tasks added after the one with sequence `sequence`, each with its sequence (a page).
-    package func tasks(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, task: TaskSnapshot)] {
-        try store.tasks(after: sequence, limit: limit).map { ($0.sequence, snapshot(of: $0)) }
+    package func tasks(after sequence: Int64, limit: Int) async throws -> [(sequence: Int64, task: TaskSnapshot)] {
+        try await store.tasks(after: sequence, limit: limit).map { ($0.sequence, snapshot(of: $0)) }
     }
 
     /// The tasks of `ids` that exist, in the order added, each with its sequence.
-    package func tasks(ids: [String]) throws -> [(sequence: Int64, task: TaskSnapshot)] {
-        try store.tasks(ids: ids).map { ($0.sequence, snapshot(of: $0)) }
+    package func tasks(ids: [String]) async throws -> [(sequence: Int64, task: TaskSnapshot)] {
+        try await store.tasks(ids: ids).map { ($0.sequence, snapshot(of: $0)) }
     }
 
-    func task(_ id: String) throws -> TaskSnapshot? {
-        try store.task(id: id).map(snapshot(of:))
+    func task(_ id: String) async throws -> TaskSnapshot? {
+        try await store.task(id: id).map(snapshot(of:))
     }
 
     // MARK: Events
@@ -303,8 +308,8 @@ package actor LocalSession: SessionBackend {
 
     /// Where task `id`'s bytes are: a running segmented download's segments, else its first `bytes`; nil when
     /// the session has no such task.
-    package func segmentMap(_ id: String) throws -> SegmentMap? {
-        guard let task = try store.task(id: id) else { return nil }
+    package func segmentMap(_ id: String) async throws -> SegmentMap? {
+        guard let task = try await store.task(id: id) else { return nil }
         let latest = progress[id]
         if task.state == .running, let latest, let segments = latest.segments, let total = latest.total {
             return SegmentMap(total: total, segments: segments)
@@ -348,10 +353,10 @@ package actor LocalSession: SessionBackend {
         for task in stopping { task.cancel() }
         for task in stopping { await task.value }
         // They stopped in order: a crash did not happen while they ran.
-        try? store.clearStarts(ids: stoppingIDs)
+        try? await store.clearStarts(ids: stoppingIDs)
         // Where each one writes was only in memory until now.
         for (id, file) in files {
-            _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+            _ = try? await store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
         }
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
