@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        // A fleet's shared session store (`haul daemon --store postgres://...`): only HaulFleet links it.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // `swift package generate-documentation --target HaulKit` (a command plugin: nothing of it is linked).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -37,6 +39,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // A fleet: session stores in PostgreSQL shared by several daemons (claims, leases, fencing, events between
+        // nodes). Only `haul` links it: a library user who never runs a fleet does not build postgres-nio.
+        .target(
+            name: "HaulFleet",
+            dependencies: [
+                "HaulKit",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The daemon's side: the socket server, the service behind its methods, per-client limits. Only `haul`
@@ -78,6 +95,7 @@ let package = Package(
                 "HaulKit",
                 "HaulDaemon",
                 "HaulWeb",
+                "HaulFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -113,6 +131,16 @@ let package = Package(
                 "HaulKit",
                 "HaulTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The session store's one suite, run against SQLite and PostgreSQL, and the fleet's claims, leases and events.
+        .testTarget(
+            name: "HaulFleetTests",
+            dependencies: [
+                "HaulCore",
+                "HaulKit",
+                "HaulFleet",
+                "HaulTestSupport",
             ]
         ),
         .testTarget(

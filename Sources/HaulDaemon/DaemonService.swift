@@ -51,6 +51,8 @@ package actor DaemonService {
             return .failure(error)
         } catch let error as HaulError {
             return .failure(.haul(error))
+        } catch let error as SessionStoreError {
+            return .failure(.haul(error.haulError))
         } catch {
             return .failure(.haul(HaulError(.server, "the daemon failed: \(error)")))
         }

@@ -17,25 +17,25 @@ import NIOConcurrencyHelpers
 package struct SessionRecords: ResumeRecords {
     let store: any SessionStore
     let files: TransferRecordStore
-    /// The lease of the task whose download uses these records, in a shared store: every write is fenced by it.
-    let lease: TaskLease?
+    /// The task whose download uses these records and its lease, in a shared store: every write is fenced by it.
+    let fence: RecordFence?
     /// Final records waiting for their task's conclusion, by key (shared by copies of this value).
     private let finals: NIOLockedValueBox<[String: String]>
 
     package init(store: any SessionStore, files: TransferRecordStore) {
-        self.init(store: store, files: files, lease: nil, finals: NIOLockedValueBox([:]))
+        self.init(store: store, files: files, fence: nil, finals: NIOLockedValueBox([:]))
     }
 
-    private init(store: any SessionStore, files: TransferRecordStore, lease: TaskLease?, finals: NIOLockedValueBox<[String: String]>) {
+    private init(store: any SessionStore, files: TransferRecordStore, fence: RecordFence?, finals: NIOLockedValueBox<[String: String]>) {
         self.store = store
         self.files = files
-        self.lease = lease
+        self.fence = fence
         self.finals = finals
     }
 
-    /// The same records, each write fenced by `lease` (one task's download in a fleet).
-    package func fenced(by lease: TaskLease) -> SessionRecords {
-        SessionRecords(store: store, files: files, lease: lease, finals: finals)
+    /// The same records, each write fenced by `fence` (one task's download in a fleet).
+    package func fenced(by fence: RecordFence) -> SessionRecords {
+        SessionRecords(store: store, files: files, fence: fence, finals: finals)
     }
 
     /// Keeps a finished download's final record for ``takeFinal(destinationPath:)``, which the session writes in the
@@ -88,7 +88,7 @@ package struct SessionRecords: ResumeRecords {
 
     package func save(_ record: TransferRecord, durable: Bool) throws(HaulError) {
         do {
-            try store.save(StoredRecord(key: record.key, value: record.jsonText), choice: nil, lease: lease)
+            try store.save(StoredRecord(key: record.key, value: record.jsonText), choice: nil, fence: fence)
         } catch {
             throw Self.storeError(error)
         }
@@ -103,7 +103,7 @@ package struct SessionRecords: ResumeRecords {
         do {
             try store.save(
                 StoredRecord(key: record.key, value: record.jsonText), choice: StoredRecord(key: stored.key, value: record.destinationPath),
-                lease: lease)
+                fence: fence)
         } catch {
             throw Self.storeError(error)
         }
@@ -173,9 +173,7 @@ package struct SessionRecords: ResumeRecords {
 
     private static func storeError(_ error: any Error) -> HaulError {
         if let error = error as? HaulError { return error }
-        if case SessionStoreError.leaseLost = error {
-            return HaulError(.interrupted, "another node of the fleet took this download over", reason: .interrupted)
-        }
+        if let error = error as? SessionStoreError { return error.haulError }
         return HaulError(.fileSystem, "the session store could not be used: \(error)")
     }
 }

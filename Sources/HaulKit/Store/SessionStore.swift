@@ -86,8 +86,8 @@ package protocol SessionStore: AnyObject, Sendable {
     /// The resume record kept under `key` (``TransferRecord`` as JSON), if any.
     func record(key: String) throws -> String?
     /// Replaces the record under its key and, with `choice`, remembers a `--dir` download's chosen name, in one
-    /// transaction. With `lease`, fenced.
-    func save(_ record: StoredRecord, choice: StoredRecord?, lease: TaskLease?) throws
+    /// transaction. With `fence`, only while that task still holds that lease.
+    func save(_ record: StoredRecord, choice: StoredRecord?, fence: RecordFence?) throws
     /// Forgets the record under `key`.
     func removeRecord(key: String) throws
     /// The path a `--dir` download chose, kept under `key`.
@@ -110,11 +110,46 @@ package struct StoredRecord: Equatable, Sendable {
     }
 }
 
-/// Why a session store refused or could not make a change, beyond what a ``HaulError`` says.
-package enum SessionStoreError: Error, Equatable {
+/// Why a session store refused or could not make a change.
+package enum SessionStoreError: Error, Equatable, CustomStringConvertible {
     /// The write was fenced by a lease the store no longer shows: another node holds the task now, or it was taken
     /// from this one. The node must stop writing anything for the task at once.
     case leaseLost(taskID: String)
+    /// The store cannot be reached now (a database down, a connection broken): the change may or may not have been
+    /// made, and may be tried again. The message says where, without a password.
+    case unavailable(String)
+    /// The store refused the change (the message says why).
+    case refused(String)
+
+    /// One line for a person.
+    package var description: String {
+        switch self {
+        case .leaseLost(let id): return "another node of the fleet runs task \(id) now"
+        case .unavailable(let message), .refused(let message): return message
+        }
+    }
+
+    /// The error as a person and a client see it.
+    package var haulError: HaulError {
+        switch self {
+        case .leaseLost: return HaulError(.interrupted, description, reason: .interrupted)
+        case .unavailable: return HaulError(.network, description)
+        case .refused: return HaulError(.fileSystem, description)
+        }
+    }
+}
+
+/// Which task a write of a resume record is for, and the lease it must still hold (a fleet's fencing).
+package struct RecordFence: Equatable, Sendable {
+    /// The task whose download writes the record.
+    package var taskID: String
+    /// The lease its node runs it under.
+    package var lease: TaskLease
+
+    package init(taskID: String, lease: TaskLease) {
+        self.taskID = taskID
+        self.lease = lease
+    }
 }
 
 extension SessionStore {

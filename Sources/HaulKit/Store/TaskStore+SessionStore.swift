@@ -35,7 +35,7 @@ extension TaskStore: SessionStore {
         }
     }
 
-    package func save(_ record: StoredRecord, choice: StoredRecord?, lease: TaskLease?) throws {
+    package func save(_ record: StoredRecord, choice: StoredRecord?, fence: RecordFence?) throws {
         guard let choice else {
             // One statement: atomic and as durable as a transaction in SQLite's autocommit, without BEGIN and COMMIT.
             return try writeStatement { db in

@@ -1,0 +1,92 @@
+import Foundation
+import HaulKit
+import Logging
+import PostgresNIO
+
+/// One daemon's handle on its fleet's database (`haul daemon --store postgres://...`): the connections, this node's
+/// name and the lease terms, and the session stores (``PostgresSessionStore``) it opens on them.
+package final class PostgresFleet: Sendable {
+    /// Where the store is, as it may be printed (no password).
+    package let location: String
+    /// This daemon's name in the fleet (`--node`, default: the host name).
+    package let node: String
+    /// How long leases last.
+    package let leaseTerms: LeaseTerms
+    let link: PostgresLink
+    let logger: Logger
+
+    private init(link: PostgresLink, node: String, leaseTerms: LeaseTerms, logger: Logger) {
+        self.link = link
+        self.location = link.location
+        self.node = node
+        self.leaseTerms = leaseTerms
+        self.logger = logger
+    }
+
+    /// Connects to the store at `address` as `node` and brings its schema up to date (creating it in an empty
+    /// database). The password is the URL's, else `PGPASSWORD`'s, else `~/.pgpass`'s (``password(for:environment:)``).
+    /// `schema` is for tests that make an older store.
+    package static func open(
+        _ address: PostgresAddress, node: String, leaseTerms: LeaseTerms = LeaseTerms(),
+        environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "haul.fleet"),
+        schema: Int = PostgresSchema.version
+    ) async throws -> PostgresFleet {
+        try validate(node: node)
+        let link = try PostgresLink(address: address, password: password(for: address, environment: environment), node: node, logger: logger)
+        let fleet = PostgresFleet(link: link, node: node, leaseTerms: leaseTerms, logger: logger)
+        do {
+            try await PostgresSchema.prepare(link, upTo: schema)
+        } catch {
+            await link.close()
+            throw fleet.mappedError(error)
+        }
+        return fleet
+    }
+
+    /// The store of session `name` (nothing is written until a task is added).
+    package func store(session name: String) -> PostgresSessionStore {
+        PostgresSessionStore(fleet: self, session: name)
+    }
+
+    /// Closes the connections.
+    package func close() async {
+        await link.close()
+    }
+
+    /// The schema version the database shows (for tests and `haul fleet`).
+    package func schemaVersion() async throws -> Int {
+        let result = try await link.query("SELECT coalesce(max(version), 0) AS version FROM haul.schema_migration")
+        return try result.rows.first?.makeRandomAccess()["version"].decode(Int.self) ?? 0
+    }
+
+    /// Throws unless `node` is 1 to 64 letters, digits, `.`, `_` and `-`.
+    package static func validate(node: String) throws(HaulError) {
+        guard !node.isEmpty, node.utf8.count <= 64, node.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            throw HaulError(.usage, "the node name \"\(node)\" must be 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+    }
+
+    /// The password for `address`: the URL's, else `PGPASSWORD`, else the password file (`PGPASSFILE`, else
+    /// `~/.pgpass`) when only its owner may read it, as libpq does. Never printed.
+    package static func password(for address: PostgresAddress, environment: [String: String]) -> String? {
+        if let password = address.password { return password }
+        if let password = environment["PGPASSWORD"], !password.isEmpty { return password }
+        let path = environment["PGPASSFILE"] ?? (environment["HOME"].map { $0 + "/.pgpass" } ?? NSHomeDirectory() + "/.pgpass")
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, PGPass.isPrivate(mode: UInt32(info.st_mode)),
+              info.st_size < 1 << 20, let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return PGPass.password(in: text, for: address)
+    }
+
+    /// What `error` says to a person: where the store is and what went wrong, without a password.
+    func mappedError(_ error: any Error) -> any Error {
+        switch error {
+        case let error as StoreUnavailable:
+            return SessionStoreError.unavailable("the store at \(location) cannot be reached (\(error.description)); check that PostgreSQL runs there")
+        case let error as StoreRefusal:
+            return SessionStoreError.refused("the store at \(location) refused a change (\(error.description))")
+        default:
+            return error
+        }
+    }
+}
