@@ -22,12 +22,9 @@ extension DaemonService {
     }
 
     /// Every session that exists: open ones and those with a saved configuration, sorted.
-    package func knownSessions() -> [String] {
+    package func knownSessions() async -> [String] {
         var names = Set(sessions.keys)
-        let folder = home.path + "/sessions"
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where hasSavedConfiguration(name) {
-            if (try? LocalSession.validate(identifier: name)) != nil { names.insert(name) }
-        }
+        for name in await catalog.sessionNames() where (try? LocalSession.validate(identifier: name)) != nil { names.insert(name) }
         return names.sorted()
     }
 

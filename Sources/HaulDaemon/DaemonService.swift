@@ -12,6 +12,10 @@ package actor DaemonService {
     let home: HaulHome
     let logger: Logger
     let limits: DaemonLimits
+    /// Where the sessions and their settings are kept: `HAUL_HOME`, or a fleet's database.
+    let catalog: any SessionCatalog
+    /// Follows what the fleet's other daemons change (a fleet only).
+    var follower: Task<Void, Never>?
     var sessions: [String: LocalSession] = [:]
     var configurations: [String: SessionConfiguration] = [:]
     var opening: [String: Task<LocalSession, any Error>] = [:]
@@ -31,10 +35,11 @@ package actor DaemonService {
     /// Called with every event of every open session (the web dashboard's event stream).
     var eventTap: (@Sendable (String, SessionEvent, Int64?) -> Void)?
 
-    init(home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) {
+    init(home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits(), catalog: (any SessionCatalog)? = nil) {
         self.home = home
         self.logger = logger
         self.limits = limits
+        self.catalog = catalog ?? FileSessionCatalog(home: home)
     }
 
     package func disconnected(_ outbox: ConnectionOutbox) {
@@ -72,6 +77,8 @@ package actor DaemonService {
             return .object(status)
         case .startWeb:
             return try await startWeb(params)
+        case .fleetNodes:
+            return try await fleetNodes()
         default:
             break
         }
@@ -136,7 +143,8 @@ package actor DaemonService {
             let page = Self.journalPage(replay ? journal : [], limit: Int.max, budget: DaemonProtocol.maxPagedResponseBytes - 256)
             return ["journal": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
         case .unsubscribe:
-            guard sessions[name] != nil || hasSavedConfiguration(name) else { throw RPCError.noSuchSession(name) }
+            let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
+            guard known else { throw RPCError.noSuchSession(name) }
             subscribers[name]?[outbox.id] = nil
             return [:]
         case .listJournal:
@@ -151,7 +159,7 @@ package actor DaemonService {
             }
             guard let through = try params.int64("through") else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
             return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
-        case .hello, .status, .startWeb:
+        case .hello, .status, .startWeb, .fleetNodes:
             throw RPCError.methodNotFound(request.method)  // answered above
         }
     }
@@ -190,7 +198,8 @@ package actor DaemonService {
     /// Refuses at once what would only fail later, out of sight: an `id` that names another URL's task, and a
     /// destination the download would refuse (unless the same task is being added again).
     private func check(_ requests: [DownloadRequest], in name: String) async throws {
-        let existing = sessions[name] != nil || hasSavedConfiguration(name) ? try await session(name) : nil
+        let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
+        let existing = known ? try await session(name) : nil
         for request in requests {
             if let id = request.id, let task = try await existing?.store.task(id: id), task.url != request.url.absoluteString {
                 throw HaulError(.usage, "the task id \(id) is taken by another URL (\(Redaction.url(task.url))); choose another --id")

@@ -1,6 +1,7 @@
 import Foundation
 import HaulKit
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// One daemon's handle on its fleet's database (`haul daemon --store postgres://...`): the connections, this node's
@@ -12,11 +13,18 @@ package final class PostgresFleet: Sendable {
     package let node: String
     /// How long leases last.
     package let leaseTerms: LeaseTerms
+    /// This process, among the node's processes over time.
+    let instance = UUID().uuidString
+    /// How often a session reads the fleet's changes while it hears the notifications (a safety net only).
+    package let quietPollInterval: Duration
     let link: PostgresLink
     let logger: Logger
+    /// Who waits for the doorbell, and whether it is heard (see PostgresFleet+Listening.swift).
+    let bells = NIOLockedValueBox(Bells())
 
-    private init(link: PostgresLink, node: String, leaseTerms: LeaseTerms, logger: Logger) {
+    private init(link: PostgresLink, node: String, leaseTerms: LeaseTerms, quietPollInterval: Duration, logger: Logger) {
         self.link = link
+        self.quietPollInterval = quietPollInterval
         self.location = link.location
         self.node = node
         self.leaseTerms = leaseTerms
@@ -25,15 +33,16 @@ package final class PostgresFleet: Sendable {
 
     /// Connects to the store at `address` as `node` and brings its schema up to date (creating it in an empty
     /// database). The password is the URL's, else `PGPASSWORD`'s, else `~/.pgpass`'s (``password(for:environment:)``).
-    /// `schema` is for tests that make an older store.
+    /// `schema` is for tests that make an older store; `quietPollInterval` for tests that show the doorbell alone wakes a
+    /// node.
     package static func open(
         _ address: PostgresAddress, node: String, leaseTerms: LeaseTerms = LeaseTerms(),
         environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "haul.fleet"),
-        schema: Int = PostgresSchema.version
+        schema: Int = PostgresSchema.version, quietPollInterval: Duration = .seconds(15)
     ) async throws -> PostgresFleet {
         try validate(node: node)
         let link = try PostgresLink(address: address, password: password(for: address, environment: environment), node: node, logger: logger)
-        let fleet = PostgresFleet(link: link, node: node, leaseTerms: leaseTerms, logger: logger)
+        let fleet = PostgresFleet(link: link, node: node, leaseTerms: leaseTerms, quietPollInterval: quietPollInterval, logger: logger)
         do {
             try await PostgresSchema.prepare(link, upTo: schema)
         } catch {
@@ -48,8 +57,9 @@ package final class PostgresFleet: Sendable {
         PostgresSessionStore(fleet: self, session: name)
     }
 
-    /// Closes the connections.
+    /// Stops listening and closes the connections.
     package func close() async {
+        await stopListening()
         await link.close()
     }
 

@@ -102,7 +102,7 @@ final class PostgresLink: Sendable {
     /// Gives a connection back (to a waiter, or to the idle ones); a broken one is closed and forgotten.
     private func release(_ connection: PostgresConnection, broken: Bool) {
         if broken || connection.isClosed {
-            connection.close().whenComplete { _ in }
+            PostgresLink.closeQuietly(connection)
             let waiter: (EventLoopPromise<PostgresConnection>, Int)? = state.withLockedValue { state in
                 state.open -= 1
                 guard !state.waiters.isEmpty, !state.closed else { return nil }
@@ -131,7 +131,7 @@ final class PostgresLink: Sendable {
             }
             return state.waiters.removeFirst()
         }
-        if let waiter { waiter.succeed(connection) } else if state.withLockedValue({ $0.closed }) { connection.close().whenComplete { _ in } }
+        if let waiter { waiter.succeed(connection) } else if state.withLockedValue({ $0.closed }) { PostgresLink.closeQuietly(connection) }
     }
 
     /// Closes every connection; later operations fail.
@@ -165,7 +165,7 @@ final class PostgresLink: Sendable {
     /// ``StoreUnavailable``, one the server reported is a ``StoreRefusal``.
     private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<T>) -> EventLoopFuture<T> {
         acquire().flatMap { connection in
-            let timeout = connection.eventLoop.scheduleTask(in: Self.operationTimeout) { connection.close().whenComplete { _ in } }
+            let timeout = connection.eventLoop.scheduleTask(in: Self.operationTimeout) { PostgresLink.closeQuietly(connection) }
             return body(connection).flatMapErrorThrowing { error in
                 throw Self.classify(error)
             }.always { result in
@@ -198,7 +198,7 @@ final class PostgresLink: Sendable {
     /// `body` runs on its caller's executor; each statement it sends through the ``Transaction`` is awaited.
     nonisolated(nonsending) func transaction<T>(durable: Bool = false, _ body: (Transaction) async throws -> T) async throws -> T {
         let connection = try await acquire().get()
-        let timeout = connection.eventLoop.scheduleTask(in: Self.operationTimeout) { connection.close().whenComplete { _ in } }
+        let timeout = connection.eventLoop.scheduleTask(in: Self.operationTimeout) { PostgresLink.closeQuietly(connection) }
         defer { timeout.cancel() }
         let transaction = Transaction(connection: connection, logger: logger)
         do {
@@ -236,6 +236,12 @@ final class PostgresLink: Sendable {
         func execute(_ sql: String) async throws {
             try await query(sql)
         }
+    }
+
+    /// Closes `connection` without waiting, keeping it alive until it is closed (PostgresNIO checks that a connection
+    /// is closed when it is released).
+    static func closeQuietly(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     // MARK: Errors

@@ -14,7 +14,7 @@ package final class PostgresSessionStore: SessionStore, Sendable {
     /// The session's name.
     package let session: String
     var link: PostgresLink { fleet.link }
-    var node: String { fleet.node }
+    package var node: String { fleet.node }
 
     init(fleet: PostgresFleet, session: String) {
         self.fleet = fleet
@@ -98,7 +98,7 @@ package final class PostgresSessionStore: SessionStore, Sendable {
                         byKey[try row.makeRandomAccess()["destination_key"].decode(String.self)] = task
                     }
                 }
-                if !created.isEmpty { try await notify(transaction) }
+                if !created.isEmpty { try await notify(transaction, waiting: true) }
                 var given = Set<String>()
                 return try zip(rows, requests).map { row, request in
                     if let (sequence, createdAt) = created[row.id], given.insert(row.id).inserted {
@@ -185,7 +185,7 @@ package final class PostgresSessionStore: SessionStore, Sendable {
                 var task = original
                 change(&task)
                 let saved = try await save(task, over: original, transaction)
-                try await notify(transaction)
+                try await notify(transaction, waiting: saved.state == .waiting)
                 return saved
             }
         }
@@ -202,7 +202,7 @@ package final class PostgresSessionStore: SessionStore, Sendable {
                     change(&task)
                     updated.append(try await save(task, over: original, transaction))
                 }
-                if !updated.isEmpty { try await notify(transaction) }
+                if !updated.isEmpty { try await notify(transaction, waiting: updated.contains { $0.state == .waiting }) }
                 return updated
             }
         }
@@ -368,10 +368,11 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         try await transaction.query("INSERT INTO haul.session (name) VALUES ($1) ON CONFLICT DO NOTHING", binds)
     }
 
-    /// Rings the fleet's doorbell about this session's tasks (delivered when the transaction commits).
-    func notify(_ transaction: PostgresLink.Transaction) async throws {
+    /// Rings the fleet's doorbell about this session's tasks (delivered when the transaction commits); `waiting`:
+    /// a task may be waiting now, so that a daemon without the session open opens it to claim.
+    func notify(_ transaction: PostgresLink.Transaction, waiting: Bool = false) async throws {
         var binds = PostgresBindings()
-        binds.append("t:" + session)
+        binds.append((waiting ? "w:" : "t:") + session)
         try await transaction.query("SELECT pg_notify('\(Self.channel)', $1)", binds)
     }
 

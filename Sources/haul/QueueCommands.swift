@@ -96,16 +96,20 @@ struct ListCommand: AsyncParsableCommand {
                 for task in tasks { print(EventJSON.task(task).serialized) }
                 return
             }
+            // A fleet's tasks show the node that runs them (or ran them last); on one machine there is no such column.
+            let fleet = tasks.contains { $0.node != nil }
             let rows = tasks.map { task in
                 [
                     task.id, task.state.rawValue, ByteFormat.string(task.bytes), task.total.map(ByteFormat.string) ?? "-",
                     task.bytesPerSecond.map { ByteFormat.string(Int64($0)) + "/s" } ?? "-",
+                ] + (fleet ? [task.node ?? "-"] : []) + [
                     task.filePath ?? Redaction.url(task.url),
                     // Why it failed, or why a running task is not moving.
                     task.error?.message ?? task.note ?? "",
                 ]
             }
-            print(Self.table([["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH", "NOTE"]] + rows), terminator: "")
+            let header = ["ID", "STATE", "BYTES", "TOTAL", "SPEED"] + (fleet ? ["NODE"] : []) + ["PATH", "NOTE"]
+            print(Self.table([header] + rows), terminator: "")
         } catch {
             throw CLIFailure.exit(error)
         }

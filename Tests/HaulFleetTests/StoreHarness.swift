@@ -58,9 +58,12 @@ final class StoreHarness: @unchecked Sendable {
     }
 
     /// A new connection to the tests' database as `node` (PostgreSQL only).
-    func openFleet(node: String = "test-node", leaseTerms: LeaseTerms = LeaseTerms()) async throws -> PostgresFleet {
+    func openFleet(
+        node: String = "test-node", leaseTerms: LeaseTerms = LeaseTerms(), quietPollInterval: Duration = .seconds(15)
+    ) async throws -> PostgresFleet {
         let url = try Self.database.get()
-        let fleet = try await PostgresFleet.open(try PostgresAddress.parse(url), node: node, leaseTerms: leaseTerms)
+        let fleet = try await PostgresFleet.open(
+            try PostgresAddress.parse(url), node: node, leaseTerms: leaseTerms, quietPollInterval: quietPollInterval)
         fleets.append(fleet)
         return fleet
     }

@@ -9,6 +9,11 @@ extension LocalSession {
                 await stop(id, as: command)
                 continue
             }
+            // In a fleet, a task another node runs is stopped by that node.
+            if let shared, task.state == .running, command == .pause || command == .cancel {
+                try await ask(shared, command == .pause ? .pause : .cancel, task)
+                continue
+            }
             guard let next = TaskTransitions.apply(command, to: task.state) else { continue }
             if command == .cancel { engine.discardPartialData(options(for: task)) }
             try await setState(id, next)
@@ -19,6 +24,7 @@ extension LocalSession {
     /// Starts waiting tasks while slots are free; announces when the queue has drained.
     func schedule() async {
         guard !isClosed else { return }
+        if let shared { return await claim(shared) }
         // The queue is in memory: choosing costs as much as the hosts with a free slot, not the whole queue, and
         // only the tasks chosen are read from the store.
         var chosen = nextToStart()
@@ -43,9 +49,18 @@ extension LocalSession {
         if takeDrainSignal() { emit(.allFinished) }
     }
 
-    private func start(_ task: StoredTask) {
+    /// Runs `task`; in a fleet under `lease`: its resume records fenced by it, its writes stopped by `gate`.
+    func start(_ task: StoredTask, lease: TaskLease? = nil, gate: LeaseGate? = nil) {
         noteHost(task.id, Self.host(of: task.url))
-        let options = options(for: task)
+        var fleetOptions = options(for: task)
+        if let lease, let gate {
+            hold(task.id, lease, gate)
+            fleetOptions.records = records.fenced(by: RecordFence(taskID: task.id, lease: lease))
+            fleetOptions.leaseGate = gate
+        }
+        // Under a fleet-wide limit each download holds one connection: the limit counts downloads.
+        if configuration.fleetMaxConnectionsPerHost != nil { fleetOptions.segments = 1 }
+        let options = fleetOptions
         let engine = self.engine
         let id = task.id
         track(id, Task {
@@ -74,10 +89,13 @@ extension LocalSession {
             emit(.progress(id: id, progress))
             if shouldSaveProgress(id) {
                 let file = startedFile(id)
-                _ = try? await store.update(id: id) {
-                    $0.bytes = progress.bytes
-                    $0.total = progress.total ?? file?.total ?? $0.total
-                    $0.filePath = file?.path ?? $0.filePath
+                // Progress only: not waited for again when the store is out of reach.
+                _ = await write(for: id, retrying: false) { lease in
+                    try await self.store.update(id: id, lease: lease) {
+                        $0.bytes = progress.bytes
+                        $0.total = progress.total ?? file?.total ?? $0.total
+                        $0.filePath = file?.path ?? $0.filePath
+                    }
                 }
             }
         case .retrying(let retry, let maxRetries, let delay, let reason):
@@ -93,7 +111,13 @@ extension LocalSession {
     func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) async {
         let file = startedFile(id)
         let intent = untrack(id)
+        // A task whose lease was lost is another node's now: nothing more is written about it here.
+        if dropLost(id) {
+            Task { await self.schedule() }
+            return
+        }
         guard !isClosed else { return }
+        defer { release(id) }
         // Whatever the outcome, it stopped in an orderly way (no crash happened while it ran): each path below
         // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
@@ -108,14 +132,19 @@ extension LocalSession {
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
             if failure.kind == .interrupted {
                 try? await store.clearStarts(ids: [id])
-                if let file { _ = try? await store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total } }
+                if let file {
+                    _ = await write(for: id) { lease in
+                        try await self.store.update(id: id, lease: lease) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+                    }
+                }
                 if intent == .cancel, let task = try? await store.task(id: id) {
                     engine.discardPartialData(options(for: task))
-                    try? await setState(id, .cancelled)
+                    _ = await write(for: id) { lease in try await self.setState(id, .cancelled, lease: lease) }
                     markEnded()
                 } else {
-                    try? await setState(id, .paused)
+                    _ = await write(for: id) { lease in try await self.setState(id, .paused, lease: lease) }
                 }
+                if removing(id) { try? await store.remove(ids: [id]) }
             } else {
                 await conclude(id, .failed) {
                     $0.filePath = file?.path ?? $0.filePath
@@ -134,10 +163,12 @@ extension LocalSession {
     ) async {
         let kind = state == .finished ? "finished" : "failed"
         let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
-        guard let stored = try? await store.conclude(
-            id: id, lease: nil, journaling: journaling ? kind : nil, payload: payload, finalRecord: finalRecord,
-            { change(&$0); $0.state = state })
-        else { return }
+        let journaling = self.journaling
+        guard let concluded = await write(for: id, { lease in
+            try await self.store.conclude(
+                id: id, lease: lease, journaling: journaling ? kind : nil, payload: payload, finalRecord: finalRecord,
+                { change(&$0); $0.state = state })
+        }), let stored = concluded else { return }
         let old = stored.old
         noteStored(stored.task)
         markEnded()
@@ -147,9 +178,9 @@ extension LocalSession {
         completionHooks(snapshot, own: stored.task.spec.completionCommand)
     }
 
-    func setState(_ id: String, _ state: TaskState) async throws {
+    func setState(_ id: String, _ state: TaskState, lease: TaskLease? = nil) async throws {
         guard let old = try await store.task(id: id)?.state, old != state else { return }
-        if let stored = try await store.update(id: id, { $0.state = state }) { noteStored(stored) }
+        if let stored = try await store.update(id: id, lease: lease, { $0.state = state }) { noteStored(stored) }
         emit(.stateChanged(id: id, from: old, to: state))
     }
 
@@ -180,6 +211,8 @@ extension LocalSession {
         }
         var snapshot = Self.snapshot(of: shown, progress: latestProgress(task.id))
         snapshot.note = retryNote(task.id)
+        // Another node's download: its speed as seen from its saved progress.
+        if !isRunning(task.id), snapshot.bytesPerSecond == nil { snapshot.bytesPerSecond = remoteSpeed(task.id) }
         return snapshot
     }
 
@@ -189,7 +222,7 @@ extension LocalSession {
             id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: progress?.bytes ?? task.bytes,
             total: progress?.total ?? task.total, bytesPerSecond: progress?.bytesPerSecond,
             filePath: task.filePath ?? Self.filePath(of: task.destination),
-            error: task.error)
+            error: task.error, node: task.node)
     }
 
     /// Runs the completion callback, then the session's completion command and the task's own, for a finished or

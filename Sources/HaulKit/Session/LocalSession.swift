@@ -6,6 +6,10 @@ package actor LocalSession: SessionBackend {
     nonisolated let identifier: String
     let configuration: SessionConfiguration
     package nonisolated let store: any SessionStore
+    /// The store as a fleet's, when several daemons share it: the session claims its tasks from it.
+    nonisolated let shared: (any SharedSessionStore)?
+    /// A fleet node's leases, claims and view of the others (LocalSession+Fleet.swift).
+    var fleet = FleetBookkeeping()
     package nonisolated let engine: TransferEngine
     /// The tasks' resume records, in `store` (the engine's records too).
     nonisolated let records: SessionRecords
@@ -65,6 +69,7 @@ package actor LocalSession: SessionBackend {
             path: folder + "/session.lock",
             busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first", reason: .busy))
         self.store = try store ?? TaskStore(path: folder + "/tasks.sqlite")
+        self.shared = self.store as? any SharedSessionStore
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
         engineConfiguration.proxies = configuration.proxies
@@ -84,8 +89,10 @@ package actor LocalSession: SessionBackend {
         defaults.progressInterval = configuration.progressInterval
         self.downloadDefaults = defaults
         // Tasks still stored as running were running when the last process stopped. One that two processes in
-        // a row died running (it may be what kills them) fails instead of being resumed a third time.
-        let stale = try await self.store.tasks(in: .running)
+        // a row died running (it may be what kills them) fails instead of being resumed a third time. In a fleet,
+        // only this node's: another node's are claimed when its lease expires, by the same rule.
+        let node = shared?.node
+        let stale = try await self.store.tasks(in: .running).filter { node == nil || $0.node == node }
         let starts = failsCrashingTasks ? try await self.store.unendedStarts(ids: stale.map(\.id)) : [:]
         let crashing = stale.map(\.id).filter { starts[$0, default: 0] >= Self.maxUnendedStarts }
         let resume = configuration.resumeRunningTasksOnRelaunch
@@ -93,7 +100,11 @@ package actor LocalSession: SessionBackend {
             $0.state = TaskTransitions.restored($0.state, resumeRunning: resume)
         }
         await failTasksThatStoppedTheProcess(crashing)
-        for task in try await self.store.tasks(in: .waiting) { noteStored(task) }
+        if let shared {
+            try await startFleetLoops(shared)
+        } else {
+            for task in try await self.store.tasks(in: .waiting) { noteStored(task) }
+        }
         await schedule()
     }
 
@@ -128,6 +139,8 @@ package actor LocalSession: SessionBackend {
         for id in ids ?? all {
             guard let task = try await store.task(id: id) else { continue }
             if running[id] != nil { await stop(id, as: .cancel) }
+            // In a fleet, a task another node runs is removed by that node (or here, when no node holds it).
+            if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }
             let options = self.options(for: task)
             if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
                 OpenDirectory.unlink(path)
@@ -212,12 +225,12 @@ package actor LocalSession: SessionBackend {
     }
 
     package func isIdle() -> Bool {
-        running.isEmpty && queue.isEmpty
+        running.isEmpty && queue.isEmpty && (shared == nil || !fleet.mayHaveWork)
     }
 
-    /// Tasks running or waiting to run.
+    /// Tasks running or waiting to run (in a fleet: running here, and one more while a claim may find work).
     package func activeTaskCount() -> Int {
-        running.count + queue.count
+        running.count + queue.count + (shared != nil && fleet.mayHaveWork ? 1 : 0)
     }
 
     // MARK: Bookkeeping for the running tasks
@@ -251,7 +264,7 @@ package actor LocalSession: SessionBackend {
     func nextToStart() -> [WaitingQueue.Entry] {
         queue.next(
             slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(),
-            maxPerHost: configuration.maxDownloadsPerHost)
+            maxPerHost: min(configuration.maxDownloadsPerHost, configuration.fleetMaxConnectionsPerHost ?? Int.max))
     }
 
     var hasWaitingTasks: Bool { !queue.isEmpty }
@@ -265,6 +278,8 @@ package actor LocalSession: SessionBackend {
         return nil
     }
     func isRunning(_ id: String) -> Bool { running[id] != nil }
+    /// Asks a running task to stop, without waiting.
+    func cancelRunning(_ id: String) { running[id]?.cancel() }
     func track(_ id: String, _ task: Task<Void, Never>) { running[id] = task }
 
     /// Forgets a running task; returns what the user had asked of it while it stopped.
@@ -350,14 +365,25 @@ package actor LocalSession: SessionBackend {
         let stoppingIDs = Array(running.keys)
         let stopping = Array(running.values)
         let files = startedFiles
+        stopFleetLoops()
         for task in stopping { task.cancel() }
         for task in stopping { await task.value }
         // They stopped in order: a crash did not happen while they ran.
         try? await store.clearStarts(ids: stoppingIDs)
-        // Where each one writes was only in memory until now.
-        for (id, file) in files {
-            _ = try? await store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+        // Where each one writes was only in memory until now. In a fleet, each is given back at once (as it would be
+        // restored here), so that another node goes on with it instead of waiting for its lease to expire.
+        let resume = configuration.resumeRunningTasksOnRelaunch
+        for id in stoppingIDs {
+            let file = files[id]
+            let giveBack = shared != nil
+            _ = await write(for: id, retrying: false) { lease in
+                try await self.store.update(id: id, lease: lease) {
+                    if let file { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+                    if giveBack { $0.state = TaskTransitions.restored($0.state, resumeRunning: resume) }
+                }
+            }
         }
+        fleet.leases = [:]
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
         try? await engine.shutdown()

@@ -21,21 +21,28 @@ package struct SessionRecords: ResumeRecords {
     let fence: RecordFence?
     /// Final records waiting for their task's conclusion, by key (shared by copies of this value).
     private let finals: NIOLockedValueBox<[String: String]>
+    /// A fleet's records that could not be saved while the store was out of reach, the latest of each key, with the
+    /// fence of each: saved when the store is back (shared by copies of this value).
+    private let unsaved: NIOLockedValueBox<[String: (record: StoredRecord, choice: StoredRecord?, fence: RecordFence)]>
 
     package init(store: any SessionStore, files: TransferRecordStore) {
-        self.init(store: store, files: files, fence: nil, finals: NIOLockedValueBox([:]))
+        self.init(store: store, files: files, fence: nil, finals: NIOLockedValueBox([:]), unsaved: NIOLockedValueBox([:]))
     }
 
-    private init(store: any SessionStore, files: TransferRecordStore, fence: RecordFence?, finals: NIOLockedValueBox<[String: String]>) {
+    private init(
+        store: any SessionStore, files: TransferRecordStore, fence: RecordFence?, finals: NIOLockedValueBox<[String: String]>,
+        unsaved: NIOLockedValueBox<[String: (record: StoredRecord, choice: StoredRecord?, fence: RecordFence)]>
+    ) {
         self.store = store
         self.files = files
         self.fence = fence
         self.finals = finals
+        self.unsaved = unsaved
     }
 
     /// The same records, each write fenced by `fence` (one task's download in a fleet).
     package func fenced(by fence: RecordFence) -> SessionRecords {
-        SessionRecords(store: store, files: files, fence: fence, finals: finals)
+        SessionRecords(store: store, files: files, fence: fence, finals: finals, unsaved: unsaved)
     }
 
     /// Keeps a finished download's final record for ``takeFinal(destinationPath:)``, which the session writes in the
@@ -52,6 +59,7 @@ package struct SessionRecords: ResumeRecords {
     /// The final record kept for `destinationPath`, if any, for the task's conclusion to write.
     package func takeFinal(destinationPath: String) -> StoredRecord? {
         let key = TransferRecord.key(destinationPath: destinationPath)
+        unsaved.withLockedValue { _ = $0.removeValue(forKey: key) }
         return finals.withLockedValue { $0.removeValue(forKey: key) }.map { StoredRecord(key: key, value: $0) }
     }
 
@@ -87,11 +95,7 @@ package struct SessionRecords: ResumeRecords {
     }
 
     package func save(_ record: TransferRecord, durable: Bool) throws(HaulError) {
-        do {
-            try store.save(StoredRecord(key: record.key, value: record.jsonText), choice: nil, fence: fence)
-        } catch {
-            throw Self.storeError(error)
-        }
+        try write(StoredRecord(key: record.key, value: record.jsonText), choice: nil)
     }
 
     /// The record and a `--dir` download's chosen name in one transaction of the store.
@@ -100,14 +104,45 @@ package struct SessionRecords: ResumeRecords {
             choice?.remember(record.destinationPath)
             return try save(record, durable: false)
         }
+        try write(
+            StoredRecord(key: record.key, value: record.jsonText), choice: StoredRecord(key: stored.key, value: record.destinationPath))
+    }
+
+    /// Saves a record. In a fleet, one that cannot be saved because the store is out of reach is kept and saved when
+    /// it is back (``saveUnsaved()``), and the download goes on: the store's record then lags the durable bytes, so a
+    /// resume from it is only longer, never wrong; the lease (by its deadline) bounds how long.
+    private func write(_ record: StoredRecord, choice: StoredRecord?) throws(HaulError) {
         do {
-            try store.save(
-                StoredRecord(key: record.key, value: record.jsonText), choice: StoredRecord(key: stored.key, value: record.destinationPath),
-                fence: fence)
+            try store.save(record, choice: choice, fence: fence)
+            unsaved.withLockedValue { _ = $0.removeValue(forKey: record.key) }
+        } catch SessionStoreError.unavailable(let message) {
+            guard let fence else { throw SessionStoreError.unavailable(message).haulError }
+            unsaved.withLockedValue { $0[record.key] = (record, choice, fence) }
         } catch {
             throw Self.storeError(error)
         }
     }
+
+    /// Saves the records kept while the store was out of reach (each still fenced by its lease); those of a lease
+    /// lost meanwhile are dropped. Stops at the first that cannot be saved yet.
+    package func saveUnsaved() {
+        let waiting = unsaved.withLockedValue { $0 }
+        for (key, entry) in waiting {
+            do {
+                try store.save(entry.record, choice: entry.choice, fence: entry.fence)
+            } catch SessionStoreError.unavailable {
+                return
+            } catch {
+                // Fenced off (another node has the task) or refused: this record is no one's to save now.
+            }
+            unsaved.withLockedValue { unsaved in
+                if unsaved[key]?.record == entry.record { unsaved[key] = nil }
+            }
+        }
+    }
+
+    /// Whether records wait to be saved (a fleet whose store was out of reach).
+    package var hasUnsaved: Bool { unsaved.withLockedValue { !$0.isEmpty } }
 
     /// Reads the records of another process's session store, over one connection kept open (for tests that look
     /// again and again while a download runs): nothing is migrated or written.
@@ -145,6 +180,7 @@ package struct SessionRecords: ResumeRecords {
 
     package func remove(_ key: String) {
         finals.withLockedValue { _ = $0.removeValue(forKey: key) }
+        unsaved.withLockedValue { _ = $0.removeValue(forKey: key) }
         try? store.removeRecord(key: key)
         files.remove(key)
     }

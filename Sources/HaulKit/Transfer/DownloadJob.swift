@@ -96,8 +96,8 @@ final class DownloadJob {
         self.engine = engine
         self.options = options
         self.events = events
-        self.store = engine.store
-        self.checkpointer = Checkpointer(store: engine.store)
+        self.store = options.records ?? engine.store
+        self.checkpointer = Checkpointer(store: options.records ?? engine.store)
         self.connectionID = engine.connections.makeID()
         self.host = options.url.host?.lowercased() ?? ""
         // Its configuration; the run's machine, which starts from the bytes held, is made when the transfer begins.
@@ -428,9 +428,11 @@ final class DownloadJob {
         let source = Self.name(adoptedPath ?? record.partialPath), destination = Self.name(record.destinationPath)
         let remoteTime = options.keepsRemoteTime ? point.validators.lastModified : nil
         let replacing = options.overwrite || replacesDestination || source == destination
+        let gate = options.leaseGate
         try await BlockingIO.run {
             if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
             try file.sync()
+            try gate?.check()
             try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
         }
         await DirectorySyncer.shared.sync(folder)

@@ -112,7 +112,8 @@ import Testing
             let log = EventLog { event in
                 if case .progress(let progress) = event, progress.bytes >= 80_000 { box.cancel() }
             }
-            let task = Task { try await engine.download(options, events: log.append) }
+            let first = options
+            let task = Task { try await engine.download(first, events: log.append) }
             box.set(task)
             let error = await expectHaulError(.interrupted) { _ = try await task.value }
             #expect(error?.message.contains("run the same command again") == true)
