@@ -134,7 +134,7 @@ extension DaemonService {
         lastUsed[name] = .now
         let events = await session.journaledEvents()
         pumps[name] = Task { [weak self] in
-            for await (event, sequence) in events { await self?.broadcast(name, event, sequence) }
+            for await (event, sequence, node) in events { await self?.broadcast(name, event, sequence, from: node) }
         }
         logger.info("opened session \(name)")
         return session

@@ -300,24 +300,26 @@ package actor DaemonService {
     }
 
     /// One line in the daemon's log per task that is added, starts, finishes or fails (with the reason): what a
-    /// person reads to learn what happened while no client watched. URLs without their credentials.
-    private func logTask(_ name: String, _ event: SessionEvent) {
+    /// person reads to learn what happened while no client watched. URLs without their credentials. In a fleet, what
+    /// another node did says which (`on node b`).
+    private func logTask(_ name: String, _ event: SessionEvent, from node: String?) {
+        let elsewhere = node.map { " on node \($0)" } ?? ""
         switch event {
         case .added(let task):
-            logger.info("[\(name)] added \(task.id) \(Redaction.url(task.url))")
+            logger.info("[\(name)] added \(task.id) \(Redaction.url(task.url))\(elsewhere)")
         case .stateChanged(let id, _, let to) where to == .running || to == .paused || to == .cancelled:
-            logger.info("[\(name)] \(to == .running ? "started" : to.rawValue) \(id)")
+            logger.info("[\(name)] \(to == .running ? "started" : to.rawValue) \(id)\(elsewhere)")
         case .finished(let task):
-            logger.info("[\(name)] finished \(task.id): \(task.filePath ?? "") (\(task.bytes) bytes)")
+            logger.info("[\(name)] finished \(task.id): \(task.filePath ?? "") (\(task.bytes) bytes)\(elsewhere)")
         case .failed(let task):
-            logger.warning("[\(name)] failed \(task.id): \(task.error?.message ?? "unknown reason")")
+            logger.warning("[\(name)] failed \(task.id): \(task.error?.message ?? "unknown reason")\(elsewhere)")
         default:
             break
         }
     }
 
-    func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?) {
-        logTask(name, event)
+    func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?, from node: String? = nil) {
+        logTask(name, event, from: node)
         eventTap?(name, event, sequence)
         guard let connections = subscribers[name], !connections.isEmpty else { return }
         let line = JSONRPC.notification(

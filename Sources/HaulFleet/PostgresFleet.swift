@@ -17,13 +17,22 @@ package final class PostgresFleet: Sendable {
     let instance = UUID().uuidString
     /// How often a session reads the fleet's changes while it hears the notifications (a safety net only).
     package let quietPollInterval: Duration
+    /// The connections of the sessions' transactions (async: a transaction holds one while its caller is suspended).
     let link: PostgresLink
+    /// Other connections for the resume records, which the engine writes synchronously, sometimes from a concurrency
+    /// thread: a caller blocked there waits only for these single statements, which complete on the event loops,
+    /// never for a transaction that needs a concurrency thread to go on (with one pool, two blocked threads of a
+    /// 2-core machine and a pool held by suspended transactions would wait for each other).
+    let recordLink: PostgresLink
     let logger: Logger
     /// Who waits for the doorbell, and whether it is heard (see PostgresFleet+Listening.swift).
     let bells = NIOLockedValueBox(Bells())
 
-    private init(link: PostgresLink, node: String, leaseTerms: LeaseTerms, quietPollInterval: Duration, logger: Logger) {
+    private init(
+        link: PostgresLink, recordLink: PostgresLink, node: String, leaseTerms: LeaseTerms, quietPollInterval: Duration, logger: Logger
+    ) {
         self.link = link
+        self.recordLink = recordLink
         self.quietPollInterval = quietPollInterval
         self.location = link.location
         self.node = node
@@ -41,12 +50,16 @@ package final class PostgresFleet: Sendable {
         schema: Int = PostgresSchema.version, quietPollInterval: Duration = .seconds(15)
     ) async throws -> PostgresFleet {
         try validate(node: node)
-        let link = try PostgresLink(address: address, password: password(for: address, environment: environment), node: node, logger: logger)
-        let fleet = PostgresFleet(link: link, node: node, leaseTerms: leaseTerms, quietPollInterval: quietPollInterval, logger: logger)
+        let password = password(for: address, environment: environment)
+        let link = try PostgresLink(address: address, password: password, node: node, logger: logger)
+        let recordLink = try PostgresLink(address: address, password: password, node: node, maxConnections: 4, logger: logger)
+        let fleet = PostgresFleet(
+            link: link, recordLink: recordLink, node: node, leaseTerms: leaseTerms, quietPollInterval: quietPollInterval, logger: logger)
         do {
             try await PostgresSchema.prepare(link, upTo: schema)
         } catch {
             await link.close()
+            await recordLink.close()
             throw fleet.mappedError(error)
         }
         return fleet
@@ -61,6 +74,7 @@ package final class PostgresFleet: Sendable {
     package func close() async {
         await stopListening()
         await link.close()
+        await recordLink.close()
     }
 
     /// The schema version the database shows (for tests and `haul fleet`).

@@ -9,7 +9,7 @@ extension PostgresSessionStore {
             var binds = PostgresBindings()
             binds.append(session)
             binds.append(key)
-            let result = try link.querySync("SELECT record FROM haul.transfer WHERE session = $1 AND key = $2", binds)
+            let result = try fleet.recordLink.querySync("SELECT record FROM haul.transfer WHERE session = $1 AND key = $2", binds)
             return try result.rows.first?.makeRandomAccess()["record"].decode(String.self)
         }
     }
@@ -27,7 +27,7 @@ extension PostgresSessionStore {
             binds.append(fence?.lease.epoch)
             binds.append(choice?.key)
             binds.append(choice?.value)
-            let result = try link.querySync("""
+            let result = try fleet.recordLink.querySync("""
                 WITH fence AS (
                     SELECT 1 AS held WHERE $4::text IS NULL OR EXISTS (
                         SELECT 1 FROM haul.task WHERE session = $1 AND id = $4 AND state = 'running' AND node = $5 AND epoch = $6)
@@ -48,7 +48,7 @@ extension PostgresSessionStore {
             var binds = PostgresBindings()
             binds.append(session)
             binds.append(key)
-            _ = try link.querySync("DELETE FROM haul.transfer WHERE session = $1 AND key = $2", binds)
+            _ = try fleet.recordLink.querySync("DELETE FROM haul.transfer WHERE session = $1 AND key = $2", binds)
         }
     }
 
@@ -57,7 +57,7 @@ extension PostgresSessionStore {
             var binds = PostgresBindings()
             binds.append(session)
             binds.append(key)
-            let result = try link.querySync("SELECT path FROM haul.choice WHERE session = $1 AND key = $2", binds)
+            let result = try fleet.recordLink.querySync("SELECT path FROM haul.choice WHERE session = $1 AND key = $2", binds)
             return try result.rows.first?.makeRandomAccess()["path"].decode(String.self)
         }
     }
@@ -69,12 +69,12 @@ extension PostgresSessionStore {
             binds.append(key)
             if let path {
                 binds.append(path)
-                _ = try link.querySync("""
+                _ = try fleet.recordLink.querySync("""
                     INSERT INTO haul.choice (session, key, path) VALUES ($1, $2, $3)
                     ON CONFLICT (session, key) DO UPDATE SET path = EXCLUDED.path
                     """, binds)
             } else {
-                _ = try link.querySync("DELETE FROM haul.choice WHERE session = $1 AND key = $2", binds)
+                _ = try fleet.recordLink.querySync("DELETE FROM haul.choice WHERE session = $1 AND key = $2", binds)
             }
         }
     }

@@ -97,7 +97,7 @@ struct FleetSessionTests {
             let b = try await fleet.start("node-b")
             let heard = EventBox()
             let events = await b.session.journaledEvents()
-            let listener = Task { for await (event, _) in events { heard.append(event) } }
+            let listener = Task { for await (event, _, _) in events { heard.append(event) } }
             defer { listener.cancel() }
             let requests = try (0..<16).map { DownloadRequest(url: try UserInput.url(fleet.server.url("/f\($0).bin"))) }
             let added = try await a.session.add(requests)
@@ -173,7 +173,7 @@ struct FleetSessionTests {
             let b = try await fleet.start("node-b", maxConcurrent: 0)
             let heard = EventBox()
             let events = await b.session.journaledEvents()
-            let listener = Task { for await (event, _) in events { heard.append(event) } }
+            let listener = Task { for await (event, _, _) in events { heard.append(event) } }
             defer { listener.cancel() }
             let id = try #require(try await a.session.add([DownloadRequest(url: try UserInput.url(fleet.server.url("/p.bin")))]).first?.id)
             _ = try await Self.waitForTasks(a.session.store, "bytes saved") { ($0.first?.bytes ?? 0) > 50_000 }

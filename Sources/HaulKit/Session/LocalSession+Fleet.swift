@@ -237,6 +237,7 @@ extension LocalSession {
     /// too long) is given up before another node may claim the task.
     func renewLeases(_ shared: any SharedSessionStore) async {
         for (id, held) in fleet.leases where !held.gate.isOpen { loseLease(id) }
+        await takeOverWhenDue()
         let leases = fleet.leases.mapValues(\.lease)
         guard !leases.isEmpty else { return }
         let sent = ContinuousClock.now
@@ -250,6 +251,15 @@ extension LocalSession {
             let records = self.records
             try? await BlockingIO.run { records.saveUnsaved() }
         }
+    }
+
+    /// Claims again when other nodes run tasks and this node has a free slot: no one rings when a node dies, so its
+    /// tasks are taken over by a claim made after their leases expired (at most a renewal interval late).
+    private func takeOverWhenDue() async {
+        guard !isClosed, currentMaxConcurrent > runningCount else { return }
+        guard fleet.known.contains(where: { $0.value.state == .running && fleet.leases[$0.key] == nil }) else { return }
+        fleet.mayHaveWork = true
+        await schedule()
     }
 
     /// Runs a write for task `id` under its lease, if it has one. A lost lease ends the task's bookkeeping here
@@ -317,21 +327,22 @@ extension LocalSession {
                 now.bytesPerSecond = nil
             }
             fleet.known[task.id] = now
+            let origin = writer ?? "?"
             guard let before else {
-                emit(.added(snapshot(of: task)))
+                emit(.added(snapshot(of: task)), from: origin)
                 continue
             }
-            if before.state != task.state { emit(.stateChanged(id: task.id, from: before.state, to: task.state)) }
+            if before.state != task.state { emit(.stateChanged(id: task.id, from: before.state, to: task.state), from: origin) }
             if task.state == .running, task.bytes != before.bytes {
                 emit(.progress(id: task.id, DownloadProgress(
-                    bytes: task.bytes, total: task.total, bytesPerSecond: now.bytesPerSecond, secondsRemaining: nil)))
+                    bytes: task.bytes, total: task.total, bytesPerSecond: now.bytesPerSecond, secondsRemaining: nil)), from: origin)
             }
             if TaskTransitions.isEnded(task.state) { markEnded() }
         }
         for entry in changes.journal {
             guard let value = JSONValue.parse(Array(entry.payload.utf8)), let task = DaemonProtocol.decodeTask(value) else { continue }
             markEnded()
-            emit(entry.kind == "finished" ? .finished(task) : .failed(task), sequence: entry.sequence)
+            emit(entry.kind == "finished" ? .finished(task) : .failed(task), sequence: entry.sequence, from: task.node ?? "?")
         }
         if waiting { fleet.mayHaveWork = true }
         if fleet.mayHaveWork || drainPending { await schedule() }

@@ -40,7 +40,7 @@ package actor LocalSession: SessionBackend {
     private var subscribers: [UUID: Subscriber] = [:]
     private struct Subscriber {
         var filter: String?
-        var yield: @Sendable (SessionEvent, Int64?) -> Void
+        var yield: @Sendable (SessionEvent, Int64?, String?) -> Void
         var finish: @Sendable () -> Void
     }
     /// Finished and failed events go to the store's journal, in the same transaction as the task's state.
@@ -184,20 +184,21 @@ package actor LocalSession: SessionBackend {
 
     func events(filter: String?) -> AsyncStream<SessionEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .unbounded)
-        subscribe(filter: filter, continuation) { event, _ in continuation.yield(event) }
+        subscribe(filter: filter, continuation) { event, _, _ in continuation.yield(event) }
         return stream
     }
 
-    /// Every event with its journal sequence (finished and failed events of a journaling session).
-    package func journaledEvents() -> AsyncStream<(event: SessionEvent, sequence: Int64?)> {
+    /// Every event with its journal sequence (finished and failed events of a journaling session), and in a fleet the
+    /// node whose change it reports when that is another node.
+    package func journaledEvents() -> AsyncStream<(event: SessionEvent, sequence: Int64?, node: String?)> {
         let (stream, continuation) = AsyncStream.makeStream(
-            of: (event: SessionEvent, sequence: Int64?).self, bufferingPolicy: .unbounded)
-        subscribe(filter: nil, continuation) { event, sequence in continuation.yield((event, sequence)) }
+            of: (event: SessionEvent, sequence: Int64?, node: String?).self, bufferingPolicy: .unbounded)
+        subscribe(filter: nil, continuation) { event, sequence, node in continuation.yield((event, sequence, node)) }
         return stream
     }
 
     private func subscribe<T>(
-        filter: String?, _ continuation: AsyncStream<T>.Continuation, yield: @escaping @Sendable (SessionEvent, Int64?) -> Void
+        filter: String?, _ continuation: AsyncStream<T>.Continuation, yield: @escaping @Sendable (SessionEvent, Int64?, String?) -> Void
     ) {
         let key = UUID()
         subscribers[key] = Subscriber(filter: filter, yield: yield, finish: { continuation.finish() })
@@ -209,9 +210,10 @@ package actor LocalSession: SessionBackend {
     /// Event streams open now (tests wait for a subscriber before acting).
     var subscriberCount: Int { subscribers.count }
 
-    func emit(_ event: SessionEvent, sequence: Int64? = nil) {
+    /// Tells the subscribers; `node`: another node of the fleet made the change.
+    func emit(_ event: SessionEvent, sequence: Int64? = nil, from node: String? = nil) {
         for (_, subscriber) in subscribers where subscriber.filter == nil || subscriber.filter == event.taskID {
-            subscriber.yield(event, sequence)
+            subscriber.yield(event, sequence, node)
         }
     }
 
