@@ -36,13 +36,16 @@ public final class PostgresServer: @unchecked Sendable {
     public private(set) var port: Int
     /// Its temporary folder: `data` (the cluster), `run` (its socket), `log`.
     public let folder: String
+    /// The role `haul`'s password, when the server asks for one (``make(password:)``).
+    public let password: String?
     private let lock = NSLock()
     private var watchdog: ChildProcess?
     private var databases = 0
 
-    private init(folder: String, port: Int) {
+    private init(folder: String, port: Int, password: String?) {
         self.folder = folder
         self.port = port
+        self.password = password
     }
 
     // MARK: One server for the test process
@@ -70,8 +73,9 @@ public final class PostgresServer: @unchecked Sendable {
 
     // MARK: A server of one's own
 
-    /// A new server in a new folder, started.
-    public static func make() throws -> PostgresServer {
+    /// A new server in a new folder, started. With `password`, every connection must give it (SCRAM), else the
+    /// server trusts loopback.
+    public static func make(password: String? = nil) throws -> PostgresServer {
         guard let binaries else { throw ChildProcessError("PostgreSQL is not installed: apt-get install postgresql") }
         let folder = NSTemporaryDirectory() + "haul-pg-" + UUID().uuidString.prefix(8).lowercased()
         let manager = FileManager.default
@@ -86,13 +90,21 @@ public final class PostgresServer: @unchecked Sendable {
             }
             for path in [folder + "/data", folder + "/run", folder + "/log"] { chown(path, account.pointee.pw_uid, account.pointee.pw_gid) }
         }
-        let initdb = try run(
-            asServer([binaries + "/initdb", "-D", folder + "/data", "-A", "trust", "-U", "haul", "-E", "UTF8", "--locale=C", "--no-sync"]))
+        var initdbArguments = [binaries + "/initdb", "-D", folder + "/data", "-U", "haul", "-E", "UTF8", "--locale=C", "--no-sync"]
+        if let password {
+            let file = folder + "/run/password"
+            _ = manager.createFile(atPath: file, contents: Data(password.utf8), attributes: [.posixPermissions: 0o600])
+            if getuid() == 0, let account = getpwnam("postgres") { chown(file, account.pointee.pw_uid, account.pointee.pw_gid) }
+            initdbArguments += ["-A", "scram-sha-256", "--pwfile=" + file]
+        } else {
+            initdbArguments += ["-A", "trust"]
+        }
+        let initdb = try run(asServer(initdbArguments))
         guard initdb.status == 0 else { throw ChildProcessError("initdb failed: \(initdb.output)") }
         // A port that was free a moment ago may be taken meanwhile: try a few.
         var lastError: (any Error)?
         for _ in 0..<5 {
-            let server = PostgresServer(folder: folder, port: try freePort())
+            let server = PostgresServer(folder: folder, port: try freePort(), password: password)
             do {
                 try server.start()
                 return server
@@ -182,7 +194,7 @@ public final class PostgresServer: @unchecked Sendable {
         let result = try Self.run([
             binaries + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(port), "-U", "haul",
             "-d", database, "-c", sql,
-        ])
+        ], password: password)
         guard result.status == 0 else { throw ChildProcessError("psql failed: \(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -210,11 +222,17 @@ public final class PostgresServer: @unchecked Sendable {
         "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
-    /// Runs a command to its end; its exit status and output (stdout and stderr together).
-    private static func run(_ command: [String]) throws -> (status: Int32, output: String) {
+    /// Runs a command to its end (with `PGPASSWORD` set to `password`, if any); its exit status and output (stdout
+    /// and stderr together).
+    private static func run(_ command: [String], password: String? = nil) throws -> (status: Int32, output: String) {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
+        if let password {
+            var environment = ProcessInfo.processInfo.environment
+            environment["PGPASSWORD"] = password
+            process.environment = environment
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
