@@ -113,6 +113,12 @@ let package = Package(
             dependencies: ["HaulKit"],
             path: "bench/SessionBench"
         ),
+        // Measures a fleet's store alone: claims and conclusions per second (bench/fleet.sh).
+        .executableTarget(
+            name: "haul-fleet-bench",
+            dependencies: ["HaulKit", "HaulFleet"],
+            path: "bench/FleetBench"
+        ),
         // An in-process HTTP server with fault injection, shared by the test targets.
         .target(
             name: "HaulTestSupport",

@@ -18,6 +18,14 @@ public struct TaskLease: Hashable, Sendable {
     public func isHeld(state: TaskState, node: String?, epoch: Int64) -> Bool {
         state == .running && node == self.node && epoch == self.epoch
     }
+
+    /// Whether a version of the task's row, read at any time (a reader may get it after newer writes), shows that
+    /// this lease was taken: a later claim (a higher epoch, as every claim and every request carried out for a node
+    /// that is gone raises it), or this epoch under another node. A row of an earlier epoch is an older version,
+    /// read before this claim: it says nothing about the lease.
+    public func isSuperseded(node: String?, epoch: Int64) -> Bool {
+        epoch > self.epoch || (epoch == self.epoch && node != self.node)
+    }
 }
 
 /// How long a lease lasts, how often its holder renews it, and until when the holder may still write for the task.

@@ -77,6 +77,13 @@ package final class PostgresFleet: Sendable {
         await recordLink.close()
     }
 
+    /// The next transaction id (taking one): every transaction that writes takes one and a read takes none, so the
+    /// difference of two is how many wrote in between, plus one (for the benchmarks' writes per task).
+    package func transactionsWritten() async throws -> Int64 {
+        let result = try await link.query("SELECT pg_current_xact_id()::text::bigint AS xid")
+        return try result.rows.first?.makeRandomAccess()["xid"].decode(Int64.self) ?? 0
+    }
+
     /// The schema version the database shows (for tests and `haul fleet`).
     package func schemaVersion() async throws -> Int {
         let result = try await link.query("SELECT coalesce(max(version), 0) AS version FROM haul.schema_migration")

@@ -257,12 +257,21 @@ final class PostgresLink: Sendable {
 
     /// A short reason, without a password (none is ever part of an error of the client or the server).
     static func describe(_ error: any Error) -> String {
-        if let error = error as? PSQLError {
+        switch error {
+        case let error as PSQLError:
             if let info = error.serverInfo, let message = info[.message] { return message }
-            if let underlying = error.underlying { return "\(error.code): \(underlying)" }
-            return "\(error.code)"
+            if let underlying = error.underlying { return describe(underlying) }
+            return error.code == .serverClosedConnection || error.code == .uncleanShutdown ? "the server closed the connection" : "\(error.code)"
+        case let error as NIOConnectionError:
+            // The errors of each address tried: the first says why (refused, unreachable, timed out).
+            return error.connectionErrors.first.map { describe($0.error) } ?? "cannot connect to \(error.host):\(error.port)"
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case ChannelError.connectTimeout:
+            return "no answer to the connection within 5 s"
+        default:
+            return "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
         }
-        return "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
     }
 }
 

@@ -308,9 +308,10 @@ extension LocalSession {
             var now = FleetBookkeeping.KnownTask(state: task.state, bytes: task.bytes, seen: .now, bytesPerSecond: before?.bytesPerSecond)
             if let held = fleet.leases[task.id], isRunning(task.id) {
                 fleet.known[task.id] = now
-                if !held.lease.isHeld(state: task.state, node: task.node, epoch: task.epoch) {
+                // A version read before this node claimed the task (an older epoch) says nothing about its lease.
+                if held.lease.isSuperseded(node: task.node, epoch: task.epoch) {
                     loseLease(task.id)
-                } else if let request = task.requested {
+                } else if task.epoch == held.lease.epoch, let request = task.requested {
                     stopAsked(task.id, request)
                 }
                 continue

@@ -105,6 +105,11 @@ import Testing
             #expect(!lease.isHeld(state: state, node: "n1", epoch: 7), "\(state): no longer running under any lease")
         }
         #expect(!lease.isHeld(state: .running, node: nil, epoch: 7))
+        // What the change feed may show, in any order: only a later claim, or this epoch elsewhere, supersedes it.
+        #expect(lease.isSuperseded(node: "n2", epoch: 8) && lease.isSuperseded(node: "n1", epoch: 8) && lease.isSuperseded(node: nil, epoch: 9))
+        #expect(lease.isSuperseded(node: "n2", epoch: 7))
+        #expect(!lease.isSuperseded(node: "n1", epoch: 7), "its own claim")
+        #expect(!lease.isSuperseded(node: nil, epoch: 6) && !lease.isSuperseded(node: "n2", epoch: 0), "a version read before the claim")
     }
 
     @Test func aStoreAddressIsReadAndPrintedWithoutItsPassword() throws {
