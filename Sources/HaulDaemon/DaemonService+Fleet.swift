@@ -7,10 +7,23 @@ extension DaemonService {
     /// Follows what the fleet's other daemons change, until shutdown (nothing to follow on one machine).
     func startFollowingFleet() {
         guard follower == nil, let signals = catalog.signals() else { return }
+        let interval = catalog.takeOverInterval ?? .seconds(5)
         follower = Task { [weak self] in
-            for await signal in signals {
-                guard let self, !Task.isCancelled else { return }
-                await self.follow(signal)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await signal in signals {
+                        guard let self, !Task.isCancelled else { return }
+                        await self.follow(signal)
+                    }
+                }
+                // No one rings when a node dies: its sessions are opened here once its leases have expired.
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: interval)
+                        guard let self, !Task.isCancelled else { return }
+                        for name in await self.catalog.sessionsToTakeOver() { await self.openToClaim(name) }
+                    }
+                }
             }
         }
     }

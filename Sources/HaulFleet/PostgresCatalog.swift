@@ -64,6 +64,15 @@ package final class PostgresCatalog: SessionCatalog {
         fleet.signals()
     }
 
+    package func sessionsToTakeOver() async -> [String] {
+        (try? await names("""
+            SELECT DISTINCT session AS name FROM haul.task
+            WHERE state = 'running' AND (lease_until IS NULL OR lease_until < now()) ORDER BY 1
+            """)) ?? []
+    }
+
+    package var takeOverInterval: Duration? { fleet.leaseTerms.renewalInterval }
+
     package func nodes() async throws -> [FleetNode] {
         try await fleet.nodes()
     }

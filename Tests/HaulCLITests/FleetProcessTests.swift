@@ -89,6 +89,35 @@ struct FleetProcessTests {
         }
     }
 
+    /// The only task runs on node a; node b has closed the session as idle. When a is killed, nobody rings, yet b
+    /// opens the session once the lease has expired and takes the task over.
+    @Test func aDeadNodesTaskIsTakenOverByANodeThatHadClosedTheSession() async throws {
+        let postgres = try PostgresServer.shared()
+        let url = try postgres.createDatabase()
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        try await Sandbox.with { sandbox in
+            let fleet = try FleetProcesses(sandbox, store: url)
+            let bodies = Self.serve(server, 1, size: 2_000_000, rate: 150_000)
+            try await fleet.start("a", ["--lease", "6"])
+            let added = try await fleet.haul("a", ["add", "--segments", "1", "--dir", fleet.folder, server.url("/f0.bin")])
+            #expect(added.exitCode == 0, "\(added.stderr)")
+            try await eventuallyAsync("node a runs the task with bytes held", timeout: .seconds(60), step: .milliseconds(200)) {
+                let tasks = (try? await fleet.tasks(through: "a")) ?? []
+                return tasks.first?["node"] as? String == "a" && ((tasks.first?["bytes"] as? Int) ?? 0) > 200_000
+            }
+            // Node b starts, finds nothing to claim, and closes the session after a second idle.
+            try await fleet.start("b", ["--lease", "6", "--session-idle-timeout", "1"])
+            try await eventually("node b closed the session as idle", timeout: .seconds(60)) {
+                fleet.daemon("b")?.stderrSoFar().contains("closed session default (idle)") == true
+            }
+            fleet.daemon("a")?.signal(SIGKILL)
+            let done = try await fleet.waitUntilAllFinished(1, through: "b")
+            #expect(done.first?["node"] as? String == "b")
+            Self.expectExactAndNeverFetchedWholeTwice(bodies, fleet, server)
+        }
+    }
+
     /// PostgreSQL stops for ten seconds while every task downloads: the downloads go on (their files grow), their
     /// state is written once it is back, and every task ends once, exact, fetched whole once.
     @Test func theStoreStoppedForTenSecondsLosesAndDoublesNothing() async throws {

@@ -20,6 +20,11 @@ package protocol SessionCatalog: Sendable {
     func sessionNames() async -> [String]
     /// What the other daemons of a fleet change, session by session; `nil` on one machine.
     func signals() -> AsyncStream<FleetSignal>?
+    /// The sessions with a task whose node is gone (its lease expired), which no one rings about: a daemon opens
+    /// them so that its next claim takes the task over. Empty on one machine.
+    func sessionsToTakeOver() async -> [String]
+    /// How often to look for them (`nil` on one machine).
+    var takeOverInterval: Duration? { get }
     /// The fleet's daemons, with the tasks each runs now; empty on one machine.
     func nodes() async throws -> [FleetNode]
     /// Lets go of the store (a fleet: this node is marked stopped, its connections closed).
@@ -137,6 +142,8 @@ package struct FileSessionCatalog: SessionCatalog {
     }
 
     package func signals() -> AsyncStream<FleetSignal>? { nil }
+    package func sessionsToTakeOver() -> [String] { [] }
+    package var takeOverInterval: Duration? { nil }
     package func nodes() -> [FleetNode] { [] }
     package func close() {}
 }
