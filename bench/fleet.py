@@ -170,6 +170,21 @@ def claim_rates(bench, postgres, tasks, nodes):
     return rows
 
 
+def cpu_times():
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def process_cpu_seconds(pid):
+    """User and system CPU seconds of a running process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_nodes(haul, postgres, web, work, n, jobs):
     url = postgres.database(f"fleet_{n}")
     database = url.rsplit("/", 1)[1]
@@ -197,6 +212,8 @@ def run_nodes(haul, postgres, web, work, n, jobs):
     haul_cli("session", "set", "--max-concurrent", str(jobs))
     # Transactions that wrote take a transaction id each (reads take none): ids used per file.
     xid_before = int(postgres.psql("SELECT pg_current_xact_id()::text::bigint", database))
+    busy_before, total_before = cpu_times()
+    haul_before = sum(process_cpu_seconds(d.pid) for d in daemons)
     start = time.monotonic()
     haul_cli("add", "--segments", "1", "--dir", downloads, "-i", "-", stdin="\n".join(web.urls()) + "\n")
     finished = 0
@@ -209,6 +226,8 @@ def run_nodes(haul, postgres, web, work, n, jobs):
         if time.monotonic() - start > 3600:
             sys.exit("fleet.py: not finished within an hour")
     took = time.monotonic() - start
+    busy_after, total_after = cpu_times()
+    haul_cpu = sum(process_cpu_seconds(d.pid) for d in daemons) - haul_before
     writes = int(postgres.psql("SELECT pg_current_xact_id()::text::bigint", database)) - xid_before - 1
     per_node = postgres.psql("SELECT node || ':' || count(*) FROM haul.task GROUP BY node ORDER BY node", database).split()
     for daemon in daemons:
@@ -224,6 +243,8 @@ def run_nodes(haul, postgres, web, work, n, jobs):
                 sys.exit(f"fleet.py: {name} differs with {n} node(s)")
     shutil.rmtree(downloads)
     return {"nodes": n, "seconds": took, "files_per_second": web.count / took, "writes_per_file": writes / web.count,
+            "machine_busy": (busy_after - busy_before) / max(1, total_after - total_before),
+            "haul_cpu_ms_per_file": 1000 * haul_cpu / web.count,
             "per_node": per_node}
 
 
@@ -266,11 +287,13 @@ def main():
             base = results[0]["files_per_second"]
             print(f"\n### Nodes on latency-bound work ({args.count} files of {args.size_kb} KiB, {args.rtt:g} ms RTT, "
                   f"--max-concurrent {args.jobs} per node)\n")
-            print("| nodes | seconds | files/s | × one node | write transactions per file | tasks per node |")
-            print("|---|---|---|---|---|---|")
+            print(f"| nodes | seconds | files/s | × one node | write transactions per file | CPU busy ({os.cpu_count()} cores) "
+                  "| haul CPU ms per file | tasks per node |")
+            print("|---|---|---|---|---|---|---|---|")
             for r in results:
                 print(f"| {r['nodes']} | {r['seconds']:.1f} | {r['files_per_second']:.0f} | {r['files_per_second'] / base:.2f} | "
-                      f"{r['writes_per_file']:.2f} | {' '.join(r['per_node'])} |")
+                      f"{r['writes_per_file']:.2f} | {100 * r['machine_busy']:.0f}% | {r['haul_cpu_ms_per_file']:.2f} | "
+                      f"{' '.join(r['per_node'])} |")
     finally:
         if web:
             web.stop()

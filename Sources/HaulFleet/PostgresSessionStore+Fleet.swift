@@ -13,7 +13,7 @@ extension PostgresSessionStore: SharedSessionStore {
 
     private var leaseMilliseconds: Int64 { fleet.leaseMilliseconds }
 
-    package func claim(_ requested: FleetClaim.Limits) async throws -> [ClaimedTask] {
+    nonisolated(nonsending) package func claim(_ requested: FleetClaim.Limits) async throws -> [ClaimedTask] {
         guard requested.slots > 0 else { return [] }
         return try await mapped {
             try await link.transaction(durable: true) { transaction in
@@ -99,7 +99,7 @@ extension PostgresSessionStore: SharedSessionStore {
         }
     }
 
-    package func renew(_ leases: [String: TaskLease]) async throws -> Set<String> {
+    nonisolated(nonsending) package func renew(_ leases: [String: TaskLease]) async throws -> Set<String> {
         let mine = leases.filter { $0.value.node == node }
         guard !mine.isEmpty else { return [] }
         return try await mapped {
@@ -121,7 +121,7 @@ extension PostgresSessionStore: SharedSessionStore {
         }
     }
 
-    package func request(_ request: TaskRequest, id: String) async throws -> RequestOutcome {
+    nonisolated(nonsending) package func request(_ request: TaskRequest, id: String) async throws -> RequestOutcome {
         try await mapped {
             try await link.transaction(durable: true) { transaction in
                 var binds = PostgresBindings()
@@ -169,7 +169,7 @@ extension PostgresSessionStore: SharedSessionStore {
         }
     }
 
-    package func changes(since cursor: Int64?) async throws -> FleetChanges {
+    nonisolated(nonsending) package func changes(since cursor: Int64?) async throws -> FleetChanges {
         try await mapped {
             // Every transaction below the oldest one still running has ended: its rows are all there to read. Rows of a
             // transaction that has not ended yet are read by a later call.

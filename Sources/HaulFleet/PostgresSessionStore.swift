@@ -36,7 +36,7 @@ package final class PostgresSessionStore: SessionStore, Sendable {
 
     // MARK: Tasks
 
-    package func add(_ requests: [DownloadRequest]) async throws -> [(task: StoredTask, created: Bool)] {
+    nonisolated(nonsending) package func add(_ requests: [DownloadRequest]) async throws -> [(task: StoredTask, created: Bool)] {
         for request in requests { try TaskStore.validate(request) }
         guard !requests.isEmpty else { return [] }
         let rows = requests.map { request -> NewRow in
@@ -131,34 +131,34 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         }
     }
 
-    package func tasks() async throws -> [StoredTask] {
+    nonisolated(nonsending) package func tasks() async throws -> [StoredTask] {
         try await select("WHERE session = $1 ORDER BY sequence")
     }
 
-    package func tasks(in state: TaskState, limit: Int?) async throws -> [StoredTask] {
+    nonisolated(nonsending) package func tasks(in state: TaskState, limit: Int?) async throws -> [StoredTask] {
         try await select("WHERE session = $1 AND state = $2 ORDER BY priority DESC, sequence LIMIT $3") {
             $0.append(state.rawValue)
             $0.append(limit.map { Int64(max(0, $0)) })
         }
     }
 
-    package func tasks(after sequence: Int64, limit: Int) async throws -> [StoredTask] {
+    nonisolated(nonsending) package func tasks(after sequence: Int64, limit: Int) async throws -> [StoredTask] {
         try await select("WHERE session = $1 AND sequence > $2 ORDER BY sequence LIMIT $3") {
             $0.append(sequence)
             $0.append(Int64(max(0, limit)))
         }
     }
 
-    package func tasks(ids: [String]) async throws -> [StoredTask] {
+    nonisolated(nonsending) package func tasks(ids: [String]) async throws -> [StoredTask] {
         guard !ids.isEmpty else { return [] }
         return try await select("WHERE session = $1 AND id = ANY($2) ORDER BY sequence") { $0.append(ids) }
     }
 
-    package func task(id: String) async throws -> StoredTask? {
+    nonisolated(nonsending) package func task(id: String) async throws -> StoredTask? {
         try await select("WHERE session = $1 AND id = $2") { $0.append(id) }.first
     }
 
-    package func hasWaitingOrRunningTasks() async throws -> Bool {
+    nonisolated(nonsending) package func hasWaitingOrRunningTasks() async throws -> Bool {
         try await mapped {
             var binds = PostgresBindings()
             binds.append(session)
@@ -168,7 +168,7 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         }
     }
 
-    package func count() async throws -> Int {
+    nonisolated(nonsending) package func count() async throws -> Int {
         try await mapped {
             var binds = PostgresBindings()
             binds.append(session)
@@ -177,21 +177,19 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         }
     }
 
-    package func update(id: String, lease: TaskLease?, _ change: (inout StoredTask) -> Void) async throws -> StoredTask? {
+    nonisolated(nonsending) package func update(id: String, lease: TaskLease?, _ change: (inout StoredTask) -> Void) async throws -> StoredTask? {
         try await mapped {
             try await link.transaction { transaction in
                 guard let original = try await lockedTask(id, transaction) else { return nil }
                 try check(lease, original)
                 var task = original
                 change(&task)
-                let saved = try await save(task, over: original, transaction)
-                try await notify(transaction, waiting: saved.state == .waiting)
-                return saved
+                return try await save(task, over: original, transaction)
             }
         }
     }
 
-    package func updateAll(ids: [String], _ change: (inout StoredTask) -> Void) async throws -> [StoredTask] {
+    nonisolated(nonsending) package func updateAll(ids: [String], _ change: (inout StoredTask) -> Void) async throws -> [StoredTask] {
         guard !ids.isEmpty else { return [] }
         return try await mapped {
             try await link.transaction { transaction in
@@ -202,13 +200,13 @@ package final class PostgresSessionStore: SessionStore, Sendable {
                     change(&task)
                     updated.append(try await save(task, over: original, transaction))
                 }
-                if !updated.isEmpty { try await notify(transaction, waiting: updated.contains { $0.state == .waiting }) }
+
                 return updated
             }
         }
     }
 
-    package func remove(ids: [String]) async throws {
+    nonisolated(nonsending) package func remove(ids: [String]) async throws {
         guard !ids.isEmpty else { return }
         try await mapped {
             var binds = PostgresBindings()
@@ -219,144 +217,6 @@ package final class PostgresSessionStore: SessionStore, Sendable {
                 DELETE FROM haul.task_start WHERE session = $1 AND id = ANY($2)
                 """, binds)
         }
-    }
-
-    // MARK: Starts
-
-    package func startIfWaiting(id: String) async throws -> (task: StoredTask, started: Bool)? {
-        try await mapped {
-            try await link.transaction { transaction in
-                guard let found = try await lockedTask(id, transaction) else { return nil }
-                guard found.state == .waiting else { return (found, false) }
-                var task = found
-                task.state = .running
-                let saved = try await save(task, over: found, transaction)
-                var binds = PostgresBindings()
-                binds.append(session)
-                binds.append(id)
-                try await transaction.query("""
-                    INSERT INTO haul.task_start (session, id, unended) VALUES ($1, $2, 1)
-                    ON CONFLICT (session, id) DO UPDATE SET unended = haul.task_start.unended + 1
-                    """, binds)
-                try await notify(transaction)
-                return (saved, true)
-            }
-        }
-    }
-
-    package func clearStarts(ids: [String]) async throws {
-        guard !ids.isEmpty else { return }
-        try await mapped {
-            var binds = PostgresBindings()
-            binds.append(session)
-            binds.append(ids)
-            _ = try await link.query("DELETE FROM haul.task_start WHERE session = $1 AND id = ANY($2)", binds)
-        }
-    }
-
-    package func unendedStarts(ids: [String]) async throws -> [String: Int] {
-        guard !ids.isEmpty else { return [:] }
-        return try await mapped {
-            var binds = PostgresBindings()
-            binds.append(session)
-            binds.append(ids)
-            let result = try await link.query(
-                "SELECT id, unended FROM haul.task_start WHERE session = $1 AND id = ANY($2) AND unended > 0", binds)
-            var counts: [String: Int] = [:]
-            for row in result.rows {
-                let r = row.makeRandomAccess()
-                counts[try r["id"].decode(String.self)] = try r["unended"].decode(Int.self)
-            }
-            return counts
-        }
-    }
-
-    package func conclude(
-        id: String, lease: TaskLease?, journaling kind: String?, payload: (StoredTask) -> String, finalRecord: StoredRecord?,
-        _ change: (inout StoredTask) -> Void
-    ) async throws -> (old: TaskState, task: StoredTask, sequence: Int64?)? {
-        try await mapped {
-            try await link.transaction { transaction in
-                guard let original = try await lockedTask(id, transaction) else { return nil }
-                try check(lease, original)
-                var task = original
-                change(&task)
-                let saved = try await save(task, over: original, transaction)
-                // The task's start, its final record and its journal entry: one statement.
-                var binds = PostgresBindings()
-                binds.append(session)
-                binds.append(id)
-                binds.append(finalRecord?.key)
-                binds.append(finalRecord?.value)
-                binds.append(kind)
-                binds.append(kind.map { _ in payload(saved) })
-                binds.append(node)
-                let result = try await transaction.query("""
-                    WITH started AS (DELETE FROM haul.task_start WHERE session = $1 AND id = $2),
-                    record AS (
-                        INSERT INTO haul.transfer (session, key, record) SELECT $1, $3, $4 WHERE $3::text IS NOT NULL
-                        ON CONFLICT (session, key) DO UPDATE SET record = EXCLUDED.record
-                    ),
-                    entry AS (
-                        INSERT INTO haul.journal (session, task_id, kind, payload, created_at, change_xid, writer)
-                        SELECT $1, $2, $5, $6, \(Self.now), pg_current_xact_id()::text::bigint, $7 WHERE $5::text IS NOT NULL
-                        RETURNING sequence
-                    )
-                    SELECT (SELECT sequence FROM entry) AS sequence
-                    """, binds)
-                let sequence = try result.rows.first?.makeRandomAccess()["sequence"].decode(Int64?.self)
-                if let sequence, sequence % 256 == 0 { try await trimJournal(transaction) }
-                try await notify(transaction)
-                return (original.state, saved, sequence)
-            }
-        }
-    }
-
-    // MARK: Journal
-
-    package func journal(after sequence: Int64) async throws -> [JournalEntry] {
-        try await mapped {
-            var binds = PostgresBindings()
-            binds.append(session)
-            binds.append(sequence)
-            let result = try await link.query("""
-                SELECT sequence, task_id, kind, payload, created_at FROM haul.journal WHERE session = $1 AND sequence > $2
-                ORDER BY sequence
-                """, binds)
-            return try result.rows.map(Self.entry)
-        }
-    }
-
-    package func acknowledgeJournal(taskIDs ids: [String]) async throws -> Int {
-        guard !ids.isEmpty else { return 0 }
-        return try await mapped {
-            var binds = PostgresBindings()
-            binds.append(session)
-            binds.append(ids)
-            let result = try await link.query("DELETE FROM haul.journal WHERE session = $1 AND task_id = ANY($2)", binds)
-            return result.metadata.rows ?? 0
-        }
-    }
-
-    package func acknowledgeJournal(through sequence: Int64) async throws -> Int {
-        try await mapped {
-            var binds = PostgresBindings()
-            binds.append(session)
-            binds.append(sequence)
-            let result = try await link.query("DELETE FROM haul.journal WHERE session = $1 AND sequence <= $2", binds)
-            return result.metadata.rows ?? 0
-        }
-    }
-
-    /// Drops the session's entries beyond ``TaskStore/journalLimit``, oldest first (every 256 entries, not at each).
-    private func trimJournal(_ transaction: PostgresLink.Transaction) async throws {
-        var binds = PostgresBindings()
-        binds.append(session)
-        binds.append(TaskStore.journalLimit)
-        try await transaction.query("""
-            DELETE FROM haul.journal WHERE session = $1 AND sequence <= (
-                SELECT sequence FROM haul.journal WHERE session = $1 ORDER BY sequence DESC OFFSET $2 LIMIT 1)
-            """, binds)
     }
 
     // MARK: Internals
@@ -372,7 +232,7 @@ package final class PostgresSessionStore: SessionStore, Sendable {
     /// a task may be waiting now, so that a daemon without the session open opens it to claim.
     func notify(_ transaction: PostgresLink.Transaction, waiting: Bool = false) async throws {
         var binds = PostgresBindings()
-        binds.append((waiting ? "w:" : "t:") + session)
+        binds.append(Self.notification(session, waiting: waiting))
         try await transaction.query("SELECT pg_notify('\(Self.channel)', $1)", binds)
     }
 
@@ -392,8 +252,32 @@ package final class PostgresSessionStore: SessionStore, Sendable {
 
     /// Saves what may change of `task` (read as `original` in this transaction): never its id, sequence, spec or
     /// creation; its node and epoch only by a claim. A task leaving `running` loses its lease (and a request made of
-    /// it); one going back to `waiting` its node.
+    /// it); one going back to `waiting` its node. Rings the doorbell in the same statement.
     func save(_ task: StoredTask, over original: StoredTask, _ transaction: PostgresLink.Transaction) async throws -> StoredTask {
+        var binds = Self.updateBindings(task, over: original, session: session, node: node)
+        binds.append(Self.notification(session, waiting: task.state == .waiting))
+        let result = try await transaction.query("""
+            WITH saved AS (\(Self.updateSQL) RETURNING \(Self.columns))
+            SELECT saved.*, pg_notify('\(Self.channel)', $12) FROM saved
+            """, binds)
+        guard let row = result.rows.first else { throw SessionStoreError.refused("task \(original.id) vanished from \(location)") }
+        var saved = try Self.task(row)
+        saved.spec = original.spec
+        return saved
+    }
+
+    /// The update of a task's row by ``updateBindings(_:over:session:node:)`` ($1 to $11).
+    static let updateSQL = """
+        UPDATE haul.task SET priority = $3, state = $4, bytes = $5, total = $6, file_path = $7, error_kind = $8,
+            error_message = $9, error_reason = $10, updated_at = \(now),
+            node = CASE WHEN $4 = 'waiting' THEN NULL ELSE node END,
+            lease_until = CASE WHEN $4 = 'running' THEN lease_until ELSE NULL END,
+            requested = CASE WHEN $4 = 'running' THEN requested ELSE NULL END,
+            \(stamp)$11
+        WHERE session = $1 AND id = $2
+        """
+
+    static func updateBindings(_ task: StoredTask, over original: StoredTask, session: String, node: String) -> PostgresBindings {
         var binds = PostgresBindings()
         binds.append(session)
         binds.append(original.id)
@@ -406,20 +290,12 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         binds.append(task.errorMessage)
         binds.append(task.errorReason)
         binds.append(node)
-        let result = try await transaction.query("""
-            UPDATE haul.task SET priority = $3, state = $4, bytes = $5, total = $6, file_path = $7, error_kind = $8,
-                error_message = $9, error_reason = $10, updated_at = \(Self.now),
-                node = CASE WHEN $4 = 'waiting' THEN NULL ELSE node END,
-                lease_until = CASE WHEN $4 = 'running' THEN lease_until ELSE NULL END,
-                requested = CASE WHEN $4 = 'running' THEN requested ELSE NULL END,
-                \(Self.stamp)$11
-            WHERE session = $1 AND id = $2
-            RETURNING \(Self.columns)
-            """, binds)
-        guard let row = result.rows.first else { throw SessionStoreError.refused("task \(original.id) vanished from \(location)") }
-        var saved = try Self.task(row)
-        saved.spec = original.spec
-        return saved
+        return binds
+    }
+
+    /// The doorbell's payload about `session`: `w:` when a task may be waiting now, else `t:`.
+    static func notification(_ session: String, waiting: Bool) -> String {
+        (waiting ? "w:" : "t:") + session
     }
 
     /// The tasks `clause` selects, its `$1` the session's name and the rest bound by `bind`.

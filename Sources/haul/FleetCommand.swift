@@ -36,17 +36,18 @@ struct FleetCommand: AsyncParsableCommand {
             let state = node.stopped ? "stopped" : node.alive ? "alive" : "gone"
             let mark = node.name == answer["node"]?.stringValue ? " *" : ""
             rows.append([
-                node.name + mark, state, "\(Int(node.secondsSinceSeen.rounded())) s ago", node.host.isEmpty ? "-" : node.host,
+                TerminalText.sanitized(node.name) + mark, state, "\(Int(node.secondsSinceSeen.rounded())) s ago",
+                node.host.isEmpty ? "-" : TerminalText.sanitized(node.host),
                 node.pid > 0 ? String(node.pid) : "-", String(node.leases.count),
             ])
         }
         print(ListCommand.table(rows), terminator: "")
         for node in nodes where !node.leases.isEmpty {
-            print("\n\(node.name):")
+            print("\n\(TerminalText.sanitized(node.name)):")
             for lease in node.leases {
                 let bytes = ByteFormat.string(lease.bytes) + (lease.total.map { " of " + ByteFormat.string($0) } ?? "")
                 let left = lease.secondsLeft > 0 ? "lease \(Int(lease.secondsLeft.rounded())) s" : "lease expired"
-                print("  \(lease.taskID.prefix(8))  \(lease.session)  \(bytes)  \(left)  \(TerminalText.sanitized(lease.url))")
+                print("  \(TerminalText.sanitized(String(lease.taskID.prefix(8))))  \(lease.session)  \(bytes)  \(left)  \(TerminalText.sanitized(lease.url))")
             }
         }
     }

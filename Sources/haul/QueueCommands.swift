@@ -102,7 +102,7 @@ struct ListCommand: AsyncParsableCommand {
                 [
                     task.id, task.state.rawValue, ByteFormat.string(task.bytes), task.total.map(ByteFormat.string) ?? "-",
                     task.bytesPerSecond.map { ByteFormat.string(Int64($0)) + "/s" } ?? "-",
-                ] + (fleet ? [task.node ?? "-"] : []) + [
+                ] + (fleet ? [task.node.map(TerminalText.sanitized) ?? "-"] : []) + [
                     task.filePath ?? Redaction.url(task.url),
                     // Why it failed, or why a running task is not moving.
                     task.error?.message ?? task.note ?? "",

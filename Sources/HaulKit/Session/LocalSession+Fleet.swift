@@ -16,6 +16,8 @@ struct FleetBookkeeping {
     var known: [String: KnownTask] = [:]
     /// Where the change feed goes on.
     var cursor: Int64?
+    /// When the change feed was last read: rings that come faster are read together.
+    var lastRead: ContinuousClock.Instant?
     /// The renewal and watching loops.
     var loops: [Task<Void, Never>] = []
 
@@ -291,14 +293,21 @@ extension LocalSession {
     /// Reads what changed since the last look: turns the other nodes' changes into events, stops a task this node
     /// runs that another node took over or was asked to stop, and claims when tasks are waiting.
     func readChanges(_ shared: any SharedSessionStore) async {
-        // A change still being committed elsewhere is read again shortly (bounded: then the doorbell or the poll).
-        for turn in 0..<50 {
+        // At most ten reads a second: a busy fleet rings at every write, and the rings that come meanwhile are read
+        // together. A change still being committed elsewhere is read again shortly (bounded: then the next ring or poll).
+        for _ in 0..<20 {
+            if let last = fleet.lastRead, ContinuousClock.now - last < Self.changeReadInterval {
+                try? await Task.sleep(until: last + Self.changeReadInterval)
+            }
+            fleet.lastRead = .now
             guard !isClosed, let changes = try? await shared.changes(since: fleet.cursor) else { return }
             await apply(changes, shared)
             guard changes.pending else { return }
-            try? await Task.sleep(for: .milliseconds(turn < 10 ? 20 : 200))
         }
     }
+
+    /// The least time between two reads of the change feed.
+    static let changeReadInterval = Duration.milliseconds(100)
 
     private func apply(_ changes: FleetChanges, _ shared: any SharedSessionStore) async {
         fleet.cursor = changes.cursor
