@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         // Tests only: property-based tests with shrinking (the cookie jar, proxy rules, list lines, redaction).
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        // A fleet's shared session store (`haul daemon --store postgres://...`): only HaulFleet links it.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // `swift package generate-documentation --target HaulKit` (a command plugin: nothing of it is linked).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -40,6 +42,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // A fleet: session stores in PostgreSQL shared by several daemons (claims, leases, fencing, events between
+        // nodes). Only `haul` links it: a library user who never runs a fleet does not build postgres-nio.
+        .target(
+            name: "HaulFleet",
+            dependencies: [
+                "HaulKit",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The daemon's side: the socket server, the service behind its methods, per-client limits. Only `haul`
@@ -78,6 +95,7 @@ let package = Package(
                 "HaulKit",
                 "HaulDaemon",
                 "HaulWeb",
+                "HaulFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -94,6 +112,12 @@ let package = Package(
             name: "haul-session-bench",
             dependencies: ["HaulKit"],
             path: "bench/SessionBench"
+        ),
+        // Measures a fleet's store alone: claims and conclusions per second (bench/fleet.sh).
+        .executableTarget(
+            name: "haul-fleet-bench",
+            dependencies: ["HaulKit", "HaulFleet"],
+            path: "bench/FleetBench"
         ),
         // An in-process HTTP server with fault injection, shared by the test targets.
         .target(
@@ -114,6 +138,17 @@ let package = Package(
                 "HaulTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        // The session store's one suite, run against SQLite and PostgreSQL, and the fleet's claims, leases and events.
+        .testTarget(
+            name: "HaulFleetTests",
+            dependencies: [
+                "HaulCore",
+                "HaulKit",
+                "HaulFleet",
+                "HaulTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -21,6 +21,8 @@ package enum DaemonMethod: String, CaseIterable, Sendable {
     case acknowledgeJournal = "journal.ack"
     /// Unix socket only: starts the web dashboard's listener and mints a login link (docs/web.md).
     case startWeb = "web.start"
+    /// The daemons of the fleet, with the tasks each runs (one machine: this daemon).
+    case fleetNodes = "fleet.nodes"
 }
 
 /// Who a daemon request comes from, and so what it may do. The owner (the Unix socket, whose peer the kernel

@@ -26,11 +26,13 @@ package enum TaskTable {
         public var note: String?
         /// The URL (without secrets): a fitted table leaves it out of the note, where it says nothing new.
         public var url: String
+        /// In a fleet, the node that runs the task (or ran it last): a NODE column when any row has one.
+        public var node: String?
 
         /// A row with these values.
         public init(
             id: String, state: String, bytes: Int64, total: Int64? = nil, bytesPerSecond: Double? = nil, path: String, note: String? = nil,
-            url: String = ""
+            url: String = "", node: String? = nil
         ) {
             self.id = id
             self.state = state
@@ -40,6 +42,7 @@ package enum TaskTable {
             self.path = path
             self.note = note
             self.url = url
+            self.node = node
         }
     }
 
@@ -53,9 +56,11 @@ package enum TaskTable {
     /// The table with every value whole (control characters shown as `?`, so a task stays on one line): a
     /// header and one line per task, columns padded to the widest value.
     public static func full(_ rows: [Row]) -> [String] {
-        let header = ["ID", "STATE", "BYTES", "TOTAL", "SPEED", "PATH", "NOTE"]
+        let fleet = rows.contains { $0.node != nil }
+        let header = ["ID", "STATE", "BYTES", "TOTAL", "SPEED"] + (fleet ? ["NODE"] : []) + ["PATH", "NOTE"]
         let cells = rows.map { row in
-            [clean(row.id), row.state, ByteFormat.string(row.bytes), totalText(row), speedText(row), clean(row.path), clean(row.note ?? "")]
+            [clean(row.id), row.state, ByteFormat.string(row.bytes), totalText(row), speedText(row)] + (fleet ? [clean(row.node ?? "-")] : [])
+                + [clean(row.path), clean(row.note ?? "")]
         }
         return aligned([header] + cells)
     }
@@ -116,8 +121,15 @@ package enum TaskTable {
         var width: Int { ([header] + cells).map(TerminalText.width).max() ?? 0 }
     }
 
-    /// The columns between STATE and PATH, richest first.
+    /// The columns between STATE and PATH, richest first (a fleet's NODE goes last, with the byte counts).
     static func columnChoices(_ rows: [Row]) -> [[Column]] {
+        let choices = byteColumnChoices(rows)
+        guard rows.contains(where: { $0.node != nil }) else { return choices }
+        let node = Column(header: "NODE", cells: rows.map { clean($0.node ?? "-") })
+        return choices.dropLast().map { $0 + [node] } + [[node], []]
+    }
+
+    static func byteColumnChoices(_ rows: [Row]) -> [[Column]] {
         let bytes = Column(header: "BYTES", cells: rows.map { ByteFormat.string($0.bytes) }, rightAligned: true)
         let total = Column(header: "TOTAL", cells: rows.map(totalText), rightAligned: true)
         let done = Column(header: "DONE", cells: rows.map(doneText), rightAligned: true)
@@ -150,7 +162,7 @@ package enum TaskTable {
 
     /// Rows of cells padded to each column's width (in display columns), the last cell of a line unpadded and no
     /// trailing spaces.
-    static func aligned(_ table: [[String]], rightAligned: [Bool] = []) -> [String] {
+    package static func aligned(_ table: [[String]], rightAligned: [Bool] = []) -> [String] {
         let count = table.first?.count ?? 0
         let widths = (0..<count).map { column in table.map { TerminalText.width($0[column]) }.max() ?? 0 }
         return table.map { row in

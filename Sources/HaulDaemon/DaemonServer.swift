@@ -25,8 +25,12 @@ package final class DaemonServer: Sendable {
     private let idleExit: Duration
 
     /// Takes the socket (refusing when another daemon holds it), restores the sessions it ran before and
-    /// starts listening, within `limits`. Call ``run()`` next.
-    package init(location: DaemonLocation, home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) async throws {
+    /// starts listening, within `limits`. Its sessions are kept by `catalog` (default: under `HAUL_HOME`; a fleet's
+    /// database), which it closes at shutdown. Call ``run()`` next.
+    package init(
+        location: DaemonLocation, home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits(),
+        catalog: (any SessionCatalog)? = nil
+    ) async throws {
         self.location = location
         self.logger = logger
         self.idleExit = limits.idleExit
@@ -70,9 +74,10 @@ package final class DaemonServer: Sendable {
             throw HaulError(.fileSystem, "could not listen on \(location.socketPath): \(error)")
         }
         chmod(location.socketPath, 0o600)
-        service = DaemonService(home: home, logger: logger, limits: limits)
+        service = DaemonService(home: home, logger: logger, limits: limits, catalog: catalog)
         await service.restoreSessions()
         await service.startSweeping()
+        await service.startFollowingFleet()
         logger.info("haul daemon \(HaulVersion.string) listening on \(location.socketPath)")
     }
 

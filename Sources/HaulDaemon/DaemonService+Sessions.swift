@@ -7,11 +7,8 @@ extension DaemonService {
     /// Reopens the sessions the daemon ran before (those with a saved configuration) that have a task waiting or
     /// running: their tasks resume. The others stay closed until a request names them.
     func restoreSessions() async {
-        let folder = home.path + "/sessions"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        for name in names.sorted() where hasSavedConfiguration(name) {
-            guard (try? LocalSession.validate(identifier: name)) != nil,
-                  LocalSession.hasWaitingOrRunningTasks(name, home: home) else { continue }
+        for name in await catalog.sessionsWithWork() {
+            guard (try? LocalSession.validate(identifier: name)) != nil else { continue }
             do {
                 _ = try await session(name)
                 logger.info("restored session \(name)")
@@ -39,6 +36,7 @@ extension DaemonService {
     func shutdown() async {
         shuttingDown = true
         sweeper?.cancel()
+        follower?.cancel()
         await web?.stop()
         for (_, task) in opening { _ = try? await task.value }
         for (_, task) in closing { await task.value }
@@ -49,6 +47,8 @@ extension DaemonService {
         sessions = [:]
         for (_, connections) in subscribers { for (_, subscriber) in connections { subscriber.outbox.finish() } }
         subscribers = [:]
+        await follower?.value
+        await catalog.close()
     }
 
     // MARK: Opening
@@ -75,7 +75,8 @@ extension DaemonService {
                 guard let changes else { return open }
                 return try await reconfigure(open, name, changes)
             }
-            let exists = hasSavedConfiguration(name)
+            let saved = try await catalog.settings(of: name)
+            let exists = saved != nil
             guard exists || creating else { throw RPCError.noSuchSession(name) }
             if openCount >= limits.maxOpenSessions {
                 guard await closeLeastRecentlyUsedIdleSession() else {
@@ -85,9 +86,9 @@ extension DaemonService {
                 }
                 continue
             }
-            var configuration = exists ? loadConfiguration(name) : defaultConfiguration()
+            var configuration = saved.map { self.configuration(name, from: $0) } ?? defaultConfiguration()
             if let changes { try DaemonProtocol.apply(changes, to: &configuration) }
-            if !exists || changes != nil { try saveConfiguration(configuration, for: name) }
+            if !exists || changes != nil { try await saveConfiguration(configuration, for: name) }
             let task = Task { try await self.open(name, configuration) }
             opening[name] = task
             return try await task.value
@@ -101,12 +102,13 @@ extension DaemonService {
     /// Applies `changes` to an open session: saved, then carried out (a new concurrency at once, anything else by
     /// reopening the session).
     private func reconfigure(_ open: LocalSession, _ name: String, _ changes: Params) async throws -> LocalSession {
-        var configuration = configurations[name] ?? loadConfiguration(name)
+        var configuration: SessionConfiguration
+        if let known = configurations[name] { configuration = known } else { configuration = try await loadConfiguration(name) }
         let old = DaemonProtocol.encode(configuration)
         try DaemonProtocol.apply(changes, to: &configuration)
         let new = DaemonProtocol.encode(configuration)
         guard old != new else { return open }
-        try saveConfiguration(configuration, for: name)
+        try await saveConfiguration(configuration, for: name)
         configurations[name] = configuration
         if Self.onlyConcurrencyDiffers(old, new) {
             await open.setMaxConcurrentDownloads(configuration.maxConcurrentDownloads)
@@ -126,13 +128,13 @@ extension DaemonService {
         }
         var settings = configuration
         settings.home = home
-        let session = try await LocalSession(identifier: name, configuration: settings, journaling: true)
+        let session = try await LocalSession(identifier: name, configuration: settings, journaling: true, store: catalog.store(for: name))
         sessions[name] = session
         configurations[name] = configuration
         lastUsed[name] = .now
         let events = await session.journaledEvents()
         pumps[name] = Task { [weak self] in
-            for await (event, sequence) in events { await self?.broadcast(name, event, sequence) }
+            for await (event, sequence, node) in events { await self?.broadcast(name, event, sequence, from: node) }
         }
         logger.info("opened session \(name)")
         return session
@@ -204,13 +206,9 @@ extension DaemonService {
 
     // MARK: Saved configurations
 
-    static func configurationPath(_ name: String, home: HaulHome) -> String {
-        LocalSession.folder(name, home: home) + "/daemon.json"
-    }
-
-    /// Whether the session exists: it has a saved configuration (written by `session.open` and `tasks.add`).
-    func hasSavedConfiguration(_ name: String) -> Bool {
-        FileManager.default.fileExists(atPath: Self.configurationPath(name, home: home))
+    /// Whether the session exists: it has saved settings (written by `session.open` and `tasks.add`).
+    func hasSavedConfiguration(_ name: String) async throws -> Bool {
+        try await catalog.settings(of: name) != nil
     }
 
     private func defaultConfiguration() -> SessionConfiguration {
@@ -219,28 +217,28 @@ extension DaemonService {
         return configuration
     }
 
-    private func loadConfiguration(_ name: String) -> SessionConfiguration {
+    private func loadConfiguration(_ name: String) async throws -> SessionConfiguration {
+        guard let saved = try await catalog.settings(of: name) else { return defaultConfiguration() }
+        return configuration(name, from: saved)
+    }
+
+    /// The configuration `saved` describes; the defaults (with a warning) when it cannot be used.
+    private func configuration(_ name: String, from saved: JSONValue) -> SessionConfiguration {
         var configuration = defaultConfiguration()
-        let path = Self.configurationPath(name, home: home)
-        if let data = FileManager.default.contents(atPath: path), let saved = JSONValue.parse(Array(data))?.objectValue {
-            do {
-                try DaemonProtocol.apply(Params(saved), to: &configuration)
-            } catch {
-                logger.warning("ignoring the saved configuration of session \(name) (\(error.message)); using defaults")
-            }
+        guard let object = saved.objectValue else {
+            logger.warning("ignoring the saved configuration of session \(name) (it is not a JSON object); using defaults")
+            return configuration
+        }
+        do {
+            try DaemonProtocol.apply(Params(object), to: &configuration)
+        } catch {
+            logger.warning("ignoring the saved configuration of session \(name) (\(error.message)); using defaults")
+            return defaultConfiguration()
         }
         return configuration
     }
 
-    private func saveConfiguration(_ configuration: SessionConfiguration, for name: String) throws {
-        let folder = LocalSession.folder(name, home: home)
-        try POSIX.makePrivateDirectories(folder, root: home.path)
-        let path = Self.configurationPath(name, home: home)
-        let text = DaemonProtocol.encode(configuration).serialized + "\n"
-        let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temporary, path) == 0 else {
-            throw POSIX.error("saving", path)
-        }
+    private func saveConfiguration(_ configuration: SessionConfiguration, for name: String) async throws {
+        try await catalog.saveSettings(DaemonProtocol.encode(configuration), for: name)
     }
 }

@@ -22,12 +22,9 @@ extension DaemonService {
     }
 
     /// Every session that exists: open ones and those with a saved configuration, sorted.
-    package func knownSessions() -> [String] {
+    package func knownSessions() async -> [String] {
         var names = Set(sessions.keys)
-        let folder = home.path + "/sessions"
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where hasSavedConfiguration(name) {
-            if (try? LocalSession.validate(identifier: name)) != nil { names.insert(name) }
-        }
+        for name in await catalog.sessionNames() where (try? LocalSession.validate(identifier: name)) != nil { names.insert(name) }
         return names.sorted()
     }
 
@@ -44,7 +41,7 @@ extension DaemonService {
     /// `session.configuration`: the saved configuration, with the values of default headers hidden (they may be
     /// credentials), and `store`, the path of the session's task store.
     func configuration(of name: String) async throws -> JSONValue {
-        _ = try await session(name)
+        let session = try await session(name)
         guard var object = configurations[name].map({ DaemonProtocol.encode($0) })?.objectValue else { throw RPCError.noSuchSession(name) }
         if case .array(let headers)? = object["defaultHeaders"] {
             object["defaultHeaders"] = .array(headers.map { header in
@@ -54,7 +51,8 @@ extension DaemonService {
             })
         }
         // Not a setting: where the session's tasks are kept, for `haul session show`.
-        object["store"] = .string(LocalSession.folder(name, home: home) + "/tasks.sqlite")
+        // The session's own store says where it is (a SQLite file, or a fleet's PostgreSQL database without its password).
+        object["store"] = .string(session.store.location)
         return .object(object)
     }
 

@@ -12,6 +12,10 @@ package actor DaemonService {
     let home: HaulHome
     let logger: Logger
     let limits: DaemonLimits
+    /// Where the sessions and their settings are kept: `HAUL_HOME`, or a fleet's database.
+    let catalog: any SessionCatalog
+    /// Follows what the fleet's other daemons change (a fleet only).
+    var follower: Task<Void, Never>?
     var sessions: [String: LocalSession] = [:]
     var configurations: [String: SessionConfiguration] = [:]
     var opening: [String: Task<LocalSession, any Error>] = [:]
@@ -31,10 +35,11 @@ package actor DaemonService {
     /// Called with every event of every open session (the web dashboard's event stream).
     var eventTap: (@Sendable (String, SessionEvent, Int64?) -> Void)?
 
-    init(home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits()) {
+    init(home: HaulHome, logger: Logger, limits: DaemonLimits = DaemonLimits(), catalog: (any SessionCatalog)? = nil) {
         self.home = home
         self.logger = logger
         self.limits = limits
+        self.catalog = catalog ?? FileSessionCatalog(home: home)
     }
 
     package func disconnected(_ outbox: ConnectionOutbox) {
@@ -52,6 +57,8 @@ package actor DaemonService {
             return .failure(error)
         } catch let error as HaulError {
             return .failure(.haul(error))
+        } catch let error as SessionStoreError {
+            return .failure(.haul(error.haulError))
         } catch {
             return .failure(.haul(HaulError(.server, "the daemon failed: \(error)")))
         }
@@ -71,6 +78,8 @@ package actor DaemonService {
             return .object(status)
         case .startWeb:
             return try await startWeb(params)
+        case .fleetNodes:
+            return try await fleetNodes()
         default:
             break
         }
@@ -133,19 +142,20 @@ package actor DaemonService {
         case .subscribe:
             let session = try await session(name)
             let replay = try params.bool("replay") ?? true
-            let journal = try session.store.journal()
+            let journal = try await session.store.journal()
             subscribers[name, default: [:]][outbox.id] = (outbox, journal.last?.sequence ?? 0)
             let page = Self.journalPage(replay ? journal : [], limit: Int.max, budget: DaemonProtocol.maxPagedResponseBytes - 256)
             return ["journal": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
         case .unsubscribe:
-            guard sessions[name] != nil || hasSavedConfiguration(name) else { throw RPCError.noSuchSession(name) }
+            let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
+            guard known else { throw RPCError.noSuchSession(name) }
             subscribers[name]?[outbox.id] = nil
             return [:]
         case .listJournal:
             let session = try await session(name)
             let after = try params.int64("after") ?? 0
             let limit = try Self.limit(params) ?? Int.max
-            let page = Self.journalPage(try session.store.journal(after: after), limit: limit, budget: budget)
+            let page = Self.journalPage(try await session.store.journal(after: after), limit: limit, budget: budget)
             return ["events": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
         case .acknowledgeJournal:
             if let ids = try params.strings("ids") {
@@ -153,7 +163,7 @@ package actor DaemonService {
             }
             guard let through = try params.int64("through") else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
             return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
-        case .hello, .status, .startWeb:
+        case .hello, .status, .startWeb, .fleetNodes:
             throw RPCError.methodNotFound(request.method)  // answered above
         }
     }
@@ -198,9 +208,10 @@ package actor DaemonService {
     /// Refuses at once what would only fail later, out of sight: an `id` that names another URL's task, and a
     /// destination the download would refuse (unless the same task is being added again).
     private func check(_ requests: [DownloadRequest], in name: String) async throws {
-        let existing = sessions[name] != nil || hasSavedConfiguration(name) ? try await session(name) : nil
+        let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
+        let existing = known ? try await session(name) : nil
         for request in requests {
-            if let id = request.id, let task = try existing?.store.task(id: id), task.url != request.url.absoluteString {
+            if let id = request.id, let task = try await existing?.store.task(id: id), task.url != request.url.absoluteString {
                 throw HaulError(.usage, "the task id \(id) is taken by another URL (\(Redaction.url(task.url))); choose another --id")
             }
             guard let destination = request.destination else { continue }
@@ -208,7 +219,7 @@ package actor DaemonService {
                 try TransferEngine.checkDestination(DownloadOptions(request.spec), records: existing?.engine.store ?? TransferRecordStore(home: home))
             } catch {
                 // Adding the same task again returns it: its own file is no conflict.
-                if case .file(let path) = destination, try existing?.store.tasks()
+                if case .file(let path) = destination, try await existing?.store.tasks()
                     .contains(where: { $0.url == request.url.absoluteString && $0.destination == .file(path) }) == true { continue }
                 throw error
             }
@@ -299,24 +310,26 @@ package actor DaemonService {
     }
 
     /// One line in the daemon's log per task that is added, starts, finishes or fails (with the reason): what a
-    /// person reads to learn what happened while no client watched. URLs without their credentials.
-    private func logTask(_ name: String, _ event: SessionEvent) {
+    /// person reads to learn what happened while no client watched. URLs without their credentials. In a fleet, what
+    /// another node did says which (`on node b`).
+    private func logTask(_ name: String, _ event: SessionEvent, from node: String?) {
+        let elsewhere = node.map { " on node \($0)" } ?? ""
         switch event {
         case .added(let task):
-            logger.info("[\(name)] added \(task.id) \(Redaction.url(task.url))")
+            logger.info("[\(name)] added \(task.id) \(Redaction.url(task.url))\(elsewhere)")
         case .stateChanged(let id, _, let to) where to == .running || to == .paused || to == .cancelled:
-            logger.info("[\(name)] \(to == .running ? "started" : to.rawValue) \(id)")
+            logger.info("[\(name)] \(to == .running ? "started" : to.rawValue) \(id)\(elsewhere)")
         case .finished(let task):
-            logger.info("[\(name)] finished \(task.id): \(task.filePath ?? "") (\(task.bytes) bytes)")
+            logger.info("[\(name)] finished \(task.id): \(task.filePath ?? "") (\(task.bytes) bytes)\(elsewhere)")
         case .failed(let task):
-            logger.warning("[\(name)] failed \(task.id): \(task.error?.message ?? "unknown reason")")
+            logger.warning("[\(name)] failed \(task.id): \(task.error?.message ?? "unknown reason")\(elsewhere)")
         default:
             break
         }
     }
 
-    func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?) {
-        logTask(name, event)
+    func broadcast(_ name: String, _ event: SessionEvent, _ sequence: Int64?, from node: String? = nil) {
+        logTask(name, event, from: node)
         eventTap?(name, event, sequence)
         guard let connections = subscribers[name], !connections.isEmpty else { return }
         let line = JSONRPC.notification(

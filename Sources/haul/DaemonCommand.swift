@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulDaemon
+import HaulFleet
 import HaulKit
 import HaulWeb
 import Logging
@@ -19,6 +20,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 "haul daemon                                 # until Ctrl-C or SIGTERM",
                 "haul daemon --socket /tmp/haul.sock --verbose",
                 "haul daemon --web 7711                      # and the web dashboard",
+                "haul daemon --store postgres://haul@db/haul --node n1  # docs/fleet.md",
                 "haul daemon stop",
                 "systemctl --user enable --now haul-daemon   # contrib/haul-daemon.service"
             ),
@@ -61,6 +63,18 @@ struct DaemonCommand: AsyncParsableCommand {
     @Flag(name: .customLong("web-allow-commands"), help: "Let the dashboard's login and API key set completion commands, which run as this user (off by default: they are code execution).")
     var webAllowCommands = false
 
+    @Option(name: .customLong("store"), help: ArgumentHelp(
+        "Keep the sessions in this PostgreSQL database, shared with every daemon given the same store (a fleet) (default: $HAUL_STORE, else SQLite under HAUL_HOME).",
+        discussion: "postgres://USER@HOST:PORT/DATABASE; the password comes from the URL, PGPASSWORD or ~/.pgpass and is never printed.",
+        valueName: "url"))
+    var store: String?
+
+    @Option(name: .customLong("node"), help: "This daemon's name in the fleet (default: the host name).")
+    var node: String?
+
+    @Option(name: .customLong("lease"), parsing: .unconditional, help: "Seconds a fleet node's claim holds a task unless renewed (default 30): how soon another node takes over the tasks of one that died.")
+    var lease = 30.0
+
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
@@ -94,6 +108,10 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         guard idleExit.isFinite, idleExit >= 0, idleExit <= 31_536_000 else {
             throw ValidationError("--idle-exit must be between 0 (never) and 31536000 seconds")
+        }
+        guard lease.isFinite, lease >= 3, lease <= 3_600 else { throw ValidationError("--lease must be between 3 and 3600 seconds") }
+        if let node {
+            do { try PostgresFleet.validate(node: node) } catch { throw ValidationError("--node: \(error.message)") }
         }
     }
 
@@ -134,10 +152,18 @@ struct DaemonCommand: AsyncParsableCommand {
                 stopIfAsked(&state)
             }
         }
+        let catalog: (any SessionCatalog)?
+        do {
+            catalog = try await openFleet(environment: environment, home: home, logger: logger)
+        } catch {
+            signals.stop()
+            throw error
+        }
         let server: DaemonServer
         do {
-            server = try await DaemonServer(location: location, home: home, logger: logger, limits: limits)
+            server = try await DaemonServer(location: location, home: home, logger: logger, limits: limits, catalog: catalog)
         } catch let error as HaulError {
+            await catalog?.close()
             signals.stop()
             Reporter.printError("haul daemon: error: \(error.line)")
             throw ExitCode(ExitStatus.code(for: error.kind))
@@ -166,5 +192,52 @@ struct DaemonCommand: AsyncParsableCommand {
         } else {
             await server.shutdown()
         }
+    }
+
+    /// The fleet's sessions when a store is given (`--store`, else `HAUL_STORE`): connected, this node registered and
+    /// listening for the others' changes. `nil`: sessions stay in SQLite under HAUL_HOME.
+    private func openFleet(environment: [String: String], home: HaulHome, logger: Logger) async throws -> (any SessionCatalog)? {
+        guard let url = store ?? environment["HAUL_STORE"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            if node != nil {
+                Reporter.printError("haul daemon: error: --node names a daemon of a fleet; give the fleet's store with --store too")
+                throw ExitCode(ExitStatus.usage)
+            }
+            return nil
+        }
+        let address: PostgresAddress
+        do {
+            address = try PostgresAddress.parse(url)
+        } catch {
+            Reporter.printError("haul daemon: error: --store: \(error.message)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        let name = node ?? Self.defaultNodeName()
+        do {
+            let fleet = try await PostgresFleet.open(
+                address, node: name, leaseTerms: LeaseTerms(duration: .milliseconds(Int64(lease * 1_000))), environment: environment,
+                logger: logger)
+            do {
+                try await fleet.register(home: home.path)
+            } catch {
+                await fleet.close()
+                throw error
+            }
+            fleet.startListening()
+            logger.info("node \(name) of the fleet whose store is \(address.redacted)")
+            return PostgresCatalog(fleet: fleet)
+        } catch let error as SessionStoreError {
+            Reporter.printError("haul daemon: error: \(error.haulError.line)")
+            throw ExitCode(ExitStatus.code(for: error.haulError.kind))
+        } catch let error as HaulError {
+            Reporter.printError("haul daemon: error: \(error.line)")
+            throw ExitCode(ExitStatus.code(for: error.kind))
+        }
+    }
+
+    /// The host name, made a valid node name.
+    static func defaultNodeName() -> String {
+        let host = ProcessInfo.processInfo.hostName.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "-" }
+        let name = String(String(host).prefix(64))
+        return name.isEmpty ? "node" : name
     }
 }

@@ -49,7 +49,7 @@ struct HaulCommand: AsyncParsableCommand {
         version: HaulVersion.string,
         subcommands: [
             GetCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self, ResumeCommand.self, RemoveCommand.self,
-            WatchCommand.self, WaitCommand.self, SessionCommand.self, WebCommand.self, DaemonCommand.self, CleanCommand.self,
+            WatchCommand.self, WaitCommand.self, SessionCommand.self, WebCommand.self, DaemonCommand.self, FleetCommand.self, CleanCommand.self,
         ]
     )
 }

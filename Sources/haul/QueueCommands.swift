@@ -115,12 +115,13 @@ struct ListCommand: AsyncParsableCommand {
                 for task in tasks { print(EventJSON.task(task).serialized) }
                 return
             }
+            // A fleet's tasks show the node that runs them (or ran them last); on one machine there is no such column.
             let rows = tasks.map { task in
                 TaskTable.Row(
                     id: task.id, state: task.state.rawValue, bytes: task.bytes, total: task.total,
                     bytesPerSecond: task.bytesPerSecond, path: task.filePath ?? Redaction.url(task.url),
                     // Why it failed, or why a running task is not moving.
-                    note: task.error.map { $0.line(task: task.id) } ?? task.note, url: Redaction.url(task.url))
+                    note: task.error.map { $0.line(task: task.id) } ?? task.note, url: Redaction.url(task.url), node: task.node)
             }
             let width = wide ? nil : Self.terminalWidth()
             let lines = width.map { TaskTable.fitted(rows, width: $0) } ?? TaskTable.full(rows)

@@ -57,6 +57,7 @@ struct SessionShowCommand: AsyncParsableCommand {
             ("session", session),
             ("downloads at once", settings["maxConcurrentDownloads"]?.intValue.map { $0 == 0 ? "0 (waiting tasks are held)" : String($0) } ?? "-"),
             ("per host", settings["maxDownloadsPerHost"]?.intValue.map(String.init) ?? "-"),
+            ("fleet-wide per host", settings["fleetMaxConnectionsPerHost"]?.intValue.map { "\($0) connections from all nodes together" } ?? "none"),
             ("speed limit", settings["rateLimit"]?.int64Value.map { ByteFormat.string($0) + "/s for all its downloads" } ?? "none"),
             ("completion command", settings["completionCommand"]?.stringValue.map(TerminalText.sanitized) ?? "none"),
             ("default folder", settings["defaultDirectory"]?.stringValue.map(TerminalText.sanitized) ?? "none (haul add saves in the folder it runs in)"),
@@ -76,6 +77,9 @@ struct SessionSetCommand: AsyncParsableCommand {
         commandName: "set",
         abstract: "Change how many downloads run at once, the session's speed limit, or its completion command.",
         discussion: """
+            In a fleet (haul daemon --store) the settings are the fleet's: every node applies them, --max-concurrent \
+            to itself, --fleet-max-per-host to all nodes together.
+
             The --on-complete command runs in the daemon after each task finishes or fails, with HAUL_TASK_ID, \
             HAUL_TASK_URL, HAUL_TASK_STATE, HAUL_TASK_PATH, HAUL_TASK_BYTES and HAUL_TASK_ERROR set; \
             --on-complete '' removes it.
@@ -84,6 +88,7 @@ struct SessionSetCommand: AsyncParsableCommand {
                 "haul session set --max-concurrent 5",
                 "haul session set --limit-rate 2M     # all its downloads together",
                 "haul session set --limit-rate none",
+                "haul session set --fleet-max-per-host 4  # per server, all nodes together",
                 "haul session set --on-complete 'notify-send \"$HAUL_TASK_PATH\"'"
             ))
 
@@ -95,6 +100,9 @@ struct SessionSetCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("on-complete"), help: "A shell command run after each task finishes or fails ('' for none).")
     var onComplete: String?
+
+    @Option(name: .customLong("fleet-max-per-host"), help: "Connections to one host from every node of the fleet together (each download then uses one), or none.")
+    var fleetMaxPerHost: String?
 
     @OptionGroup var daemon: DaemonClientOptions
 
@@ -110,8 +118,18 @@ struct SessionSetCommand: AsyncParsableCommand {
                 changes["rateLimit"] = none ? .null : JSONValue(try FileOptions.byteCount(limitRate, "--limit-rate"))
             }
             if let onComplete { changes["completionCommand"] = onComplete.isEmpty ? .null : .string(onComplete) }
+            if let fleetMaxPerHost {
+                if fleetMaxPerHost.lowercased() == "none" {
+                    changes["fleetMaxConnectionsPerHost"] = .null
+                } else {
+                    guard let count = Int(fleetMaxPerHost), (1...10_000).contains(count) else {
+                        throw InputError("--fleet-max-per-host must be between 1 and 10000, or none")
+                    }
+                    changes["fleetMaxConnectionsPerHost"] = JSONValue(count)
+                }
+            }
             guard !changes.isEmpty else {
-                throw InputError("nothing to change: give --max-concurrent, --limit-rate or --on-complete (`haul session show` shows the settings)")
+                throw InputError("nothing to change: give --max-concurrent, --limit-rate, --on-complete or --fleet-max-per-host (`haul session show` shows the settings)")
             }
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")

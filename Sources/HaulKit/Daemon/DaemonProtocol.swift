@@ -58,6 +58,8 @@ package enum DaemonProtocol {
             "error": error, "note": JSONValue(task.note),
         ]
         if let version = task.httpVersion { object["protocol"] = .string(version) }
+        // In a fleet only: on one machine a task's JSON is as it was.
+        if let node = task.node { object["node"] = .string(node) }
         return .object(object)
     }
 
@@ -73,7 +75,7 @@ package enum DaemonProtocol {
         var task = TaskSnapshot(
             id: id, url: url, state: state, priority: value["priority"]?.intValue ?? 0, bytes: bytes,
             total: value["total"]?.int64Value, bytesPerSecond: value["bytesPerSecond"]?.doubleValue,
-            filePath: value["path"]?.stringValue, error: error, note: value["note"]?.stringValue)
+            filePath: value["path"]?.stringValue, error: error, note: value["note"]?.stringValue, node: value["node"]?.stringValue)
         task.httpVersion = value["protocol"]?.stringValue
         return task
     }
@@ -141,6 +143,7 @@ package enum DaemonProtocol {
         [
             "maxConcurrentDownloads": JSONValue(configuration.maxConcurrentDownloads),
             "maxDownloadsPerHost": JSONValue(configuration.maxDownloadsPerHost),
+            "fleetMaxConnectionsPerHost": configuration.fleetMaxConnectionsPerHost.map { JSONValue($0) } ?? .null,
             "rateLimit": configuration.rateLimit.map(JSONValue.init) ?? .null,
             "completionCommand": JSONValue(configuration.completionCommand),
             "defaultDirectory": JSONValue(configuration.defaultDirectory),
@@ -160,6 +163,13 @@ package enum DaemonProtocol {
         if let count = try params.int("maxDownloadsPerHost") {
             guard count >= 1 else { throw .invalidParams("\"maxDownloadsPerHost\" must be 1 or more") }
             configuration.maxDownloadsPerHost = count
+        }
+        if params.members["fleetMaxConnectionsPerHost"] != nil {
+            let count = try params.int("fleetMaxConnectionsPerHost")
+            if let count, !(1...10_000).contains(count) {
+                throw .invalidParams("\"fleetMaxConnectionsPerHost\" must be between 1 and 10000, or null for none")
+            }
+            configuration.fleetMaxConnectionsPerHost = count
         }
         if params.members["rateLimit"] != nil {
             let limit = try params.int64("rateLimit")
@@ -183,6 +193,39 @@ package enum DaemonProtocol {
             guard seconds >= 0, seconds < 3600 else { throw .invalidParams("\"progressInterval\" must be between 0 and 3600 seconds") }
             configuration.progressInterval = .milliseconds(Int64(seconds * 1000))
         }
+    }
+
+    // MARK: Fleet
+
+    /// A node of the fleet on the wire (`fleet.nodes`).
+    public static func encode(_ node: FleetNode) -> JSONValue {
+        [
+            "name": .string(node.name), "host": .string(node.host), "pid": JSONValue(node.pid), "alive": .bool(node.alive),
+            "stopped": .bool(node.stopped), "secondsSinceSeen": .number(node.secondsSinceSeen),
+            "leases": .array(node.leases.map { lease in
+                [
+                    "session": .string(lease.session), "id": .string(lease.taskID), "url": .string(Redaction.url(lease.url)),
+                    "bytes": JSONValue(lease.bytes), "total": lease.total.map { JSONValue($0) } ?? .null,
+                    "secondsLeft": .number(lease.secondsLeft),
+                ]
+            }),
+        ]
+    }
+
+    /// A node as `fleet.nodes` sends it; `nil` when it is not one.
+    public static func decodeNode(_ value: JSONValue) -> FleetNode? {
+        guard let name = value["name"]?.stringValue, let host = value["host"]?.stringValue, let pid = value["pid"]?.intValue,
+              let alive = value["alive"]?.boolValue else { return nil }
+        let leases = (value["leases"]?.arrayValue ?? []).compactMap { lease -> FleetLease? in
+            guard let session = lease["session"]?.stringValue, let id = lease["id"]?.stringValue, let url = lease["url"]?.stringValue,
+                  let bytes = lease["bytes"]?.int64Value else { return nil }
+            return FleetLease(
+                session: session, taskID: id, url: url, bytes: bytes, total: lease["total"]?.int64Value,
+                secondsLeft: lease["secondsLeft"]?.doubleValue ?? 0)
+        }
+        return FleetNode(
+            name: name, host: host, pid: pid, alive: alive, stopped: value["stopped"]?.boolValue ?? false,
+            secondsSinceSeen: value["secondsSinceSeen"]?.doubleValue ?? 0, leases: leases)
     }
 
     // MARK: Additions

@@ -1,18 +1,22 @@
 import Foundation
-import GRDB
 
 extension LocalSession {
     /// Applies a user's command to tasks: stopping running ones, or moving queued ones by the state machine.
     func command(_ command: TaskCommand, _ ids: [String]) async throws {
         for id in ids {
-            guard let task = try store.task(id: id) else { continue }
+            guard let task = try await store.task(id: id) else { continue }
             if isRunning(id), command == .pause || command == .cancel {
                 await stop(id, as: command)
                 continue
             }
+            // In a fleet, a task another node runs is stopped by that node.
+            if let shared, task.state == .running, command == .pause || command == .cancel {
+                try await ask(shared, command == .pause ? .pause : .cancel, task)
+                continue
+            }
             guard let next = TaskTransitions.apply(command, to: task.state) else { continue }
             if command == .cancel { engine.discardPartialData(options(for: task)) }
-            try setState(id, next)
+            try await setState(id, next)
         }
         await schedule()
     }
@@ -20,6 +24,7 @@ extension LocalSession {
     /// Starts waiting tasks while slots are free; announces when the queue has drained.
     func schedule() async {
         guard !isClosed else { return }
+        if let shared { return await claim(shared) }
         // The queue is in memory: choosing costs as much as the hosts with a free slot, not the whole queue, and
         // only the tasks chosen are read from the store.
         var chosen = nextToStart()
@@ -29,7 +34,7 @@ extension LocalSession {
                 // The store has the last word: a task that is no longer waiting there is not started. Counted as
                 // started in the same transaction, before the transfer begins: if this process dies during it, the
                 // next one knows.
-                guard let (task, started) = try? store.startIfWaiting(id: entry.id) else { continue }
+                guard let (task, started) = try? await store.startIfWaiting(id: entry.id) else { continue }
                 if started {
                     emit(.stateChanged(id: task.id, from: .waiting, to: .running))
                     start(task)
@@ -44,9 +49,18 @@ extension LocalSession {
         if takeDrainSignal() { emit(.allFinished) }
     }
 
-    private func start(_ task: StoredTask) {
+    /// Runs `task`; in a fleet under `lease`: its resume records fenced by it, its writes stopped by `gate`.
+    func start(_ task: StoredTask, lease: TaskLease? = nil, gate: LeaseGate? = nil) {
         noteHost(task.id, Self.host(of: task.url))
-        let options = options(for: task)
+        var fleetOptions = options(for: task)
+        if let lease, let gate {
+            hold(task.id, lease, gate)
+            fleetOptions.records = records.fenced(by: RecordFence(taskID: task.id, lease: lease))
+            fleetOptions.leaseGate = gate
+        }
+        // Under a fleet-wide limit each download holds one connection: the limit counts downloads.
+        if configuration.fleetMaxConnectionsPerHost != nil { fleetOptions.segments = 1 }
+        let options = fleetOptions
         let engine = self.engine
         let id = task.id
         track(id, Task {
@@ -59,12 +73,12 @@ extension LocalSession {
                     return .failure(error)
                 }
             }()
-            for await event in events { self.engineEvent(id, event) }
-            self.finish(id, await outcome)
+            for await event in events { await self.engineEvent(id, event) }
+            await self.finish(id, await outcome)
         })
     }
 
-    private func engineEvent(_ id: String, _ event: DownloadEvent) {
+    private func engineEvent(_ id: String, _ event: DownloadEvent) async {
         switch event {
         case .started(_, let path, _, let total):
             noteStartedFile(id, StartedFile(path: path, total: total))
@@ -75,10 +89,13 @@ extension LocalSession {
             emit(.progress(id: id, progress))
             if shouldSaveProgress(id) {
                 let file = startedFile(id)
-                _ = try? store.update(id: id) {
-                    $0.bytes = progress.bytes
-                    $0.total = progress.total ?? file?.total ?? $0.total
-                    $0.filePath = file?.path ?? $0.filePath
+                // Progress only: not waited for again when the store is out of reach.
+                _ = await write(for: id, retrying: false) { lease in
+                    try await self.store.update(id: id, lease: lease) {
+                        $0.bytes = progress.bytes
+                        $0.total = progress.total ?? file?.total ?? $0.total
+                        $0.filePath = file?.path ?? $0.filePath
+                    }
                 }
             }
         case .retrying(let retry, let maxRetries, let delay, let reason):
@@ -91,16 +108,21 @@ extension LocalSession {
     }
 
     /// A task's download ended: record the stable state it ended in and tell everyone.
-    func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) {
+    func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) async {
         let file = startedFile(id)
         let intent = untrack(id)
+        // A task whose lease was lost is another node's now: nothing more is written about it here.
+        if dropLost(id) {
+            Task { await self.schedule() }
+            return
+        }
         guard !isClosed else { return }
+        defer { release(id) }
         // Whatever the outcome, it stopped in an orderly way (no crash happened while it ran): each path below
         // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
         case .success(let result):
-            let records = self.records
-            conclude(id, .finished, httpVersion: result.httpVersion, alsoWriting: { db in try records.writeFinal(destinationPath: result.path, db) }) {
+            await conclude(id, .finished, httpVersion: result.httpVersion, finalRecord: records.takeFinal(destinationPath: result.path)) {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
@@ -109,17 +131,22 @@ extension LocalSession {
         case .failure(let error):
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
             if failure.kind == .interrupted {
-                try? store.clearStarts(ids: [id])
-                if let file { _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total } }
-                if intent == .cancel, let task = try? store.task(id: id) {
+                try? await store.clearStarts(ids: [id])
+                if let file {
+                    _ = await write(for: id) { lease in
+                        try await self.store.update(id: id, lease: lease) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+                    }
+                }
+                if intent == .cancel, let task = try? await store.task(id: id) {
                     engine.discardPartialData(options(for: task))
-                    try? setState(id, .cancelled)
+                    _ = await write(for: id) { lease in try await self.setState(id, .cancelled, lease: lease) }
                     markEnded()
                 } else {
-                    try? setState(id, .paused)
+                    _ = await write(for: id) { lease in try await self.setState(id, .paused, lease: lease) }
                 }
+                if removing(id) { try? await store.remove(ids: [id]) }
             } else {
-                conclude(id, .failed) {
+                await conclude(id, .failed) {
                     $0.filePath = file?.path ?? $0.filePath
                     $0.total = file?.total ?? $0.total
                     $0.record(failure)
@@ -132,13 +159,16 @@ extension LocalSession {
     /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
     /// transaction, then tells everyone and runs the completion hooks.
     private func conclude(
-        _ id: String, _ state: TaskState, httpVersion: String? = nil, alsoWriting also: (Database) throws -> Void = { _ in },
-        _ change: (inout StoredTask) -> Void
-    ) {
+        _ id: String, _ state: TaskState, httpVersion: String? = nil, finalRecord: StoredRecord? = nil, _ change: (inout StoredTask) -> Void
+    ) async {
         let kind = state == .finished ? "finished" : "failed"
         let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
-        guard let stored = try? store.conclude(id: id, journaling: journaling ? kind : nil, payload: payload, alsoWriting: also, { change(&$0); $0.state = state })
-        else { return }
+        let journaling = self.journaling
+        guard let concluded = await write(for: id, { lease in
+            try await self.store.conclude(
+                id: id, lease: lease, journaling: journaling ? kind : nil, payload: payload, finalRecord: finalRecord,
+                { change(&$0); $0.state = state })
+        }), let stored = concluded else { return }
         let old = stored.old
         noteStored(stored.task)
         markEnded()
@@ -149,20 +179,20 @@ extension LocalSession {
         completionHooks(snapshot, own: stored.task.spec.completionCommand)
     }
 
-    func setState(_ id: String, _ state: TaskState) throws {
-        guard let old = try store.task(id: id)?.state, old != state else { return }
-        if let stored = try store.update(id: id, { $0.state = state }) { noteStored(stored) }
+    func setState(_ id: String, _ state: TaskState, lease: TaskLease? = nil) async throws {
+        guard let old = try await store.task(id: id)?.state, old != state else { return }
+        if let stored = try await store.update(id: id, lease: lease, { $0.state = state }) { noteStored(stored) }
         emit(.stateChanged(id: id, from: old, to: state))
     }
 
     /// Fails the tasks that were running when each of the last ``LocalSession/maxUnendedStarts`` processes died:
     /// they are not resumed again (a person can still resume them).
-    func failTasksThatStoppedTheProcess(_ ids: [String]) {
+    func failTasksThatStoppedTheProcess(_ ids: [String]) async {
         let who = journaling ? "the daemon" : "haul"
         let message = "\(who) stopped twice while running this task; it was not resumed a third time"
-        try? store.clearStarts(ids: ids)
+        try? await store.clearStarts(ids: ids)
         for id in ids {
-            conclude(id, .failed) {
+            await conclude(id, .failed) {
                 $0.record(HaulError(.server, message))
             }
         }
@@ -186,6 +216,8 @@ extension LocalSession {
         }
         var snapshot = Self.snapshot(of: shown, progress: latestProgress(task.id))
         snapshot.note = retryNote(task.id)
+        // Another node's download: its speed as seen from its saved progress.
+        if !isRunning(task.id), snapshot.bytesPerSecond == nil { snapshot.bytesPerSecond = remoteSpeed(task.id) }
         return snapshot
     }
 
@@ -195,7 +227,7 @@ extension LocalSession {
             id: task.id, url: task.url, state: task.state, priority: task.priority, bytes: progress?.bytes ?? task.bytes,
             total: progress?.total ?? task.total, bytesPerSecond: progress?.bytesPerSecond,
             filePath: task.filePath ?? Self.filePath(of: task.destination),
-            error: task.error)
+            error: task.error, node: task.node)
     }
 
     /// Runs the completion callback, then the session's completion command and the task's own, for a finished or

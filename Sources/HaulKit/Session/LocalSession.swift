@@ -5,7 +5,11 @@ import Foundation
 package actor LocalSession: SessionBackend {
     nonisolated let identifier: String
     let configuration: SessionConfiguration
-    package nonisolated let store: TaskStore
+    package nonisolated let store: any SessionStore
+    /// The store as a fleet's, when several daemons share it: the session claims its tasks from it.
+    nonisolated let shared: (any SharedSessionStore)?
+    /// A fleet node's leases, claims and view of the others (LocalSession+Fleet.swift).
+    var fleet = FleetBookkeeping()
     package nonisolated let engine: TransferEngine
     /// The tasks' resume records, in `store` (the engine's records too).
     nonisolated let records: SessionRecords
@@ -36,7 +40,7 @@ package actor LocalSession: SessionBackend {
     private var subscribers: [UUID: Subscriber] = [:]
     private struct Subscriber {
         var filter: String?
-        var yield: @Sendable (SessionEvent, Int64?) -> Void
+        var yield: @Sendable (SessionEvent, Int64?, String?) -> Void
         var finish: @Sendable () -> Void
     }
     /// Finished and failed events go to the store's journal, in the same transaction as the task's state.
@@ -50,7 +54,10 @@ package actor LocalSession: SessionBackend {
 
     /// With `journaling` (the daemon's sessions), finished and failed events go to the store's journal, and a task
     /// that was running when ``maxUnendedStarts`` processes in a row died is failed instead of resumed again.
-    package init(identifier: String, configuration: SessionConfiguration, journaling: Bool = false) async throws {
+    /// `store` keeps the session (default: its SQLite file under `HAUL_HOME/sessions/<identifier>/`).
+    package init(
+        identifier: String, configuration: SessionConfiguration, journaling: Bool = false, store: (any SessionStore)? = nil
+    ) async throws {
         try Self.validate(identifier: identifier)
         let folder = Self.folder(identifier, home: configuration.home)
         try POSIX.makePrivateDirectories(folder, root: configuration.home.path)
@@ -61,7 +68,8 @@ package actor LocalSession: SessionBackend {
         self.lock = try FileLock(
             path: folder + "/session.lock",
             busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first", reason: .busy))
-        self.store = try TaskStore(path: folder + "/tasks.sqlite")
+        self.store = try store ?? TaskStore(path: folder + "/tasks.sqlite")
+        self.shared = self.store as? any SharedSessionStore
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
         engineConfiguration.proxies = configuration.proxies
@@ -72,7 +80,7 @@ package actor LocalSession: SessionBackend {
         // Many files from one host: over HTTP/2 they are streams of one connection (large files keep HTTP/1.1).
         engineConfiguration.multiplexesHTTP2 = true
         // The tasks' resume records live in the session's store with the tasks (one store for a task's progress).
-        self.records = SessionRecords(store: store, files: TransferRecordStore(home: configuration.home))
+        self.records = SessionRecords(store: self.store, files: TransferRecordStore(home: configuration.home))
         self.engine = TransferEngine(records: records, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
         var defaults = DownloadDefaults()
@@ -83,19 +91,25 @@ package actor LocalSession: SessionBackend {
         defaults.progressInterval = configuration.progressInterval
         self.downloadDefaults = defaults
         // Tasks still stored as running were running when the last process stopped. One that two processes in
-        // a row died running (it may be what kills them) fails instead of being resumed a third time.
-        let stale = try store.tasks(in: .running)
-        let starts = failsCrashingTasks ? try store.unendedStarts(ids: stale.map(\.id)) : [:]
+        // a row died running (it may be what kills them) fails instead of being resumed a third time. In a fleet,
+        // only this node's: another node's are claimed when its lease expires, by the same rule.
+        let node = shared?.node
+        let stale = try await self.store.tasks(in: .running).filter { node == nil || $0.node == node }
+        let starts = failsCrashingTasks ? try await self.store.unendedStarts(ids: stale.map(\.id)) : [:]
         let crashing = stale.map(\.id).filter { starts[$0, default: 0] >= Self.maxUnendedStarts }
         let resume = configuration.resumeRunningTasksOnRelaunch
-        _ = try store.updateAll(ids: stale.map(\.id).filter { starts[$0, default: 0] < Self.maxUnendedStarts }) {
+        _ = try await self.store.updateAll(ids: stale.map(\.id).filter { starts[$0, default: 0] < Self.maxUnendedStarts }) {
             $0.state = TaskTransitions.restored($0.state, resumeRunning: resume)
         }
-        failTasksThatStoppedTheProcess(crashing)
-        for task in try store.tasks(in: .waiting) { noteStored(task) }
+        await failTasksThatStoppedTheProcess(crashing)
         // A host found to speak HTTP/2 may run more of the session's downloads at once (as streams).
         engine.connections.onMultiplexed { [weak self] _ in
             Task { await self?.schedule() }
+        }
+        if let shared {
+            try await startFleetLoops(shared)
+        } else {
+            for task in try await self.store.tasks(in: .waiting) { noteStored(task) }
         }
         await schedule()
     }
@@ -103,8 +117,8 @@ package actor LocalSession: SessionBackend {
     // MARK: Adding and controlling tasks
 
     /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
-    package func add(_ requests: [DownloadRequest]) throws -> [TaskSnapshot] {
-        let results = try store.add(requests.map(anchored))
+    package func add(_ requests: [DownloadRequest]) async throws -> [TaskSnapshot] {
+        let results = try await store.add(requests.map(anchored))
         for (task, created) in results where created {
             noteStored(task)
             emit(.added(snapshot(of: task)))
@@ -122,26 +136,30 @@ package actor LocalSession: SessionBackend {
 
     /// Applies `command` to the tasks `ids` (every task when `nil`).
     package func apply(_ command: TaskCommand, to ids: [String]?) async throws {
-        try await self.command(command, ids ?? store.tasks().map(\.id))
+        let all = ids == nil ? try await store.tasks().map(\.id) : []
+        try await self.command(command, ids ?? all)
     }
 
     package func remove(_ ids: [String]?, deleteFile: Bool) async throws {
-        for id in try ids ?? store.tasks().map(\.id) {
-            guard let task = try store.task(id: id) else { continue }
+        let all = ids == nil ? try await store.tasks().map(\.id) : []
+        for id in ids ?? all {
+            guard let task = try await store.task(id: id) else { continue }
             if running[id] != nil { await stop(id, as: .cancel) }
+            // In a fleet, a task another node runs is removed by that node (or here, when no node holds it).
+            if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }
             let options = self.options(for: task)
             if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
                 OpenDirectory.unlink(path)
             }
             engine.discardPartialData(options)
-            try store.remove(ids: [id])
+            try await store.remove(ids: [id])
             forget(id)
         }
         await schedule()
     }
 
     package func setPriority(_ priority: Int, for ids: [String]) async throws {
-        for task in try store.updateAll(ids: ids, { $0.priority = priority }) { noteStored(task) }
+        for task in try await store.updateAll(ids: ids, { $0.priority = priority }) { noteStored(task) }
         await schedule()
     }
 
@@ -150,42 +168,43 @@ package actor LocalSession: SessionBackend {
         await schedule()
     }
 
-    func tasks() throws -> [TaskSnapshot] {
-        try store.tasks().map(snapshot(of:))
+    func tasks() async throws -> [TaskSnapshot] {
+        try await store.tasks().map(snapshot(of:))
     }
 
     /// Up to `limit` tasks added after the one with sequence `sequence`, each with its sequence (a page).
-    package func tasks(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, task: TaskSnapshot)] {
-        try store.tasks(after: sequence, limit: limit).map { ($0.sequence, snapshot(of: $0)) }
+    package func tasks(after sequence: Int64, limit: Int) async throws -> [(sequence: Int64, task: TaskSnapshot)] {
+        try await store.tasks(after: sequence, limit: limit).map { ($0.sequence, snapshot(of: $0)) }
     }
 
     /// The tasks of `ids` that exist, in the order added, each with its sequence.
-    package func tasks(ids: [String]) throws -> [(sequence: Int64, task: TaskSnapshot)] {
-        try store.tasks(ids: ids).map { ($0.sequence, snapshot(of: $0)) }
+    package func tasks(ids: [String]) async throws -> [(sequence: Int64, task: TaskSnapshot)] {
+        try await store.tasks(ids: ids).map { ($0.sequence, snapshot(of: $0)) }
     }
 
-    func task(_ id: String) throws -> TaskSnapshot? {
-        try store.task(id: id).map(snapshot(of:))
+    func task(_ id: String) async throws -> TaskSnapshot? {
+        try await store.task(id: id).map(snapshot(of:))
     }
 
     // MARK: Events
 
     func events(filter: String?) -> AsyncStream<SessionEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .unbounded)
-        subscribe(filter: filter, continuation) { event, _ in continuation.yield(event) }
+        subscribe(filter: filter, continuation) { event, _, _ in continuation.yield(event) }
         return stream
     }
 
-    /// Every event with its journal sequence (finished and failed events of a journaling session).
-    package func journaledEvents() -> AsyncStream<(event: SessionEvent, sequence: Int64?)> {
+    /// Every event with its journal sequence (finished and failed events of a journaling session), and in a fleet the
+    /// node whose change it reports when that is another node.
+    package func journaledEvents() -> AsyncStream<(event: SessionEvent, sequence: Int64?, node: String?)> {
         let (stream, continuation) = AsyncStream.makeStream(
-            of: (event: SessionEvent, sequence: Int64?).self, bufferingPolicy: .unbounded)
-        subscribe(filter: nil, continuation) { event, sequence in continuation.yield((event, sequence)) }
+            of: (event: SessionEvent, sequence: Int64?, node: String?).self, bufferingPolicy: .unbounded)
+        subscribe(filter: nil, continuation) { event, sequence, node in continuation.yield((event, sequence, node)) }
         return stream
     }
 
     private func subscribe<T>(
-        filter: String?, _ continuation: AsyncStream<T>.Continuation, yield: @escaping @Sendable (SessionEvent, Int64?) -> Void
+        filter: String?, _ continuation: AsyncStream<T>.Continuation, yield: @escaping @Sendable (SessionEvent, Int64?, String?) -> Void
     ) {
         let key = UUID()
         subscribers[key] = Subscriber(filter: filter, yield: yield, finish: { continuation.finish() })
@@ -197,9 +216,10 @@ package actor LocalSession: SessionBackend {
     /// Event streams open now (tests wait for a subscriber before acting).
     var subscriberCount: Int { subscribers.count }
 
-    func emit(_ event: SessionEvent, sequence: Int64? = nil) {
+    /// Tells the subscribers; `node`: another node of the fleet made the change.
+    func emit(_ event: SessionEvent, sequence: Int64? = nil, from node: String? = nil) {
         for (_, subscriber) in subscribers where subscriber.filter == nil || subscriber.filter == event.taskID {
-            subscriber.yield(event, sequence)
+            subscriber.yield(event, sequence, node)
         }
     }
 
@@ -213,12 +233,12 @@ package actor LocalSession: SessionBackend {
     }
 
     package func isIdle() -> Bool {
-        running.isEmpty && queue.isEmpty
+        running.isEmpty && queue.isEmpty && (shared == nil || !fleet.mayHaveWork)
     }
 
-    /// Tasks running or waiting to run.
+    /// Tasks running or waiting to run (in a fleet: running here, and one more while a claim may find work).
     package func activeTaskCount() -> Int {
-        running.count + queue.count
+        running.count + queue.count + (shared != nil && fleet.mayHaveWork ? 1 : 0)
     }
 
     // MARK: Bookkeeping for the running tasks
@@ -257,8 +277,10 @@ package actor LocalSession: SessionBackend {
 
     /// How many of the session's downloads may run against `host` at once: its per-host limit, or, for a host that
     /// speaks HTTP/2 (its downloads are streams of one connection), as many as the session runs.
+    /// A fleet-wide per-host limit caps it too.
     func maxDownloads(to host: String) -> Int {
-        engine.connections.isMultiplexed(host) ? max(currentMaxConcurrent, configuration.maxDownloadsPerHost) : configuration.maxDownloadsPerHost
+        let own = engine.connections.isMultiplexed(host) ? max(currentMaxConcurrent, configuration.maxDownloadsPerHost) : configuration.maxDownloadsPerHost
+        return min(own, configuration.fleetMaxConnectionsPerHost ?? Int.max)
     }
 
     /// Why the waiting task `id` has not started although the session has room: its host's limit is reached.
@@ -280,6 +302,8 @@ package actor LocalSession: SessionBackend {
         return nil
     }
     func isRunning(_ id: String) -> Bool { running[id] != nil }
+    /// Asks a running task to stop, without waiting.
+    func cancelRunning(_ id: String) { running[id]?.cancel() }
     func track(_ id: String, _ task: Task<Void, Never>) { running[id] = task }
 
     /// Forgets a running task; returns what the user had asked of it while it stopped.
@@ -323,8 +347,8 @@ package actor LocalSession: SessionBackend {
 
     /// Where task `id`'s bytes are: a running segmented download's segments, else its first `bytes`; nil when
     /// the session has no such task.
-    package func segmentMap(_ id: String) throws -> SegmentMap? {
-        guard let task = try store.task(id: id) else { return nil }
+    package func segmentMap(_ id: String) async throws -> SegmentMap? {
+        guard let task = try await store.task(id: id) else { return nil }
         let latest = progress[id]
         if task.state == .running, let latest, let segments = latest.segments, let total = latest.total {
             return SegmentMap(total: total, segments: segments, fetching: latest.fetching)
@@ -365,14 +389,25 @@ package actor LocalSession: SessionBackend {
         let stoppingIDs = Array(running.keys)
         let stopping = Array(running.values)
         let files = startedFiles
+        stopFleetLoops()
         for task in stopping { task.cancel() }
         for task in stopping { await task.value }
         // They stopped in order: a crash did not happen while they ran.
-        try? store.clearStarts(ids: stoppingIDs)
-        // Where each one writes was only in memory until now.
-        for (id, file) in files {
-            _ = try? store.update(id: id) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+        try? await store.clearStarts(ids: stoppingIDs)
+        // Where each one writes was only in memory until now. In a fleet, each is given back at once (as it would be
+        // restored here), so that another node goes on with it instead of waiting for its lease to expire.
+        let resume = configuration.resumeRunningTasksOnRelaunch
+        for id in stoppingIDs {
+            let file = files[id]
+            let giveBack = shared != nil
+            _ = await write(for: id, retrying: false) { lease in
+                try await self.store.update(id: id, lease: lease) {
+                    if let file { $0.filePath = file.path; $0.total = file.total ?? $0.total }
+                    if giveBack { $0.state = TaskTransitions.restored($0.state, resumeRunning: resume) }
+                }
+            }
         }
+        fleet.leases = [:]
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
         try? await engine.shutdown()

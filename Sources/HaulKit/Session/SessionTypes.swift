@@ -6,6 +6,10 @@ public struct SessionConfiguration: Sendable {
     public var maxConcurrentDownloads = 3
     /// Downloads running at once against one host.
     public var maxDownloadsPerHost = 8
+    /// Connections to one host from every node of a fleet together (`nil`: no such limit). Under it each download
+    /// uses one connection, and a node claims a host's task only while the fleet runs fewer than this many of that
+    /// host's downloads: ten nodes stay as polite to a server as one. On one machine it caps that machine's.
+    public var fleetMaxConnectionsPerHost: Int?
     /// Retries of each task; a task's own ``DownloadSpec/maxRetries`` and ``DownloadSpec/retryWait`` win.
     public var retry = RetryPolicy()
     /// A download that receives nothing for this long is retried.
@@ -123,11 +127,13 @@ public struct TaskSnapshot: Equatable, Sendable {
     public var note: String? = nil
     /// The protocol a finished task's bytes came over (`HTTP/1.1` or `HTTP/2`), in the event of its end.
     public var httpVersion: String? = nil
+    /// In a fleet, the node that runs the task (or ran it last); `nil` on one machine.
+    public var node: String? = nil
 
     /// A task as it stands (for a ``CompletionCommand`` run outside a session, say).
     public init(
         id: String, url: String, state: TaskState, priority: Int = 0, bytes: Int64, total: Int64? = nil,
-        bytesPerSecond: Double? = nil, filePath: String? = nil, error: HaulError? = nil, note: String? = nil
+        bytesPerSecond: Double? = nil, filePath: String? = nil, error: HaulError? = nil, note: String? = nil, node: String? = nil
     ) {
         self.id = id
         self.url = url
@@ -139,6 +145,7 @@ public struct TaskSnapshot: Equatable, Sendable {
         self.filePath = filePath
         self.error = error
         self.note = note
+        self.node = node
     }
 }
 

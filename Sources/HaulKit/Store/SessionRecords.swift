@@ -15,17 +15,37 @@ import NIOConcurrencyHelpers
 /// processes. A record file left by `haul get` (or by a session of an earlier haul) for the same destination is taken
 /// into the store when the store has none, so its bytes are continued.
 package struct SessionRecords: ResumeRecords {
-    let store: TaskStore
+    let store: any SessionStore
     let files: TransferRecordStore
+    /// The task whose download uses these records and its lease, in a shared store: every write is fenced by it.
+    let fence: RecordFence?
     /// Final records waiting for their task's conclusion, by key (shared by copies of this value).
-    private let finals = NIOLockedValueBox<[String: String]>([:])
+    private let finals: NIOLockedValueBox<[String: String]>
+    /// A fleet's records that could not be saved while the store was out of reach, the latest of each key, with the
+    /// fence of each: saved when the store is back (shared by copies of this value).
+    private let unsaved: NIOLockedValueBox<[String: (record: StoredRecord, choice: StoredRecord?, fence: RecordFence)]>
 
-    package init(store: TaskStore, files: TransferRecordStore) {
-        self.store = store
-        self.files = files
+    package init(store: any SessionStore, files: TransferRecordStore) {
+        self.init(store: store, files: files, fence: nil, finals: NIOLockedValueBox([:]), unsaved: NIOLockedValueBox([:]))
     }
 
-    /// Keeps a finished download's final record for ``writeFinal(destinationPath:_:)``, which the session calls in the
+    private init(
+        store: any SessionStore, files: TransferRecordStore, fence: RecordFence?, finals: NIOLockedValueBox<[String: String]>,
+        unsaved: NIOLockedValueBox<[String: (record: StoredRecord, choice: StoredRecord?, fence: RecordFence)]>
+    ) {
+        self.store = store
+        self.files = files
+        self.fence = fence
+        self.finals = finals
+        self.unsaved = unsaved
+    }
+
+    /// The same records, each write fenced by `fence` (one task's download in a fleet).
+    package func fenced(by fence: RecordFence) -> SessionRecords {
+        SessionRecords(store: store, files: files, fence: fence, finals: finals, unsaved: unsaved)
+    }
+
+    /// Keeps a finished download's final record for ``takeFinal(destinationPath:)``, which the session writes in the
     /// transaction that concludes the task: one write less per download. Should the process die before that, the
     /// first record stays, naming a partial file that is gone and a destination of its whole length, which a rerun
     /// recognises as complete (``DownloadJob/isMovedIntoPlace(_:)``); so only a record of a known length waits.
@@ -36,11 +56,11 @@ package struct SessionRecords: ResumeRecords {
         return true
     }
 
-    /// Writes the final record kept for `destinationPath`, if any, in the caller's transaction.
-    func writeFinal(destinationPath: String, _ db: Database) throws {
+    /// The final record kept for `destinationPath`, if any, for the task's conclusion to write.
+    package func takeFinal(destinationPath: String) -> StoredRecord? {
         let key = TransferRecord.key(destinationPath: destinationPath)
-        guard let text = finals.withLockedValue({ $0.removeValue(forKey: key) }) else { return }
-        try db.cachedStatement(sql: Self.saveSQL).execute(arguments: [key, text])
+        unsaved.withLockedValue { _ = $0.removeValue(forKey: key) }
+        return finals.withLockedValue { $0.removeValue(forKey: key) }.map { StoredRecord(key: key, value: $0) }
     }
 
     /// The store's record, else a record file left for the destination (read, not taken: see ``claim(_:)``).
@@ -62,9 +82,7 @@ package struct SessionRecords: ResumeRecords {
     private func stored(_ key: String) throws(HaulError) -> TransferRecord? {
         let text: String?
         do {
-            text = try store.readStatement { db in
-                try String.fetchOne(try db.cachedStatement(sql: "SELECT record FROM transfer WHERE key = ?"), arguments: [key])
-            }
+            text = try store.record(key: key)
         } catch {
             throw Self.storeError(error)
         }
@@ -72,20 +90,12 @@ package struct SessionRecords: ResumeRecords {
         do {
             return try JSONDecoder().decode(TransferRecord.self, from: Data(text.utf8))
         } catch {
-            throw HaulError(.fileSystem, "the resume state of a download in \(store.path) is damaged; remove the task and add it again")
+            throw HaulError(.fileSystem, "the resume state of a download in \(store.location) is damaged; remove the task and add it again")
         }
     }
 
     package func save(_ record: TransferRecord, durable: Bool) throws(HaulError) {
-        let text = try Self.encode(record)
-        do {
-            // One statement: atomic and as durable as a transaction in SQLite's autocommit, without BEGIN and COMMIT.
-            try store.writeStatement { db in
-                try db.cachedStatement(sql: Self.saveSQL).execute(arguments: [record.key, text])
-            }
-        } catch {
-            throw Self.storeError(error)
-        }
+        try write(StoredRecord(key: record.key, value: record.jsonText), choice: nil)
     }
 
     /// The record and a `--dir` download's chosen name in one transaction of the store.
@@ -94,21 +104,45 @@ package struct SessionRecords: ResumeRecords {
             choice?.remember(record.destinationPath)
             return try save(record, durable: false)
         }
-        let text = try Self.encode(record)
+        try write(
+            StoredRecord(key: record.key, value: record.jsonText), choice: StoredRecord(key: stored.key, value: record.destinationPath))
+    }
+
+    /// Saves a record. In a fleet, one that cannot be saved because the store is out of reach is kept and saved when
+    /// it is back (``saveUnsaved()``), and the download goes on: the store's record then lags the durable bytes, so a
+    /// resume from it is only longer, never wrong; the lease (by its deadline) bounds how long.
+    private func write(_ record: StoredRecord, choice: StoredRecord?) throws(HaulError) {
         do {
-            try store.write { db in
-                try db.cachedStatement(sql: Self.choiceSQL).execute(arguments: [stored.key, record.destinationPath])
-                try db.cachedStatement(sql: Self.saveSQL).execute(arguments: [record.key, text])
-            }
+            try store.save(record, choice: choice, fence: fence)
+            unsaved.withLockedValue { _ = $0.removeValue(forKey: record.key) }
+        } catch SessionStoreError.unavailable(let message) {
+            guard let fence else { throw SessionStoreError.unavailable(message).haulError }
+            unsaved.withLockedValue { $0[record.key] = (record, choice, fence) }
         } catch {
             throw Self.storeError(error)
         }
     }
 
-    private static let saveSQL = "INSERT OR REPLACE INTO transfer (key, record) VALUES (?, ?)"
-    private static let choiceSQL = "INSERT OR REPLACE INTO choice (key, path) VALUES (?, ?)"
+    /// Saves the records kept while the store was out of reach (each still fenced by its lease); those of a lease
+    /// lost meanwhile are dropped. Stops at the first that cannot be saved yet.
+    package func saveUnsaved() {
+        let waiting = unsaved.withLockedValue { $0 }
+        for (key, entry) in waiting {
+            do {
+                try store.save(entry.record, choice: entry.choice, fence: entry.fence)
+            } catch SessionStoreError.unavailable {
+                return
+            } catch {
+                // Fenced off (another node has the task) or refused: this record is no one's to save now.
+            }
+            unsaved.withLockedValue { unsaved in
+                if unsaved[key]?.record == entry.record { unsaved[key] = nil }
+            }
+        }
+    }
 
-    private static func encode(_ record: TransferRecord) throws(HaulError) -> String { record.jsonText }
+    /// Whether records wait to be saved (a fleet whose store was out of reach).
+    package var hasUnsaved: Bool { unsaved.withLockedValue { !$0.isEmpty } }
 
     /// Reads the records of another process's session store, over one connection kept open (for tests that look
     /// again and again while a download runs): nothing is migrated or written.
@@ -148,9 +182,8 @@ package struct SessionRecords: ResumeRecords {
 
     package func remove(_ key: String) {
         finals.withLockedValue { _ = $0.removeValue(forKey: key) }
-        _ = try? store.writeStatement { db in
-            try db.cachedStatement(sql: "DELETE FROM transfer WHERE key = ?").execute(arguments: [key])
-        }
+        unsaved.withLockedValue { _ = $0.removeValue(forKey: key) }
+        try? store.removeRecord(key: key)
         files.remove(key)
     }
 
@@ -169,24 +202,17 @@ package struct SessionRecords: ResumeRecords {
     }
 
     private func chosen(_ key: String) -> String? {
-        let path = try? store.readStatement { db in
-            try String.fetchOne(try db.cachedStatement(sql: "SELECT path FROM choice WHERE key = ?"), arguments: [key])
-        }
-        return path.flatMap { $0 }
+        (try? store.choice(key: key)).flatMap { $0 }
     }
 
     fileprivate func setChoice(_ key: String, _ path: String?) {
-        _ = try? store.writeStatement { db in
-            if let path {
-                try db.cachedStatement(sql: Self.choiceSQL).execute(arguments: [key, path])
-            } else {
-                try db.cachedStatement(sql: "DELETE FROM choice WHERE key = ?").execute(arguments: [key])
-            }
-        }
+        try? store.setChoice(key: key, path: path)
     }
 
     private static func storeError(_ error: any Error) -> HaulError {
-        error as? HaulError ?? HaulError(.fileSystem, "the session store could not be used: \(error)")
+        if let error = error as? HaulError { return error }
+        if let error = error as? SessionStoreError { return error.haulError }
+        return HaulError(.fileSystem, "the session store could not be used: \(error)")
     }
 }
 

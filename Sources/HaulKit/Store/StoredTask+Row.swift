@@ -53,7 +53,7 @@ extension StoredTask {
     }
 
     /// The unique key of a destination: its kind and path (`"file"` or `"directory"`).
-    static func key(of destination: DownloadSpec.Destination?) -> (kind: String, path: String) {
+    package static func key(of destination: DownloadSpec.Destination?) -> (kind: String, path: String) {
         switch destination {
         case .file(let path)?: return ("file", path)
         case .directory(let folder)?: return ("directory", folder)
@@ -95,19 +95,19 @@ struct StoreDecodingError: Error, CustomStringConvertible {
 /// A task's spec in its column: the spec's one JSON shape. The specs last written or read are kept by their text, so
 /// that a session reading a task again and again as it runs (to start it, to save its progress, to conclude it)
 /// parses its JSON once, not at every read: for thousands of small files that parsing cost more than the rest.
-enum SpecColumn {
+package enum SpecColumn {
     private static let recent = NIOLockedValueBox<[String: DownloadSpec]>([:])
     /// More than a session runs at once by far; when full, the cache starts over.
     private static let capacity = 20_000
 
-    static func encode(_ spec: DownloadSpec) -> String {
+    package static func encode(_ spec: DownloadSpec) -> String {
         let text = spec.json.serialized
         remember(text, spec)
         return text
     }
 
     /// The spec the text describes; `nil` when it is not a valid spec with a destination.
-    static func decode(_ text: String) -> DownloadSpec? {
+    package static func decode(_ text: String) -> DownloadSpec? {
         if let known = recent.withLockedValue({ $0[text] }) { return known }
         guard let spec = DownloadSpec.parse(text), spec.destination != nil else { return nil }
         remember(text, spec)

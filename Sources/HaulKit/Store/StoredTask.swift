@@ -22,6 +22,20 @@ package struct StoredTask: Equatable, Sendable {
     public var createdAt: Double
     /// Unix seconds.
     public var updatedAt: Double
+    /// In a fleet, the node that runs the task, or ran it last (`nil` for a waiting task, and in a store of one
+    /// process). Only a claim sets it.
+    public var node: String? = nil
+    /// In a fleet, raised by one at each claim of the task: with ``node``, the lease it runs under. Only a claim
+    /// changes it.
+    public var epoch: Int64 = 0
+    /// In a fleet, what a user asked of the task while another node runs it; that node carries it out.
+    public var requested: TaskRequest? = nil
+
+    /// The lease the task runs under, in a fleet.
+    public var lease: TaskLease? {
+        guard state == .running, let node else { return nil }
+        return TaskLease(node: node, epoch: epoch)
+    }
 
     public init(
         id: String, sequence: Int64, spec: DownloadSpec, priority: Int = 0, state: TaskState = .waiting, bytes: Int64 = 0,
@@ -67,4 +81,15 @@ package struct StoredTask: Equatable, Sendable {
         guard let kind = errorKind.flatMap(HaulError.Kind.init(rawValue:)) else { return nil }
         return HaulError(kind, errorMessage ?? "", reason: FailureReasonJSON.decode(errorReason) ?? .other)
     }
+}
+
+/// What a user asked of a task that another node of the fleet runs: that node stops it and carries it out (or, when
+/// the node is gone, the node that takes the task over).
+package enum TaskRequest: String, Sendable, Equatable {
+    /// Stop it, bytes kept (paused).
+    case pause
+    /// Stop it for good, partial data deleted (cancelled).
+    case cancel
+    /// Stop it and remove the task, partial data deleted.
+    case remove
 }

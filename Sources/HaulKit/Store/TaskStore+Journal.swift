@@ -11,6 +11,14 @@ package struct JournalEntry: Equatable, Sendable {
     public var payload: String
     /// Unix seconds.
     public var createdAt: Double
+
+    package init(sequence: Int64, taskID: String, kind: String, payload: String, createdAt: Double) {
+        self.sequence = sequence
+        self.taskID = taskID
+        self.kind = kind
+        self.payload = payload
+        self.createdAt = createdAt
+    }
 }
 
 extension TaskStore {

@@ -54,25 +54,3 @@ extension TaskStore {
         }
     }
 }
-
-extension TaskStore {
-    /// A task's run ended: applies `change` (its new state among others), forgets its start, runs `also` (the
-    /// session's other writes about the end, such as the download's final record) and, with `journaling`, appends
-    /// a journal entry about the result (`payload` of the changed task) — all in one transaction, so a crash
-    /// keeps all or none. Returns the state it was in, the changed task and the entry's sequence (when journaling),
-    /// or `nil` when there is no such task.
-    public func conclude(
-        id: String, journaling kind: String? = nil, payload: @escaping (StoredTask) -> String = { _ in "" },
-        alsoWriting also: (Database) throws -> Void = { _ in }, _ change: (inout StoredTask) -> Void
-    ) throws -> (old: TaskState, task: StoredTask, sequence: Int64?)? {
-        let now = Self.now()
-        return try write { db in
-            var old: TaskState?
-            guard let task = try Self.update(id: id, db, now: now, { old = $0.state; change(&$0) }), let old else { return nil }
-            try db.cachedStatement(sql: "DELETE FROM task_start WHERE id = ?").execute(arguments: [id])
-            try also(db)
-            guard let kind else { return (old, task, nil) }
-            return (old, task, try Self.appendJournal(id: id, kind: kind, payload: payload(task), db, now: now))
-        }
-    }
-}

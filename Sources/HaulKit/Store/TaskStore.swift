@@ -171,9 +171,9 @@ package final class TaskStore: Sendable {
         try read { db in try String.fetchOne(db, sql: sql) }
     }
 
-    static func now() -> Double { Date().timeIntervalSince1970 }
+    package static func now() -> Double { Date().timeIntervalSince1970 }
 
-    static func validate(_ task: DownloadRequest) throws(HaulError) {
+    package static func validate(_ task: DownloadRequest) throws(HaulError) {
         if let id = task.id, id.isEmpty { throw HaulError(.usage, "a task id cannot be empty") }
         switch task.destination {
         case .file(let path)?, .directory(let path)?:
@@ -225,6 +225,10 @@ package final class TaskStore: Sendable {
         task.sequence = original.sequence
         task.spec = original.spec
         task.createdAt = original.createdAt
+        // A store of one process keeps no node, claim or request (a fleet's claims set them).
+        task.node = original.node
+        task.epoch = original.epoch
+        task.requested = original.requested
         task.updatedAt = now
         try db.cachedStatement(sql: StoredTask.updateSQL).execute(arguments: task.updateArguments())
         return task

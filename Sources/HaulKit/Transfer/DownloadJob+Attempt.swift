@@ -166,6 +166,7 @@ extension DownloadJob {
                         bytes = UnsafeRawBufferPointer(rebasing: raw[count...])
                     }
                     guard !mismatch, !bytes.isEmpty else { return }
+                    try options.leaseGate?.check()
                     try file.write(bytes, at: point.offset)
                     hasher?.update(bytes)
                     point.offset += Int64(bytes.count)

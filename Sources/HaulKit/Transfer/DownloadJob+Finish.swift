@@ -37,9 +37,12 @@ extension DownloadJob {
         let source = Self.name(publish.adoptedPath ?? record.partialPath), destination = Self.name(record.destinationPath)
         let remoteTime = options.keepsRemoteTime ? point.validators.lastModified : nil
         let replacing = options.overwrite || publish.replacesDestination || source == destination
+        // In a fleet, a node that lost the task's lease must not move the file into place.
+        let gate = options.leaseGate
         try await BlockingIO.run {
             if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
             try file.sync()
+            try gate?.check()
             try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
         }
         await DirectorySyncer.shared.sync(folder)

@@ -85,7 +85,7 @@ extension DownloadJob {
         let download = SegmentedDownload(
             sender: sender, url: requestURL, file: file, validators: point.validators, total: total,
             coordinator: coordinator, retry: options.retry, events: events, logger: logger,
-            connections: engine.connections, connectionID: connectionID, host: host)
+            connections: engine.connections, connectionID: connectionID, host: host, leaseGate: options.leaseGate)
         let monitor = SegmentMonitor(
             checkpointer: checkpointer, record: base, file: file, events: events,
             checkpointInterval: options.checkpointInterval, startTime: startTime)

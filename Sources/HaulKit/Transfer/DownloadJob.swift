@@ -61,8 +61,8 @@ final class DownloadJob {
         self.engine = engine
         self.options = options
         self.events = events
-        self.store = engine.store
-        self.checkpointer = Checkpointer(store: engine.store)
+        self.store = options.records ?? engine.store
+        self.checkpointer = Checkpointer(store: options.records ?? engine.store)
         self.connectionID = engine.connections.makeID()
         self.host = Origin.authority(of: options.url)
         self.machine = DownloadMachine(DownloadMachine.Configuration(

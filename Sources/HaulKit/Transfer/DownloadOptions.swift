@@ -62,6 +62,12 @@ public struct DownloadOptions: Sendable {
     public var checkpointInterval: Duration = .seconds(1)
     /// How often progress events are emitted at most.
     public var progressInterval: Duration = .milliseconds(250)
+    /// Where this download's resume records are kept, when not the engine's (a fleet's task: its writes fenced by
+    /// the task's lease).
+    package var records: (any ResumeRecords)?
+    /// In a fleet, whether the node still holds the task: checked before every write to the file and before the
+    /// move into place.
+    package var leaseGate: LeaseGate?
 
     /// A download of `url` to `destination` with every other setting at its default.
     public init(url: URL, destination: Destination) {

@@ -28,6 +28,8 @@ struct SegmentedDownload: Sendable {
     let connections: HostConnections
     let connectionID: Int
     let host: String
+    /// In a fleet, whether the node still holds the task (checked before every write).
+    var leaseGate: LeaseGate?
 
     /// Runs `connections` workers until every byte is written. `first` is an open response body for an
     /// already-claimed segment (the answer to the range probe). `monitor` is called every `interval`
@@ -187,6 +189,7 @@ struct SegmentedDownload: Sendable {
             for try await buffer in body {
                 let count = min(Int64(buffer.readableBytes), allowance)
                 if count > 0 {
+                    try leaseGate?.check()
                     try buffer.withUnsafeReadableBytes { raw in
                         try file.write(UnsafeRawBufferPointer(rebasing: raw[0..<Int(count)]), at: next)
                     }

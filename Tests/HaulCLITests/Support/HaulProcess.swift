@@ -219,9 +219,13 @@ final class Sandbox: @unchecked Sendable {
         return environment
     }
 
-    /// Starts `haul ARGS` (or `binary ARGS`) with HAUL_HOME = `home` in `work`.
-    func start(_ arguments: [String], input: Data? = nil, standardInput: FileHandle? = nil, binary: String? = nil) throws -> HaulRun {
-        let environment = self.environment
+    /// Starts `haul ARGS` (or `binary ARGS`) with HAUL_HOME = `home` in `work`; `changes` set or replace variables
+    /// of that environment (another HAUL_HOME, say).
+    func start(
+        _ arguments: [String], input: Data? = nil, standardInput: FileHandle? = nil, binary: String? = nil,
+        environment changes: [String: String] = [:]
+    ) throws -> HaulRun {
+        let environment = self.environment.merging(changes) { _, new in new }
         let run = try lock.withLock {
             let run = try HaulRun(
                 binary: try binary ?? HaulBinary.path(), arguments: arguments, environment: environment,

@@ -158,13 +158,14 @@ import Testing
         configuration.defaultHeaders = ["A": "b"]
         configuration.resumeRunningTasksOnRelaunch = false
         configuration.stallTimeout = .seconds(12)
+        configuration.fleetMaxConnectionsPerHost = 4
         var copy = SessionConfiguration()
         try DaemonProtocol.apply(Params(try #require(DaemonProtocol.encode(configuration).objectValue)), to: &copy)
         #expect(DaemonProtocol.encode(copy) == DaemonProtocol.encode(configuration))
 
         for members: [String: JSONValue] in [
             ["maxConcurrentDownloads": -1], ["maxDownloadsPerHost": 0], ["rateLimit": 0], ["defaultDirectory": "rel"],
-            ["stallTimeout": 0], ["progressInterval": "fast"],
+            ["stallTimeout": 0], ["progressInterval": "fast"], ["fleetMaxConnectionsPerHost": 0], ["fleetMaxConnectionsPerHost": 10_001],
         ] {
             var target = SessionConfiguration()
             #expect(throws: RPCError.self, "\(members)") { try DaemonProtocol.apply(Params(members), to: &target) }
@@ -172,6 +173,25 @@ import Testing
         var unchanged = SessionConfiguration()
         try DaemonProtocol.apply(Params(["rateLimit": nil]), to: &unchanged)
         #expect(unchanged.rateLimit == nil, "null clears the limit")
+        unchanged.fleetMaxConnectionsPerHost = 3
+        try DaemonProtocol.apply(Params(["fleetMaxConnectionsPerHost": nil]), to: &unchanged)
+        #expect(unchanged.fleetMaxConnectionsPerHost == nil, "null clears the fleet-wide limit")
+    }
+
+    @Test func aTasksNodeIsSentOnlyInAFleet() throws {
+        let alone = TaskSnapshot(id: "t", url: "https://x/y", state: .running, bytes: 1)
+        #expect(DaemonProtocol.encode(alone)["node"] == nil, "one machine's task JSON is as it was")
+        var fleet = alone
+        fleet.node = "n1"
+        #expect(DaemonProtocol.encode(fleet)["node"] == .string("n1"))
+        #expect(DaemonProtocol.decodeTask(DaemonProtocol.encode(fleet)) == fleet)
+        let node = FleetNode(
+            name: "n1", host: "h", pid: 42, alive: true, stopped: false, secondsSinceSeen: 1.5,
+            leases: [FleetLease(session: "s", taskID: "t", url: "https://user:secret@x/y", bytes: 5, total: 9, secondsLeft: 20)])
+        let wire = DaemonProtocol.encode(node)
+        #expect(!wire.serialized.contains("secret"), "a lease's URL is sent without its credentials")
+        let back = try #require(DaemonProtocol.decodeNode(wire))
+        #expect(back.name == "n1" && back.pid == 42 && back.alive && back.leases.first?.taskID == "t" && back.leases.first?.total == 9)
     }
 
     @Test func socketLocationFollowsTheDocumentedOrder() {

@@ -112,7 +112,8 @@ import Testing
             let log = EventLog { event in
                 if case .progress(let progress) = event, progress.bytes >= 80_000 { box.cancel() }
             }
-            let task = Task { try await engine.download(options, events: log.append) }
+            let first = options
+            let task = Task { try await engine.download(first, events: log.append) }
             box.set(task)
             let error = await expectHaulError(.interrupted) { _ = try await task.value }
             // The library says what happened; the next step (run the command again, resume the task) is the front end's.

@@ -185,7 +185,8 @@ import Testing
             let log = EventLog { event in
                 if case .progress(let progress) = event, progress.bytes >= 1 << 20 { box.cancel() }
             }
-            let task = Task { try await engine.download(options, events: log.append) }
+            let first = options
+            let task = Task { try await engine.download(first, events: log.append) }
             box.set(task)
             await expectHaulError(.interrupted) { _ = try await task.value }
             let record = try #require(sandbox.records().first)

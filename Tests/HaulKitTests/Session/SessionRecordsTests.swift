@@ -117,10 +117,17 @@ import Testing
         }
     }
 
-    @Test func onlyAFinalRecordOfAKnownLengthWaitsAndItIsWrittenOnceWithTheConclusion() throws {
+    @Test func onlyAFinalRecordOfAKnownLengthWaitsAndItIsWrittenOnceWithTheConclusion() async throws {
         let sandbox = try Sandbox()
         defer { sandbox.remove() }
         let store = try TaskStore(path: storePath(sandbox, "waiting"))
+        let task = try store.add(DownloadRequest(url: URL(string: "https://example.com/a")!, destination: .file(sandbox.path("a")))).task
+        /// Concludes the task as the session does, with the final record kept for `destination`, if any.
+        func conclude(_ destination: String) async throws {
+            _ = try await store.conclude(
+                id: task.id, lease: nil, journaling: nil, payload: { _ in "" }, finalRecord: records.takeFinal(destinationPath: destination),
+                { $0.state = .finished })
+        }
         let records = SessionRecords(store: store, files: TransferRecordStore(home: sandbox.home))
         var final = TransferRecord(
             url: "https://example.com/a", destinationPath: sandbox.path("a"), partialPath: sandbox.path("a.haul-part"),
@@ -133,13 +140,13 @@ import Testing
         #expect(!records.deferFinal(running))
         #expect(records.deferFinal(final))
         #expect(try records.load(final.key) == nil, "kept, not written yet")
-        try store.write { db in try records.writeFinal(destinationPath: final.destinationPath, db) }
+        try await conclude(final.destinationPath)
         #expect(try records.load(final.key) == final)
         records.remove(final.key)
         final.offset = 11
         #expect(records.deferFinal(final))
         records.remove(final.key)
-        try store.write { db in try records.writeFinal(destinationPath: final.destinationPath, db) }
+        try await conclude(final.destinationPath)
         #expect(try records.load(final.key) == nil, "a removed record's waiting final record is dropped too")
     }
 }

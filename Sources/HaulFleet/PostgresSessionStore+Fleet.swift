@@ -1,0 +1,211 @@
+import HaulKit
+import PostgresNIO
+
+// Claims, leases, requests to other nodes and the change feed of a fleet's session. Leases are the database's:
+// `lease_until` is set from its clock (`now()`), and only its clock decides that one has expired.
+extension PostgresSessionStore: SharedSessionStore {
+    package var leaseTerms: LeaseTerms { fleet.leaseTerms }
+    package var isListening: Bool { fleet.isListening }
+    package var quietPollInterval: Duration { fleet.quietPollInterval }
+
+    /// The lease's length as SQL (`$n` milliseconds).
+    private func leaseInterval(_ parameter: Int) -> String { "($\(parameter) * interval '1 millisecond')" }
+
+    private var leaseMilliseconds: Int64 { fleet.leaseMilliseconds }
+
+    nonisolated(nonsending) package func claim(_ requested: FleetClaim.Limits) async throws -> [ClaimedTask] {
+        guard requested.slots > 0 else { return [] }
+        return try await mapped {
+            try await link.transaction(durable: true) { transaction in
+                var limits = requested
+                if limits.fleetMaxPerHost != nil {
+                    // Claims of this session take turns, so that two nodes never both see a host's last free connection.
+                    var binds = PostgresBindings()
+                    binds.append("haul.claim." + session)
+                    try await transaction.query("SELECT pg_advisory_xact_lock(hashtext($1))", binds)
+                    var count = PostgresBindings()
+                    count.append(session)
+                    let rows = try await transaction.query("""
+                        SELECT host, count(*) AS running FROM haul.task
+                        WHERE session = $1 AND state = 'running' AND lease_until > now() GROUP BY host
+                        """, count).rows
+                    for row in rows {
+                        let r = row.makeRandomAccess()
+                        limits.fleetRunningPerHost[try r["host"].decode(String.self)] = Int(try r["running"].decode(Int64.self))
+                    }
+                }
+                let full = Array(FleetClaim.fullHosts(limits))
+                let expired = try await candidates(
+                    "state = 'running' AND (lease_until IS NULL OR lease_until < now())", excluding: full, limit: limits.slots, transaction)
+                let waiting = try await candidates("state = 'waiting'", excluding: full, limit: limits.slots, transaction)
+                let chosen = FleetClaim.choose(expired + waiting, limits).map(\.id)
+                guard !chosen.isEmpty else { return [] }
+                let takenOver = Set(expired.map(\.id))
+                var binds = PostgresBindings()
+                binds.append(session)
+                binds.append(chosen)
+                binds.append(node)
+                binds.append(leaseMilliseconds)
+                let claimed = try await transaction.query("""
+                    UPDATE haul.task SET state = 'running', node = $3, epoch = epoch + 1, lease_until = now() + \(leaseInterval(4)),
+                        updated_at = \(Self.now), \(Self.stamp)$3
+                    WHERE session = $1 AND id = ANY($2)
+                    RETURNING \(Self.columns)
+                    """, binds).rows.map(Self.task)
+                var starts = PostgresBindings()
+                starts.append(session)
+                starts.append(chosen)
+                let counted = try await transaction.query("""
+                    INSERT INTO haul.task_start (session, id, unended) SELECT $1, unnest($2::text[]), 1
+                    ON CONFLICT (session, id) DO UPDATE SET unended = haul.task_start.unended + 1
+                    RETURNING id, unended
+                    """, starts).rows
+                var unended: [String: Int] = [:]
+                for row in counted {
+                    let r = row.makeRandomAccess()
+                    unended[try r["id"].decode(String.self)] = try r["unended"].decode(Int.self)
+                }
+                try await notify(transaction)
+                let order = Dictionary(uniqueKeysWithValues: chosen.enumerated().map { ($1, $0) })
+                return claimed.sorted { order[$0.id, default: 0] < order[$1.id, default: 0] }.map { task in
+                    ClaimedTask(
+                        task: task, lease: TaskLease(node: node, epoch: task.epoch), takenOver: takenOver.contains(task.id),
+                        unendedStarts: max(0, unended[task.id, default: 1] - 1))
+                }
+            }
+        }
+    }
+
+    /// Up to `limit` tasks matching `condition`, by priority then age, skipping the hosts `excluded` and any row
+    /// another transaction has locked (another node claiming it now).
+    private func candidates(
+        _ condition: String, excluding excluded: [String], limit: Int, _ transaction: PostgresLink.Transaction
+    ) async throws -> [FleetClaim.Candidate] {
+        var binds = PostgresBindings()
+        binds.append(session)
+        binds.append(excluded)
+        binds.append(Int64(limit))
+        let rows = try await transaction.query("""
+            SELECT id, priority, sequence, host FROM haul.task
+            WHERE session = $1 AND \(condition) AND NOT (host = ANY($2::text[]))
+            ORDER BY priority DESC, sequence LIMIT $3
+            FOR UPDATE SKIP LOCKED
+            """, binds).rows
+        return try rows.map { row in
+            let r = row.makeRandomAccess()
+            return FleetClaim.Candidate(
+                id: try r["id"].decode(String.self), priority: try r["priority"].decode(Int.self),
+                sequence: try r["sequence"].decode(Int64.self), host: try r["host"].decode(String.self))
+        }
+    }
+
+    nonisolated(nonsending) package func renew(_ leases: [String: TaskLease]) async throws -> Set<String> {
+        let mine = leases.filter { $0.value.node == node }
+        guard !mine.isEmpty else { return [] }
+        return try await mapped {
+            try await link.transaction(durable: true) { transaction in
+                var binds = PostgresBindings()
+                binds.append(session)
+                binds.append(node)
+                binds.append(Array(mine.keys))
+                binds.append(mine.keys.map { mine[$0]?.epoch ?? -1 })
+                binds.append(leaseMilliseconds)
+                let rows = try await transaction.query("""
+                    UPDATE haul.task SET lease_until = now() + \(leaseInterval(5))
+                    WHERE session = $1 AND state = 'running' AND node = $2
+                        AND (id, epoch) IN (SELECT * FROM unnest($3::text[], $4::bigint[]))
+                    RETURNING id
+                    """, binds).rows
+                return Set(try rows.map { try $0.makeRandomAccess()["id"].decode(String.self) })
+            }
+        }
+    }
+
+    nonisolated(nonsending) package func request(_ request: TaskRequest, id: String) async throws -> RequestOutcome {
+        try await mapped {
+            try await link.transaction(durable: true) { transaction in
+                var binds = PostgresBindings()
+                binds.append(session)
+                binds.append(id)
+                let rows = try await transaction.query(
+                    "SELECT \(Self.columns), lease_until > now() AS live FROM haul.task WHERE session = $1 AND id = $2 FOR UPDATE", binds).rows
+                guard let row = rows.first else { return .missing }
+                let task = try Self.task(row)
+                guard task.state == .running else { return .notRunning(task) }
+                if try row.makeRandomAccess()["live"].decode(Bool?.self) == true {
+                    var ask = PostgresBindings()
+                    ask.append(session)
+                    ask.append(id)
+                    ask.append(request.rawValue)
+                    ask.append(node)
+                    try await transaction.query(
+                        "UPDATE haul.task SET requested = $3, \(Self.stamp)$4 WHERE session = $1 AND id = $2", ask)
+                    try await notify(transaction)
+                    return .asked
+                }
+                // Nobody holds it: carried out here, the epoch raised so that a writer of the old claim is fenced off.
+                var apply = PostgresBindings()
+                apply.append(session)
+                apply.append(id)
+                if request == .remove {
+                    try await transaction.query("""
+                        WITH removed AS (DELETE FROM haul.task WHERE session = $1 AND id = $2)
+                        DELETE FROM haul.task_start WHERE session = $1 AND id = $2
+                        """, apply)
+                    return .applied(old: .running, task: nil)
+                }
+                apply.append(request == .pause ? TaskState.paused.rawValue : TaskState.cancelled.rawValue)
+                apply.append(node)
+                let changed = try await transaction.query("""
+                    UPDATE haul.task SET state = $3, node = NULL, lease_until = NULL, requested = NULL, epoch = epoch + 1,
+                        updated_at = \(Self.now), \(Self.stamp)$4
+                    WHERE session = $1 AND id = $2
+                    RETURNING \(Self.columns)
+                    """, apply).rows.first.map(Self.task)
+                try await transaction.query("DELETE FROM haul.task_start WHERE session = $1 AND id = $2", binds)
+                try await notify(transaction)
+                return .applied(old: .running, task: changed)
+            }
+        }
+    }
+
+    nonisolated(nonsending) package func changes(since cursor: Int64?) async throws -> FleetChanges {
+        try await mapped {
+            // Every transaction below the oldest one still running has ended: its rows are all there to read. Rows of a
+            // transaction that has not ended yet are read by a later call.
+            var first = PostgresBindings()
+            first.append(session)
+            let found = try await link.query("""
+                SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
+                    greatest((SELECT max(change_xid) FROM haul.task WHERE session = $1),
+                             (SELECT max(change_xid) FROM haul.journal WHERE session = $1)) AS newest
+                """, first).rows.first?.makeRandomAccess()
+            let horizon = try found?["horizon"].decode(Int64.self) ?? 0
+            let newest = try found?["newest"].decode(Int64?.self) ?? 0
+            let pending = newest >= horizon
+            guard let cursor, cursor < horizon else {
+                return FleetChanges(tasks: [], journal: [], cursor: max(cursor ?? horizon, horizon), pending: cursor != nil && pending)
+            }
+            var binds = PostgresBindings()
+            binds.append(session)
+            binds.append(cursor)
+            binds.append(horizon)
+            let tasks = try await link.query("""
+                SELECT \(Self.columns), writer FROM haul.task
+                WHERE session = $1 AND change_xid >= $2 AND change_xid < $3 ORDER BY change_xid, sequence
+                """, binds).rows.map { row in
+                (task: try Self.task(row), writer: try row.makeRandomAccess()["writer"].decode(String?.self))
+            }
+            binds.append(node)
+            let journal = try await link.query("""
+                SELECT sequence, task_id, kind, payload, created_at FROM haul.journal
+                WHERE session = $1 AND change_xid >= $2 AND change_xid < $3 AND writer IS DISTINCT FROM $4 ORDER BY sequence
+                """, binds).rows.map(Self.entry)
+            return FleetChanges(tasks: tasks, journal: journal, cursor: horizon, pending: pending)
+        }
+    }
+
+    package func doorbell() -> AsyncStream<Void> {
+        fleet.doorbell(session: session)
+    }
+}

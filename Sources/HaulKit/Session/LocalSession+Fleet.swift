@@ -1,0 +1,372 @@
+import Foundation
+
+/// What a session that is one node of a fleet keeps beside its own running tasks.
+struct FleetBookkeeping {
+    /// The leases of the tasks this node runs, and the gates their downloads check before writing.
+    var leases: [String: (lease: TaskLease, gate: LeaseGate)] = [:]
+    /// Running tasks whose lease was lost: when their download stops, nothing is written about them.
+    var lost: Set<String> = []
+    /// Running tasks to remove once stopped (another node asked).
+    var removals: Set<String> = []
+    var claiming = false
+    var claimAgain = false
+    /// Whether a claim may find work (false after one found none, true again when the fleet rings).
+    var mayHaveWork = true
+    /// Each task as this node last saw it, to tell what another node changed.
+    var known: [String: KnownTask] = [:]
+    /// Where the change feed goes on.
+    var cursor: Int64?
+    /// When the change feed was last read: rings that come faster are read together.
+    var lastRead: ContinuousClock.Instant?
+    /// The renewal and watching loops.
+    var loops: [Task<Void, Never>] = []
+
+    struct KnownTask {
+        var state: TaskState
+        var bytes: Int64
+        var seen: ContinuousClock.Instant
+        var bytesPerSecond: Double?
+    }
+}
+
+// A session on a shared store: one node of a fleet. It claims tasks instead of keeping a queue (by priority then age,
+// within its own slots and the per-host limits), holds each under a lease it renews, fences every write for it with
+// that lease, stops writing a task the moment its lease is lost or can no longer be renewed in time, and turns what
+// the other nodes change into its clients' events.
+extension LocalSession {
+    /// Starts the fleet's loops: lease renewal and the change feed. Called once, when the session opens.
+    func startFleetLoops(_ shared: any SharedSessionStore) async throws {
+        for task in try await store.tasks() { fleet.known[task.id] = .init(state: task.state, bytes: task.bytes, seen: .now) }
+        fleet.cursor = try await shared.changes(since: nil).cursor
+        let interval = shared.leaseTerms.renewalInterval
+        fleet.loops.append(Task { [weak self] in
+            // Until the session closes (cancelled) or is gone.
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !Task.isCancelled else { return }
+                await self.renewLeases(shared)
+            }
+        })
+        let bell = shared.doorbell()
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        fleet.loops.append(Task {
+            for await _ in bell { wake.yield() }
+        })
+        // The doorbell is enough while it is heard; without it, the session looks every second.
+        let quietInterval = shared.quietPollInterval
+        fleet.loops.append(Task {
+            var quiet = Duration.zero
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                quiet += .seconds(1)
+                if !shared.isListening || quiet >= quietInterval {
+                    quiet = .zero
+                    wake.yield()
+                }
+            }
+        })
+        fleet.loops.append(Task { [weak self] in
+            for await _ in wakes {
+                guard let self, !Task.isCancelled else { return }
+                await self.readChanges(shared)
+            }
+        })
+    }
+
+    func stopFleetLoops() {
+        for loop in fleet.loops { loop.cancel() }
+        fleet.loops = []
+    }
+
+    // MARK: Claiming
+
+    /// Claims and starts tasks while this node has free slots (one claim at a time; a call meanwhile claims again
+    /// after it). Announces when the fleet's queue has drained.
+    func claim(_ shared: any SharedSessionStore) async {
+        guard !fleet.claiming else {
+            fleet.claimAgain = true
+            return
+        }
+        fleet.claiming = true
+        defer { fleet.claiming = false }
+        // Each turn claims at least one task or ends.
+        for _ in 0..<1_000 {
+            fleet.claimAgain = false
+            let slots = currentMaxConcurrent - runningCount
+            guard !isClosed, slots > 0 else { break }
+            var perHost: [String: Int] = [:]
+            for (host, count) in runningPerHost() { perHost[host.lowercased(), default: 0] += count }
+            let limits = FleetClaim.Limits(
+                slots: slots, nodeRunningPerHost: perHost, nodeMaxPerHost: configuration.maxDownloadsPerHost,
+                fleetMaxPerHost: configuration.fleetMaxConnectionsPerHost)
+            let sent = ContinuousClock.now
+            guard let claimed = try? await shared.claim(limits) else { break }
+            if claimed.isEmpty {
+                fleet.mayHaveWork = fleet.claimAgain
+                if !fleet.claimAgain { break }
+                continue
+            }
+            for claim in claimed { await begin(claim, gate: LeaseGate(terms: shared.leaseTerms, sentAt: sent)) }
+        }
+        await announceDrainInFleet()
+    }
+
+    /// Starts a task just claimed, unless a user's request or the crash-loop rule says otherwise.
+    private func begin(_ claim: ClaimedTask, gate: LeaseGate) async {
+        let task = claim.task
+        fleet.known[task.id] = .init(state: .running, bytes: task.bytes, seen: .now)
+        hold(task.id, claim.lease, gate)
+        defer { if !isRunning(task.id) { release(task.id) } }
+        if let request = task.requested {
+            // Asked of the task while its node was gone: carried out now.
+            await carryOut(request, task, lease: claim.lease)
+            return
+        }
+        if claim.takenOver, claim.unendedStarts >= Self.maxUnendedStarts {
+            // Its node died twice in a row while running it: not run a third time.
+            await failCrashing(task.id, lease: claim.lease)
+            return
+        }
+        if !claim.takenOver { emit(.stateChanged(id: task.id, from: .waiting, to: .running)) }
+        start(task, lease: claim.lease, gate: gate)
+    }
+
+    private func carryOut(_ request: TaskRequest, _ task: StoredTask, lease: TaskLease) async {
+        if request != .pause { engine.discardPartialData(options(for: task)) }
+        if request == .remove {
+            try? await store.remove(ids: [task.id])
+            fleet.known[task.id] = nil
+            return
+        }
+        let state: TaskState = request == .pause ? .paused : .cancelled
+        _ = await write(for: task.id) { lease in try await self.setState(task.id, state, lease: lease) }
+        try? await store.clearStarts(ids: [task.id])
+    }
+
+    /// A user's pause or cancel of a task another node runs: that node carries it out; when no node holds it any
+    /// more, the store does it here.
+    func ask(_ shared: any SharedSessionStore, _ request: TaskRequest, _ task: StoredTask) async throws {
+        switch try await shared.request(request, id: task.id) {
+        case .asked, .missing:
+            break
+        case .applied(let old, let now):
+            if request != .pause { engine.discardPartialData(options(for: task)) }
+            if let now {
+                fleet.known[task.id] = .init(state: now.state, bytes: now.bytes, seen: .now)
+                emit(.stateChanged(id: task.id, from: old, to: now.state))
+            }
+        case .notRunning(let now):
+            guard let next = TaskTransitions.apply(request == .pause ? .pause : .cancel, to: now.state) else { return }
+            if request == .cancel { engine.discardPartialData(options(for: now)) }
+            try await setState(task.id, next)
+        }
+    }
+
+    /// Removes a task another node runs: that node stops it and removes it. Whether it was asked (else the caller
+    /// removes it as any other task).
+    func askToRemove(_ shared: any SharedSessionStore, _ task: StoredTask) async throws -> Bool {
+        switch try await shared.request(.remove, id: task.id) {
+        case .asked: return true
+        case .applied:
+            engine.discardPartialData(options(for: task))
+            fleet.known[task.id] = nil
+            return true
+        case .notRunning, .missing: return false
+        }
+    }
+
+    private func failCrashing(_ id: String, lease: TaskLease) async {
+        let message = "the fleet's nodes stopped twice while running this task; it was not resumed a third time"
+        let journaling = self.journaling
+        let concluded = await write(for: id) { lease in
+            try await self.store.conclude(
+                id: id, lease: lease, journaling: journaling ? "failed" : nil,
+                payload: { DaemonProtocol.encode(Self.snapshot(of: $0, progress: nil)).serialized }, finalRecord: nil,
+                { $0.record(HaulError(.server, message)); $0.state = .failed })
+        }
+        guard let concluded, let stored = concluded else { return }
+        markEnded()
+        emit(.stateChanged(id: id, from: stored.old, to: .failed))
+        emit(.failed(snapshot(of: stored.task)), sequence: stored.sequence)
+    }
+
+    /// The queue has drained when a task ended since the last drain, nothing runs here and nothing waits or runs
+    /// anywhere in the fleet.
+    private func announceDrainInFleet() async {
+        guard !hasRunningTasks, drainPending else { return }
+        guard (try? await store.hasWaitingOrRunningTasks()) == false else { return }
+        if takeDrainSignal() { emit(.allFinished) }
+    }
+
+    // MARK: Leases
+
+    func hold(_ id: String, _ lease: TaskLease, _ gate: LeaseGate) {
+        fleet.leases[id] = (lease, gate)
+    }
+
+    /// Forgets the lease of a task that stopped here.
+    func release(_ id: String) {
+        fleet.leases[id] = nil
+    }
+
+    /// Whether `id` stopped because its lease was lost (then forgotten).
+    func dropLost(_ id: String) -> Bool {
+        guard fleet.lost.remove(id) != nil else { return false }
+        fleet.leases[id] = nil
+        fleet.removals.remove(id)
+        return true
+    }
+
+    /// Whether `id`, just stopped, is to be removed (another node asked).
+    func removing(_ id: String) -> Bool {
+        fleet.removals.remove(id) != nil
+    }
+
+    /// The lease of `id` is lost: its download stops writing at once (the gate closes) and is stopped; nothing more
+    /// is written about the task here.
+    func loseLease(_ id: String) {
+        guard let held = fleet.leases[id] else { return }
+        held.gate.revoke()
+        guard isRunning(id) else {
+            fleet.leases[id] = nil
+            return
+        }
+        fleet.lost.insert(id)
+        cancelRunning(id)
+    }
+
+    /// Renews every lease held; one not renewed is lost, and one whose deadline passed (the store out of reach for
+    /// too long) is given up before another node may claim the task.
+    func renewLeases(_ shared: any SharedSessionStore) async {
+        for (id, held) in fleet.leases where !held.gate.isOpen { loseLease(id) }
+        await takeOverWhenDue()
+        let leases = fleet.leases.mapValues(\.lease)
+        guard !leases.isEmpty else { return }
+        let sent = ContinuousClock.now
+        guard let renewed = try? await shared.renew(leases) else { return }
+        for (id, lease) in leases {
+            guard let held = fleet.leases[id], held.lease == lease else { continue }
+            if renewed.contains(id) { held.gate.renewed(sentAt: sent) } else { loseLease(id) }
+        }
+        // The store is back: what could not be saved while it was away is saved now.
+        if records.hasUnsaved {
+            let records = self.records
+            try? await BlockingIO.run { records.saveUnsaved() }
+        }
+    }
+
+    /// Claims again when other nodes run tasks and this node has a free slot: no one rings when a node dies, so its
+    /// tasks are taken over by a claim made after their leases expired (at most a renewal interval late).
+    private func takeOverWhenDue() async {
+        guard !isClosed, currentMaxConcurrent > runningCount else { return }
+        guard fleet.known.contains(where: { $0.value.state == .running && fleet.leases[$0.key] == nil }) else { return }
+        fleet.mayHaveWork = true
+        await schedule()
+    }
+
+    /// Runs a write for task `id` under its lease, if it has one. A lost lease ends the task's bookkeeping here
+    /// (`nil`); in a fleet, a store out of reach is tried again while the lease still allows writing (unless
+    /// `retrying` is false); any other failure gives `nil`, as a failed write always has.
+    func write<T>(for id: String, retrying: Bool = true, _ body: (TaskLease?) async throws -> T) async -> T? {
+        let held = fleet.leases[id]
+        var pause = Duration.milliseconds(200)
+        // Bounded by the lease's deadline (each turn waits), and by a count should the clock stand still.
+        for _ in 0..<10_000 {
+            do {
+                return try await body(held?.lease)
+            } catch SessionStoreError.leaseLost {
+                loseLease(id)
+                return nil
+            } catch SessionStoreError.unavailable {
+                guard retrying, shared != nil, let held, held.gate.isOpen else { return nil }
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(2))
+            } catch {
+                return nil
+            }
+        }
+        return nil
+    }
+
+    // MARK: What the other nodes change
+
+    /// Reads what changed since the last look: turns the other nodes' changes into events, stops a task this node
+    /// runs that another node took over or was asked to stop, and claims when tasks are waiting.
+    func readChanges(_ shared: any SharedSessionStore) async {
+        // At most ten reads a second: a busy fleet rings at every write, and the rings that come meanwhile are read
+        // together. A change still being committed elsewhere is read again shortly (bounded: then the next ring or poll).
+        for _ in 0..<20 {
+            if let last = fleet.lastRead, ContinuousClock.now - last < Self.changeReadInterval {
+                try? await Task.sleep(until: last + Self.changeReadInterval)
+            }
+            fleet.lastRead = .now
+            guard !isClosed, let changes = try? await shared.changes(since: fleet.cursor) else { return }
+            await apply(changes, shared)
+            guard changes.pending else { return }
+        }
+    }
+
+    /// The least time between two reads of the change feed.
+    static let changeReadInterval = Duration.milliseconds(100)
+
+    private func apply(_ changes: FleetChanges, _ shared: any SharedSessionStore) async {
+        fleet.cursor = changes.cursor
+        var waiting = false
+        for (task, writer) in changes.tasks {
+            let before = fleet.known[task.id]
+            var now = FleetBookkeeping.KnownTask(state: task.state, bytes: task.bytes, seen: .now, bytesPerSecond: before?.bytesPerSecond)
+            if let held = fleet.leases[task.id], isRunning(task.id) {
+                fleet.known[task.id] = now
+                // A version read before this node claimed the task (an older epoch) says nothing about its lease.
+                if held.lease.isSuperseded(node: task.node, epoch: task.epoch) {
+                    loseLease(task.id)
+                } else if task.epoch == held.lease.epoch, let request = task.requested {
+                    stopAsked(task.id, request)
+                }
+                continue
+            }
+            if task.state == .waiting { waiting = true }
+            if writer == shared.node {
+                fleet.known[task.id] = now
+                continue
+            }
+            if let before, task.state == .running, before.state == .running, task.bytes > before.bytes {
+                let seconds = before.seen.duration(to: now.seen) / .seconds(1)
+                if seconds > 0 { now.bytesPerSecond = Double(task.bytes - before.bytes) / seconds }
+            } else if task.state != .running {
+                now.bytesPerSecond = nil
+            }
+            fleet.known[task.id] = now
+            let origin = writer ?? "?"
+            guard let before else {
+                emit(.added(snapshot(of: task)), from: origin)
+                continue
+            }
+            if before.state != task.state { emit(.stateChanged(id: task.id, from: before.state, to: task.state), from: origin) }
+            if task.state == .running, task.bytes != before.bytes {
+                emit(.progress(id: task.id, DownloadProgress(
+                    bytes: task.bytes, total: task.total, bytesPerSecond: now.bytesPerSecond, secondsRemaining: nil)), from: origin)
+            }
+            if TaskTransitions.isEnded(task.state) { markEnded() }
+        }
+        for entry in changes.journal {
+            guard let value = JSONValue.parse(Array(entry.payload.utf8)), let task = DaemonProtocol.decodeTask(value) else { continue }
+            markEnded()
+            emit(entry.kind == "finished" ? .finished(task) : .failed(task), sequence: entry.sequence, from: task.node ?? "?")
+        }
+        if waiting { fleet.mayHaveWork = true }
+        if fleet.mayHaveWork || drainPending { await schedule() }
+    }
+
+    /// Another node asked this one to stop a task it runs.
+    private func stopAsked(_ id: String, _ request: TaskRequest) {
+        if request == .remove { fleet.removals.insert(id) }
+        let command: TaskCommand = request == .pause ? .pause : .cancel
+        Task { await self.stop(id, as: command) }
+    }
+
+    /// The recent speed of a running task another node runs, as seen from here.
+    func remoteSpeed(_ id: String) -> Double? {
+        fleet.known[id]?.bytesPerSecond
+    }
+}
