@@ -23,9 +23,10 @@ package struct WaitingQueue: Sendable {
         }
 
         /// Whether `self` runs before `other`.
-        func precedes(_ other: Entry) -> Bool {
-            priority != other.priority ? priority > other.priority : sequence < other.sequence
-        }
+        func precedes(_ other: Entry) -> Bool { position.precedes(other.position) }
+
+        /// Where it stands in the queue's order.
+        public var position: QueuePosition { QueuePosition(priority: priority, sequence: sequence) }
     }
 
     /// One host's waiting tasks in order from `start` on (the ones before it were taken; compacted now and then).
@@ -100,6 +101,21 @@ package struct WaitingQueue: Sendable {
         hosts = [:]
     }
 
+    /// Keeps the first `limit` tasks in the queue's order and drops the rest; the position of the last one kept
+    /// (`nil` when nothing was dropped).
+    public mutating func trim(to limit: Int) -> QueuePosition? {
+        guard count > limit else { return nil }
+        let kept = byID.values.sorted { $0.precedes($1) }.prefix(max(0, limit))
+        removeAll()
+        for entry in kept { insert(entry) }
+        return kept.last?.position ?? QueuePosition(priority: Int.max, sequence: Int64.min)
+    }
+
+    /// Drops the tasks that come after `position` in the queue's order.
+    public mutating func drop(after position: QueuePosition) {
+        for entry in byID.values where position.precedes(entry.position) { remove(entry.id) }
+    }
+
     /// The waiting tasks to start, in order, for `slots` free slots when `runningPerHost` run on each host and a
     /// host runs at most `maxPerHost` (at least 1). The tasks stay queued until ``remove(_:)``.
     public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: Int) -> [Entry] {
@@ -119,5 +135,21 @@ package struct WaitingQueue: Sendable {
         }
         candidates.sort { $0.precedes($1) }
         return Array(candidates.prefix(slots))
+    }
+}
+
+/// Where a waiting task stands in a session's queue: higher priority first, then in the order added (`sequence`).
+package struct QueuePosition: Equatable, Sendable {
+    public var priority: Int
+    public var sequence: Int64
+
+    public init(priority: Int, sequence: Int64) {
+        self.priority = priority
+        self.sequence = sequence
+    }
+
+    /// Whether a task at `self` runs before one at `other`.
+    public func precedes(_ other: QueuePosition) -> Bool {
+        priority != other.priority ? priority > other.priority : sequence < other.sequence
     }
 }

@@ -142,6 +142,27 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         }
     }
 
+    nonisolated(nonsending) package func tasks(in state: TaskState, priority: Int, after sequence: Int64, limit: Int) async throws -> [StoredTask] {
+        try await select("WHERE session = $1 AND state = $2 AND priority = $3 AND sequence > $4 ORDER BY sequence LIMIT $5") {
+            $0.append(state.rawValue)
+            $0.append(priority)
+            $0.append(sequence)
+            $0.append(Int64(max(0, limit)))
+        }
+    }
+
+    nonisolated(nonsending) package func highestPriority(in state: TaskState, below priority: Int?) async throws -> Int? {
+        try await mapped {
+            var binds = PostgresBindings()
+            binds.append(session)
+            binds.append(state.rawValue)
+            binds.append(priority.map(Int64.init) ?? Int64.max)
+            let result = try await link.query(
+                "SELECT max(priority) AS priority FROM haul.task WHERE session = $1 AND state = $2 AND priority < $3", binds)
+            return try result.rows.first?.makeRandomAccess()["priority"].decode(Int?.self)
+        }
+    }
+
     nonisolated(nonsending) package func tasks(after sequence: Int64, limit: Int) async throws -> [StoredTask] {
         try await select("WHERE session = $1 AND sequence > $2 ORDER BY sequence LIMIT $3") {
             $0.append(sequence)

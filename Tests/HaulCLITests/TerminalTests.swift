@@ -61,9 +61,9 @@ struct TerminalTests {
     @Test func singleDownloadLineFitsANarrowTerminalAndTheEndIsClean() async throws {
         try await withTestServer { server in
             let name = Self.names[1]
-            // ~12 s at 80 KiB/s: time enough to read the live line even when a loaded machine reads the screen seldom.
+            // ~25 s at 40 KiB/s: time enough to read the live line even when a loaded machine reads the screen seldom.
             var resource = Resource(body: TestData.bytes(1 << 20, seed: 9_200), etag: "\"s\"")
-            resource.faults.throttleBytesPerSecond = 80 * 1024
+            resource.faults.throttleBytesPerSecond = 40 * 1024
             server.serve("/" + name, resource)
             try await Sandbox.with { box in
                 let command = try haulCommand(box, ["get", server.url("/" + name), "-o", name])
@@ -85,7 +85,7 @@ struct TerminalTests {
                     return checkProgress() == 1 || screen.contains { $0.hasPrefix("exit=") }
                 }
                 #expect(!screen.contains { $0.hasPrefix("exit=") }, "haul ended before its progress line was seen: \(screen)")
-                try await eventually("haul finishes: \(screen)", timeout: .seconds(40), step: .milliseconds(100)) {
+                try await eventually("haul finishes: \(screen)", timeout: .seconds(90), step: .milliseconds(100)) {
                     screen = try tmux.screen()
                     _ = checkProgress()
                     return screen.contains { $0.hasPrefix("exit=") }

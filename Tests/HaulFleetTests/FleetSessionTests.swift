@@ -7,7 +7,7 @@ import Testing
 
 /// Sessions of several nodes on one fleet store, in one process (each node its own HAUL_HOME, one download folder):
 /// one queue, every task run once, each node's clients told what the others did, leases that fence.
-@Suite(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"))
+@Suite(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"), .timeLimit(.minutes(5)))
 struct FleetSessionTests {
     /// A node: its fleet connection and its session.
     struct Node {

@@ -6,7 +6,7 @@ import Testing
 @testable import HaulKit
 
 /// Claims, leases, fencing, requests and the change feed of a fleet's store, with several nodes on one database.
-@Suite(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"))
+@Suite(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"), .timeLimit(.minutes(5)))
 struct FleetStoreTests {
     /// `count` nodes on one session of the tests' database.
     func nodes(_ harness: StoreHarness, _ count: Int, lease: Duration = .seconds(30)) async throws -> [PostgresSessionStore] {

@@ -7,7 +7,7 @@ import Testing
 @testable import HaulKit
 
 /// The fleet's connection pool when connections cannot be opened: no caller waits for ever.
-@Suite struct PostgresLinkTests {
+@Suite(.timeLimit(.minutes(2))) struct PostgresLinkTests {
     /// More callers than connections against a store that cannot be reached: the callers beyond the pool's size
     /// queue, the connections being opened all fail, and every queued caller still gets its own attempt and an
     /// error (it used to wait for a release that never came).

@@ -7,7 +7,7 @@ import Testing
 
 /// The fleet's schema is versioned: an empty database gets it, a newer daemon upgrades an older one keeping its
 /// tasks, and a database of a newer haul is refused before anything is written.
-@Suite(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"))
+@Suite(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"), .timeLimit(.minutes(5)))
 struct PostgresSchemaTests {
     func address() throws -> (PostgresAddress, PostgresServer, String) {
         let server = try PostgresServer.shared()

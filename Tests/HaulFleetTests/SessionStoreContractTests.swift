@@ -7,7 +7,7 @@ import Testing
 
 /// The one suite of a session store, run against SQLite (``TaskStore``) and PostgreSQL (``PostgresSessionStore``):
 /// the same tasks and transitions, journal, starts (what the crash-loop rules count) and resume records.
-@Suite("SessionStore contract") struct SessionStoreContractTests {
+@Suite("SessionStore contract", .timeLimit(.minutes(5))) struct SessionStoreContractTests {
     @Test(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing); the suite then runs against SQLite only"))
     func postgresIsAmongTheBackends() {
         #expect(StoreBackend.tested.contains(.postgres))

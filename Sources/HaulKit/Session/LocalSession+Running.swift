@@ -25,9 +25,9 @@ extension LocalSession {
     func schedule() async {
         guard !isClosed else { return }
         if let shared { return await claim(shared) }
-        // The queue is in memory: choosing costs as much as the hosts with a free slot, not the whole queue, and
-        // only the tasks chosen are read from the store.
-        var chosen = nextToStart()
+        // The window of the queue is in memory: choosing costs as much as the hosts with a free slot, not the whole
+        // queue, and only the tasks chosen (and a page now and then) are read from the store.
+        var chosen = await chooseNext()
         while !chosen.isEmpty {
             for entry in chosen {
                 forget(entry.id)
@@ -42,7 +42,7 @@ extension LocalSession {
                     noteStored(task)
                 }
             }
-            chosen = nextToStart()
+            chosen = await chooseNext()
         }
         // The queue has drained when a task ended since the last drain and nothing runs or waits.
         guard !hasRunningTasks, drainPending, !hasWaitingTasks else { return }

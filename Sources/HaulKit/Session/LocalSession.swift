@@ -27,7 +27,9 @@ package actor LocalSession: SessionBackend {
     private var hosts: [String: String] = [:]
     /// The tasks stored as waiting, in the scheduler's order: the session is the store's only writer, and every
     /// change of a task's state or priority goes through ``noteStored(_:)`` (or ``forget(_:)`` when it is removed).
-    private var queue = WaitingQueue()
+    /// The first waiting tasks in the queue's order (the store keeps them all): a session of a million tasks holds
+    /// a few thousand in memory. A fleet's node holds the ones it heard of whole (it claims from the store).
+    private var window = WaitingWindow()
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
     /// Where each running task's download writes and its length, once known: stored with its next progress or
     /// when it ends (a download of a few milliseconds costs no write of its own for this), shown in snapshots meanwhile.
@@ -107,10 +109,10 @@ package actor LocalSession: SessionBackend {
             Task { await self?.schedule() }
         }
         if let shared {
+            window = WaitingWindow(maxHeld: Int.max, isComplete: true)
             try await startFleetLoops(shared)
-        } else {
-            for task in try await self.store.tasks(in: .waiting) { noteStored(task) }
         }
+        // Otherwise the first page of the waiting tasks is read by the first schedule().
         await schedule()
     }
 
@@ -233,12 +235,13 @@ package actor LocalSession: SessionBackend {
     }
 
     package func isIdle() -> Bool {
-        running.isEmpty && queue.isEmpty && (shared == nil || !fleet.mayHaveWork)
+        running.isEmpty && window.isEmpty && (shared == nil || !fleet.mayHaveWork)
     }
 
-    /// Tasks running or waiting to run (in a fleet: running here, and one more while a claim may find work).
+    /// Tasks running or waiting to run (in a fleet: running here, and one more while a claim may find work; one more,
+    /// too, while waiting tasks are in the store only).
     package func activeTaskCount() -> Int {
-        running.count + queue.count + (shared != nil && fleet.mayHaveWork ? 1 : 0)
+        running.count + window.queue.count + (window.isComplete ? 0 : 1) + (shared != nil && fleet.mayHaveWork ? 1 : 0)
     }
 
     // MARK: Bookkeeping for the running tasks
@@ -259,20 +262,49 @@ package actor LocalSession: SessionBackend {
     /// Keeps the waiting queue in step with a task as it was just stored.
     func noteStored(_ task: StoredTask) {
         if task.state == .waiting {
-            queue.insert(WaitingQueue.Entry(
-                id: task.id, priority: task.priority, sequence: task.sequence, host: Self.host(of: task.url),
-                hostLimit: task.spec.maxConnectionsPerHost))
+            window.waiting(Self.entry(task))
         } else {
-            queue.remove(task.id)
+            window.notWaiting(task.id)
         }
     }
 
-    /// The task `id` is no longer stored.
-    func forget(_ id: String) { queue.remove(id) }
+    /// A waiting task as the queue keeps it.
+    static func entry(_ task: StoredTask) -> WaitingQueue.Entry {
+        WaitingQueue.Entry(
+            id: task.id, priority: task.priority, sequence: task.sequence, host: host(of: task.url), hostLimit: task.spec.maxConnectionsPerHost)
+    }
 
-    /// The waiting tasks to start now, in order (still queued).
+    /// The task `id` is no longer stored.
+    func forget(_ id: String) { window.notWaiting(id) }
+
+    /// The waiting tasks to start now, in order (still queued); first reads the next page of the queue from the
+    /// store when the window runs low, or when slots would stay free because every task held waits for a busy host.
+    func chooseNext() async -> [WaitingQueue.Entry] {
+        // Bounded: each read completes the window or grows it by a page, up to its most.
+        for _ in 0..<64 {
+            let chosen = nextToStart()
+            let blocked = chosen.count < currentMaxConcurrent - runningCount
+            guard window.needsRefill(blocked: blocked), await readNextPage() else { return chosen }
+        }
+        return nextToStart()
+    }
+
+    /// Reads the next page of waiting tasks into the window; false when the store could not be read.
+    private func readNextPage() async -> Bool {
+        let (after, limit) = window.beginRefill()
+        do {
+            let page = try await store.tasks(in: .waiting, after: after, limit: limit)
+            window.refilled(page.map(Self.entry), asked: limit)
+            return true
+        } catch {
+            window.refillFailed()
+            return false
+        }
+    }
+
+    /// The waiting tasks to start now, in order (still queued), from the window.
     func nextToStart() -> [WaitingQueue.Entry] {
-        queue.next(slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(), maxPerHost: maxDownloads(to:))
+        window.next(slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(), maxPerHost: maxDownloads(to:))
     }
 
     /// How many of the session's downloads may run against `host` at once: its per-host limit, or, for a host that
@@ -285,13 +317,13 @@ package actor LocalSession: SessionBackend {
 
     /// Why the waiting task `id` has not started although the session has room: its host's limit is reached.
     func heldBackNote(_ id: String) -> String? {
-        guard let entry = queue.entry(id), runningCount < currentMaxConcurrent else { return nil }
+        guard let entry = window.queue.entry(id), runningCount < currentMaxConcurrent else { return nil }
         let limit = max(maxDownloads(to: entry.host), entry.hostLimit ?? 0)
         guard runningPerHost()[entry.host, default: 0] >= limit else { return nil }
         return "held back: \(limit) downloads from \(entry.host) at once (the per-host limit)"
     }
 
-    var hasWaitingTasks: Bool { !queue.isEmpty }
+    var hasWaitingTasks: Bool { !window.isEmpty }
 
     /// The server a task counts against for the per-host cap: its `host:port` (as the engine shares connections).
     static func host(of url: String) -> String { URL(string: url).map(Origin.authority(of:)) ?? "" }

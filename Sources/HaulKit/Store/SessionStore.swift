@@ -31,6 +31,11 @@ package protocol SessionStore: AnyObject, Sendable {
     nonisolated(nonsending) func tasks(in state: TaskState, limit: Int?) async throws -> [StoredTask]
     /// Up to `limit` tasks added after the one whose sequence is `sequence` (0: from the first), in the order added.
     nonisolated(nonsending) func tasks(after sequence: Int64, limit: Int) async throws -> [StoredTask]
+    /// Up to `limit` tasks in `state` of priority `priority` added after the one whose sequence is `sequence`, in the
+    /// order added (one range of the queue's index).
+    nonisolated(nonsending) func tasks(in state: TaskState, priority: Int, after sequence: Int64, limit: Int) async throws -> [StoredTask]
+    /// The highest priority of a task in `state` below `priority` (any, when `nil`); `nil` when there is none.
+    nonisolated(nonsending) func highestPriority(in state: TaskState, below priority: Int?) async throws -> Int?
     /// The tasks of `ids` that exist, each once, in the order they were added.
     nonisolated(nonsending) func tasks(ids: [String]) async throws -> [StoredTask]
     /// The task `id`, if there is one.
@@ -161,6 +166,26 @@ extension SessionStore {
     /// ``tasks(in:limit:)`` without a limit.
     nonisolated(nonsending) package func tasks(in state: TaskState) async throws -> [StoredTask] {
         try await tasks(in: state, limit: nil)
+    }
+
+    /// Up to `limit` tasks in `state` that come after `position` in the queue's order (higher priority first, then
+    /// in the order added; from the first when `nil`): a page of the queue that stays in place while tasks are added
+    /// or removed around it, read range by range of one priority on the queue's index.
+    nonisolated(nonsending) package func tasks(
+        in state: TaskState, after position: QueuePosition?, limit: Int
+    ) async throws -> [StoredTask] {
+        var result: [StoredTask] = []
+        var priority: Int?
+        if let position { priority = position.priority } else { priority = try await highestPriority(in: state, below: nil) }
+        var sequence = position?.sequence ?? Int64.min
+        // Bounded: each turn either fills the page or moves to a lower priority that some task has.
+        while let current = priority, result.count < limit {
+            result += try await tasks(in: state, priority: current, after: sequence, limit: limit - result.count)
+            guard result.count < limit else { break }
+            priority = try await highestPriority(in: state, below: current)
+            sequence = Int64.min
+        }
+        return result
     }
 
     /// Every unacknowledged journal entry.

@@ -84,6 +84,24 @@ package final class TaskStore: Sendable {
         }
     }
 
+    /// Up to `limit` tasks in `state` of priority `priority` added after the task whose sequence is `sequence`, in
+    /// the order they were added (one range of the index on state, priority and sequence).
+    public func tasks(in state: TaskState, priority: Int, after sequence: Int64, limit: Int) throws -> [StoredTask] {
+        try read { db in
+            let sql = StoredTask.selectSQL + " WHERE state = ? AND priority = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+            return try StoredTask.fetchAll(try db.cachedStatement(sql: sql), arguments: [state.rawValue, priority, sequence, max(0, limit)])
+        }
+    }
+
+    /// The highest priority of a task in `state` below `priority` (any, when `nil`); `nil` when there is none (one
+    /// lookup on the index).
+    public func highestPriority(in state: TaskState, below priority: Int?) throws -> Int? {
+        try read { db in
+            let sql = "SELECT max(priority) FROM task WHERE state = ? AND priority < ?"
+            return try Int.fetchOne(try db.cachedStatement(sql: sql), arguments: [state.rawValue, priority ?? Int.max])
+        }
+    }
+
     /// The tasks of `ids` that exist, each once, in the order they were added.
     public func tasks(ids: [String]) throws -> [StoredTask] {
         try read { db in
