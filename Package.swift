@@ -151,6 +151,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The daemon's service in-process: JSON-RPC lines in, answers and events out; no socket, no process.
+        .testTarget(
+            name: "HaulDaemonTests",
+            dependencies: [
+                "HaulKit",
+                "HaulDaemon",
+                "HaulTestSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "HaulCLITests",
             dependencies: [
