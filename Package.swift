@@ -162,6 +162,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The dashboard's routes in-process: HTTP requests in, answers out, over an in-process service; no socket.
+        .testTarget(
+            name: "HaulWebTests",
+            dependencies: [
+                "HaulKit",
+                "HaulDaemon",
+                "HaulWeb",
+                "HaulTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "HaulCLITests",
             dependencies: [
