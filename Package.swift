@@ -158,6 +158,8 @@ let package = Package(
                 "HaulKit",
                 "HaulDaemon",
                 "HaulTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
