@@ -121,19 +121,6 @@ import Testing
         }
     }
 
-    @Test func aLineOfExactlyOneMiBIsAccepted() async throws {
-        try await withDaemon { _, _, socket in
-            let client = try RawSocketClient(path: socket)
-            let head = Array(#"{"jsonrpc":"2.0","id":"big","method":"daemon.hello","params":{"protocol":1,"pad":""#.utf8)
-            let tail = Array(#""}}"#.utf8)
-            let line = head + [UInt8](repeating: UInt8(ascii: "b"), count: (1 << 20) - head.count - tail.count) + tail
-            try #require(line.count == 1 << 20)
-            try client.send(line + [10], timeout: .seconds(15))
-            let response = try client.readMessage(timeout: .seconds(15))
-            #expect(response.id == "\"big\"" && number(response.result?["protocol"]) == 1, "a 1 MiB line is allowed: \(response)")
-        }
-    }
-
     // MARK: 5. A client that stops reading
 
     @Test func aSubscriberThatStopsReadingDoesNotHoldUpOtherClients() async throws {
