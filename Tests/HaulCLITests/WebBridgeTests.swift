@@ -5,8 +5,8 @@ import HaulWeb
 import Testing
 
 /// What the dashboard does through its bridge, against a real daemon: live segment maps on the event stream, removing
-/// a task with its file, and `haul web` starting the listener by itself. (The session's settings through the bridge
-/// are HaulWebTests', in-process.)
+/// a task with its file, and `haul web` starting the listener by itself. (The session's settings and a paused
+/// download's segment map through the bridge are HaulWebTests', in-process.)
 @Suite(.serialized) struct WebBridgeTests {
     func result(_ reply: WebReply) -> [String: Any]? { reply.json?["result"] as? [String: Any] }
     func errorCode(_ reply: WebReply) -> Int? { ((reply.json?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue }
@@ -43,34 +43,6 @@ import Testing
                 #expect(result(removed) != nil, "\(removed)")
                 try await eventually("the file is deleted") { !fileExists(destination) }
                 #expect(try web.tasksOverSocket().isEmpty)
-            }
-        }
-    }
-
-    @Test func aPausedSegmentedDownloadsMapShowsWhereItsBytesAre() async throws {
-        try await withTestServer { server in
-            let body = TestData.bytes(8 << 20, seed: 1_416)
-            var resource = Resource(body: body, etag: "\"p\"")
-            resource.faults.throttleBytesPerSecond = 256 << 10
-            server.serve("/paused.bin", resource)
-            try await WebDashboardHarness.with { web in
-                let (cookie, csrf) = try await web.login()
-                let stream = try web.openEventStream(cookie: cookie)
-                defer { stream.close() }
-                let destination = web.sandbox.path("paused.bin")
-                let id = try web.add(server.url("/paused.bin"), to: destination, segments: 4, options: ["minSegmentSize": 65_536], cookie: cookie, csrf: csrf)
-                // Bytes in at least two places, then paused.
-                _ = try stream.read(timeout: .seconds(90)) { reply in Self.segmentMaps(reply.body, id: id).contains { $0.done.count >= 2 } }
-                let paused = try web.rpc("tasks.pause", ["session": "default", "ids": [id]], cookie: cookie, csrf: csrf)
-                #expect(result(paused) != nil, "\(paused)")
-                _ = try stream.read(timeout: .seconds(30)) { $0.body.contains("\"to\":\"paused\"") }
-                let reply = try web.rpc("tasks.segments", ["session": "default", "id": id], cookie: cookie, csrf: csrf)
-                let map = try #require(result(reply), "\(reply)")
-                let done = (map["done"] as? [[NSNumber]])?.map { $0.map(\.intValue) } ?? []
-                #expect(done.count >= 2, "the paused download's bytes are in several places: \(map)")
-                #expect((map["active"] as? [Any])?.isEmpty == true, "nothing is being fetched: \(map)")
-                #expect((map["total"] as? NSNumber)?.intValue == body.count)
-                #expect(done.allSatisfy { $0[0] < $0[1] && $0[1] <= body.count })
             }
         }
     }
