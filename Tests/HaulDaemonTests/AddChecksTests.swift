@@ -35,7 +35,7 @@ import Testing
             let mine: JSONValue = ["url": .string(server.url("/a.bin")), "path": .string(daemon.work + "/a.bin"), "id": "mine"]
             let first = try await client.result("tasks.add", ["session": "default", "tasks": [mine]])
             #expect(first["ids"] == ["mine"], "\(first)")
-            try await eventually("the task finishes") {
+            try await waitUntil("the task finishes") {
                 try await client.result("tasks.list", ["session": "default"])["tasks"]?.arrayValue?.first?["state"] == "finished"
             }
             #expect(FileManager.default.contents(atPath: daemon.work + "/a.bin").map(Array.init) == body)

@@ -1,5 +1,6 @@
 import Foundation
 import HaulKit
+import HaulTestSupport
 import Logging
 import NIOConcurrencyHelpers
 import Testing
@@ -169,24 +170,6 @@ struct Message: CustomStringConvertible {
     var errorReason: String? { value["error"]?["data"]?["reason"]?.stringValue }
     var isNoSuchSession: Bool { errorCode == -32001 && errorReason == "noSuchSession" }
     var description: String { line }
-}
-
-/// The daemon's log lines, kept to be read by the tests (a secret must never be in them).
-final class CollectedLog: LogHandler, @unchecked Sendable {
-    private let lines = NIOLockedValueBox<[String]>([])
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .debug
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        lines.withLockedValue { $0.append("\(event.level) \(event.message)") }
-    }
-
-    var text: String { lines.withLockedValue { $0.joined(separator: "\n") } }
 }
 
 struct HarnessError: Error, CustomStringConvertible {

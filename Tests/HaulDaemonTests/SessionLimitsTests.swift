@@ -1,5 +1,6 @@
 import Foundation
 import HaulKit
+import HaulTestSupport
 import Testing
 @testable import HaulDaemon
 
@@ -99,12 +100,12 @@ import Testing
             let watcher = daemon.connect()
             _ = try await watcher.result("session.open", ["session": "watched"])
             #expect(try await watcher.result("events.subscribe", ["session": "watched"])["journal"] == [])
-            try await eventually("the idle sessions are closed") {
+            try await waitUntil("the idle sessions are closed") {
                 try await client.result("daemon.status")["sessions"] == ["queued", "watched"]
             }
             // Once its subscriber leaves, the watched session is idle too.
             await watcher.disconnect()
-            try await eventually("the unwatched session is closed") {
+            try await waitUntil("the unwatched session is closed") {
                 try await client.result("daemon.status")["sessions"] == ["queued"]
             }
             #expect(daemon.sessionFolders.count == 7, "closing keeps the sessions: \(daemon.sessionFolders)")
@@ -115,13 +116,4 @@ import Testing
             #expect(status["sessions"] == ["queued"], "\(status)")
         }
     }
-}
-
-/// Waits, a bounded number of times, until `condition` holds: a state, never a duration, is what a test asserts.
-func eventually(_ what: String, turns: Int = 1_500, step: Duration = .milliseconds(20), _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<turns {
-        if try await condition() { return }
-        try await Task.sleep(for: step)
-    }
-    throw HarnessError("\(what): not after \(turns) turns of \(step)")
 }

@@ -1,7 +1,7 @@
 import Foundation
 import HaulKit
+import HaulTestSupport
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -162,24 +162,6 @@ struct WebReply: CustomStringConvertible {
         if let stream { return "event stream on \(stream.session) from \(stream.cursor)" }
         return "\(status) \(headers.map { "\($0.name): \($0.value)" }.joined(separator: "; ")) \(body.prefix(500))"
     }
-}
-
-/// The daemon's log lines, kept to be read by the tests (a secret must never be in them).
-final class CollectedLog: LogHandler, @unchecked Sendable {
-    private let lines = NIOLockedValueBox<[String]>([])
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .debug
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        lines.withLockedValue { $0.append("\(event.level) \(event.message)") }
-    }
-
-    var text: String { lines.withLockedValue { $0.joined(separator: "\n") } }
 }
 
 struct HarnessError: Error, CustomStringConvertible {

@@ -25,10 +25,10 @@ import Testing
                 return (ranges("done"), ranges("active"), reply.result?["total"]?.intValue, reply)
             }
             // Bytes in at least two places, then paused.
-            try await eventually("bytes in two places") { await map().done.count >= 2 }
+            try await waitUntil("bytes in two places") { await map().done.count >= 2 }
             let paused = await web.rpc("tasks.pause", ["session": "default", "ids": [.string(id)]], cookie: cookie, csrf: csrf)
             #expect(paused.result != nil, "\(paused)")
-            try await eventually("the task is paused") { try await web.tasks().first?["state"] == "paused" }
+            try await waitUntil("the task is paused") { try await web.tasks().first?["state"] == "paused" }
             let (done, active, total, reply) = await map()
             #expect(done.count >= 2, "the paused download's bytes are in several places: \(reply)")
             #expect(active.isEmpty, "nothing is being fetched: \(reply)")
@@ -41,13 +41,4 @@ import Testing
         }
         try await server.shutdown()
     }
-}
-
-/// Waits, a bounded number of times, until `condition` holds: a state, never a duration, is what a test asserts.
-func eventually(_ what: String, turns: Int = 3_000, step: Duration = .milliseconds(20), _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<turns {
-        if try await condition() { return }
-        try await Task.sleep(for: step)
-    }
-    throw HarnessError("\(what): not after \(turns) turns of \(step)")
 }
