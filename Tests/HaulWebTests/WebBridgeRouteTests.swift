@@ -85,4 +85,16 @@ import Testing
             #expect(added.result?["ids"]?.arrayValue?.count == 1, "\(added)")
         }
     }
+
+    @Test func webStartOnTheOwnersSocketChecksItsPortBeforeListening() async throws {
+        try await InProcessWeb.with { web in
+            for port: JSONValue in [0, 70_000, -1] {
+                let answer = try await web.call("web.start", ["port": port])
+                #expect(answer["error"]?["code"] == -32602 && answer["error"]?["message"]?.stringValue?.contains("port") == true, "\(port): \(answer)")
+            }
+            let remote = try await web.call("web.start", ["host": "0.0.0.0"])
+            #expect(remote["error"]?["code"] == -32001, "a non-loopback address needs --web-allow-remote and TLS: \(remote)")
+            #expect(web.dashboard.openConnections() == 0)
+        }
+    }
 }
