@@ -127,6 +127,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/HaulTestSupport"
         ),
@@ -148,6 +149,32 @@ let package = Package(
                 "HaulKit",
                 "HaulFleet",
                 "HaulTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The daemon's service in-process: JSON-RPC lines in, answers and events out; no socket, no process.
+        .testTarget(
+            name: "HaulDaemonTests",
+            dependencies: [
+                "HaulKit",
+                "HaulDaemon",
+                "HaulTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The dashboard's routes in-process: HTTP requests in, answers out, over an in-process service; no socket.
+        .testTarget(
+            name: "HaulWebTests",
+            dependencies: [
+                "HaulKit",
+                "HaulDaemon",
+                "HaulWeb",
+                "HaulTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -156,25 +156,6 @@ package final class DaemonServer: Sendable {
     }
 
     private func handle(_ line: ByteBuffer, _ outbox: ConnectionOutbox) async {
-        switch JSONRPC.decodeRequest(line.readableBytesView) {
-        case .failure(let failure):
-            outbox.send(JSONRPC.response(id: failure.id, error: failure.error))
-        case .success(let request):
-            let result = await service.handle(request, from: outbox)
-            guard let id = request.id else { return }
-            switch result {
-            case .success(let value):
-                let line = JSONRPC.response(id: id, result: value)
-                guard line.utf8.count <= DaemonProtocol.maxResponseBytes + 1 else {
-                    // Never dropped silently: the client learns why, and can ask for pages.
-                    let why = "the answer to \(request.method) would take \(line.utf8.count) bytes, over the daemon's "
-                        + "\(DaemonProtocol.maxResponseBytes); ask for less (see \"limit\")"
-                    outbox.send(JSONRPC.response(id: id, error: .haul(HaulError(.server, why))))
-                    return
-                }
-                outbox.send(line)
-            case .failure(let error): outbox.send(JSONRPC.response(id: id, error: error))
-            }
-        }
+        if let answer = await service.answer(line.readableBytesView, from: outbox) { outbox.send(answer) }
     }
 }

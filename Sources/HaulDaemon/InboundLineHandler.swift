@@ -103,7 +103,7 @@ final class InboundLineHandler: ChannelDuplexHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         reading = false
-        pauseClock()
+        pauseClock(context)
         context.fireChannelReadComplete()
     }
 
@@ -164,16 +164,17 @@ final class InboundLineHandler: ChannelDuplexHandler {
         waitingSince = nil
     }
 
-    /// Runs the unfinished line's clock while the daemon waits for its bytes.
+    /// Runs the unfinished line's clock while the daemon waits for its bytes. Time is the event loop's (the tests' loop
+    /// is an `EmbeddedEventLoop` whose time they move).
     private func startClock(_ context: ChannelHandlerContext) {
         guard !partial.isEmpty, reading, waitingSince == nil else { return }
-        waitingSince = .now()
+        waitingSince = context.eventLoop.now
         arm(context)
     }
 
-    private func pauseClock() {
+    private func pauseClock(_ context: ChannelHandlerContext) {
         guard let since = waitingSince else { return }
-        waited = waited + (.now() - since)
+        waited = waited + (context.eventLoop.now - since)
         waitingSince = nil
         timer?.cancel()
         timer = nil
@@ -185,11 +186,11 @@ final class InboundLineHandler: ChannelDuplexHandler {
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: max(remaining, .zero)) { [self] in
             timer = nil
             guard !partial.isEmpty, let since = waitingSince else { return }
-            if waited + (.now() - since) >= timeout {
+            if waited + (context.eventLoop.now - since) >= timeout {
                 fail(context, .partialLineTimeout)
             } else {
-                pauseClock()
-                waitingSince = .now()
+                pauseClock(context)
+                waitingSince = context.eventLoop.now
                 arm(context)
             }
         }

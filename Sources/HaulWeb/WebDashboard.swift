@@ -57,9 +57,14 @@ package final class WebDashboard: WebListener, Sendable {
 
     package func start(host: String?, port: Int?) async throws -> (url: String, login: String) {
         let url = try await control.start(self, host: host, port: port)
+        return (url, url + "login?token=" + mintLogin())
+    }
+
+    /// A fresh one-time login token (the in-process tests, Tests/HaulWebTests, log in with one without a listener).
+    func mintLogin() -> String {
         let token = WebSecrets.token()
         state.withLockedValue { $0.logins.mint(token: token, at: .now) }
-        return (url, url + "login?token=" + token)
+        return token
     }
 
     package func openConnections() -> Int { state.withLockedValue { $0.connections } }

@@ -187,11 +187,7 @@ final class WebHTTPServer: Sendable {
     }
 
     private func write(_ response: WebResponse, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead) async throws {
-        var headers = WebRoutes.commonHeaders
-        for (name, value) in response.headers { headers.replaceOrAdd(name: name, value: value) }
-        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
-        if !head.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        try await outbound.write(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers)))
+        try await outbound.write(.head(WebRoutes.responseHead(response, for: head)))
         if head.method != .HEAD, !response.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body)))) }
         try await outbound.write(.end(nil))
     }

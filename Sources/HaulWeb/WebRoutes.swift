@@ -75,6 +75,16 @@ enum WebRoutes {
 
     static let cookieName = "haul_session"
 
+    /// The head a full answer is written with: the common headers, the answer's own, its length, and
+    /// `Connection: close` unless the request keeps the connection open.
+    static func responseHead(_ response: WebResponse, for head: HTTPRequestHead) -> HTTPResponseHead {
+        var headers = commonHeaders
+        for (name, value) in response.headers { headers.replaceOrAdd(name: name, value: value) }
+        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
+        if !head.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+        return HTTPResponseHead(version: head.version, status: response.status, headers: headers)
+    }
+
     /// What a request line asks for; the page's files are those of ``WebAssets``.
     static func route(_ method: String, _ path: String) -> WebAccess.Route {
         WebAccess.route(method: method, path: path, assets: WebAssets.paths)

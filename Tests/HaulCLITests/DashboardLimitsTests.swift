@@ -271,41 +271,6 @@ extension DaemonNeighbourTests {
 
         // MARK: Commands
 
-        @Test func aDashboardCredentialCannotSetACommandUnlessTheDaemonAllowsIt() async throws {
-            try await WebDashboardHarness.with { web in
-                let (cookie, csrf) = try await web.login()
-                _ = try await web.sandbox.run(["web", "--api-key", "--no-autostart"])
-                let key = try String(contentsOfFile: web.sandbox.home + "/web/api-key", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-                let marker = web.sandbox.path("ran")
-                let command = "touch " + marker
-                let task: [String: Any] = ["url": "http://127.0.0.1:1/x", "path": web.sandbox.path("x"), "options": ["completionCommand": command]]
-                let calls: [(String, [String: Any])] = [
-                    ("tasks.add", ["session": "default", "tasks": [task]]),
-                    ("session.open", ["session": "default", "configuration": ["completionCommand": command]]),
-                ]
-                for (method, params) in calls {
-                    for credential in ["cookie", "API key"] {
-                        let reply = credential == "cookie"
-                            ? try web.rpc(method, params, cookie: cookie, csrf: csrf)
-                            : try web.rpc(method, params, cookie: nil, csrf: nil, extra: [("Authorization", "Bearer " + key)])
-                        let refusal = error(reply)
-                        #expect((refusal?["code"] as? NSNumber)?.intValue == -32001, "\(method) with the \(credential): \(reply)")
-                        #expect((refusal?["message"] as? String)?.contains("--web-allow-commands") == true, "\(reply)")
-                    }
-                }
-                #expect(try web.tasksOverSocket().isEmpty, "nothing was added")
-                #expect(!DaemonHarness.sessionFolders(web.sandbox).contains("default"), "no session was created")
-                // Clearing a command, or setting anything else, is fine.
-                let cleared = try web.rpc("session.open", ["session": "default", "configuration": ["completionCommand": NSNull(), "maxConcurrentDownloads": 2]],
-                                          cookie: cookie, csrf: csrf)
-                #expect(result(cleared) != nil, "\(cleared)")
-                // The owner's socket sets it.
-                let owner = try RawSocketClient(path: web.socket).call("session.open", ["session": "default", "configuration": ["completionCommand": command]], id: 1)
-                #expect(owner.result != nil, "\(owner)")
-                #expect(!fileExists(marker))
-            }
-        }
-
         @Test func withWebAllowCommandsTheDashboardSetsACommandThatRuns() async throws {
             try await withTestServer { server in
                 server.serve("/c.bin", Resource(body: TestData.bytes(10_000, seed: 2324)))

@@ -4,43 +4,12 @@ import HaulTestSupport
 import HaulWeb
 import Testing
 
-/// What the dashboard does through its bridge, against a real daemon: the session's settings, live segment maps
-/// on the event stream, removing a task with its file, and `haul web` starting the listener by itself.
+/// What the dashboard does through its bridge, against a real daemon: live segment maps on the event stream, removing
+/// a task with its file, and `haul web` starting the listener by itself. (The session's settings and a paused
+/// download's segment map through the bridge are HaulWebTests', in-process.)
 @Suite(.serialized) struct WebBridgeTests {
     func result(_ reply: WebReply) -> [String: Any]? { reply.json?["result"] as? [String: Any] }
     func errorCode(_ reply: WebReply) -> Int? { ((reply.json?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue }
-
-    @Test func theSessionsSpeedLimitAndConcurrencyChangeAndShowWithoutSecrets() async throws {
-        try await WebDashboardHarness.with { web in
-            let (cookie, csrf) = try await web.login()
-            let open = try web.rpc("session.open", ["session": "default", "configuration": ["defaultHeaders": [["name": "Authorization", "value": "Bearer s3cret"]]]],
-                                   cookie: cookie, csrf: csrf)
-            #expect(result(open) != nil, "\(open)")
-            for bad in [0, -5] as [Any] + ["fast", 1.5] {
-                let reply = try web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": bad], cookie: cookie, csrf: csrf)
-                #expect(errorCode(reply) == -32602, "\(bad): \(reply)")
-            }
-            let missing = try web.rpc("session.setRateLimit", ["session": "default"], cookie: cookie, csrf: csrf)
-            #expect(errorCode(missing) == -32602, "\(missing)")
-            let set = try web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": 500_000], cookie: cookie, csrf: csrf)
-            #expect(result(set) != nil, "\(set)")
-            let concurrency = try web.rpc("session.setMaxConcurrentDownloads", ["session": "default", "count": 2], cookie: cookie, csrf: csrf)
-            #expect(result(concurrency) != nil, "\(concurrency)")
-            let shown = try web.rpc("session.configuration", ["session": "default"], cookie: cookie, csrf: csrf)
-            let configuration = try #require(result(shown), "\(shown)")
-            #expect((configuration["rateLimit"] as? NSNumber)?.intValue == 500_000)
-            #expect((configuration["maxConcurrentDownloads"] as? NSNumber)?.intValue == 2)
-            #expect(!shown.body.contains("s3cret"), "a default header's value is never shown: \(shown.body)")
-            #expect(shown.body.contains("Authorization"), "its name is")
-            let none = try web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": NSNull()], cookie: cookie, csrf: csrf)
-            #expect(result(none) != nil, "\(none)")
-            let after = try #require(result(try web.rpc("session.configuration", ["session": "default"], cookie: cookie, csrf: csrf)))
-            #expect(after["rateLimit"] is NSNull, "\(after)")
-            let other = try web.rpc("session.configuration", ["session": "nope"], cookie: cookie, csrf: csrf)
-            #expect(errorCode(other) == -32001, "a session that does not exist: \(other)")
-            #expect(!DaemonHarness.sessionFolders(web.sandbox).contains("nope"), "and it is not created")
-        }
-    }
 
     @Test func aThrottledSegmentedDownloadsMapIsPushedWhileItRuns() async throws {
         try await withTestServer { server in
@@ -74,34 +43,6 @@ import Testing
                 #expect(result(removed) != nil, "\(removed)")
                 try await eventually("the file is deleted") { !fileExists(destination) }
                 #expect(try web.tasksOverSocket().isEmpty)
-            }
-        }
-    }
-
-    @Test func aPausedSegmentedDownloadsMapShowsWhereItsBytesAre() async throws {
-        try await withTestServer { server in
-            let body = TestData.bytes(8 << 20, seed: 1_416)
-            var resource = Resource(body: body, etag: "\"p\"")
-            resource.faults.throttleBytesPerSecond = 256 << 10
-            server.serve("/paused.bin", resource)
-            try await WebDashboardHarness.with { web in
-                let (cookie, csrf) = try await web.login()
-                let stream = try web.openEventStream(cookie: cookie)
-                defer { stream.close() }
-                let destination = web.sandbox.path("paused.bin")
-                let id = try web.add(server.url("/paused.bin"), to: destination, segments: 4, options: ["minSegmentSize": 65_536], cookie: cookie, csrf: csrf)
-                // Bytes in at least two places, then paused.
-                _ = try stream.read(timeout: .seconds(90)) { reply in Self.segmentMaps(reply.body, id: id).contains { $0.done.count >= 2 } }
-                let paused = try web.rpc("tasks.pause", ["session": "default", "ids": [id]], cookie: cookie, csrf: csrf)
-                #expect(result(paused) != nil, "\(paused)")
-                _ = try stream.read(timeout: .seconds(30)) { $0.body.contains("\"to\":\"paused\"") }
-                let reply = try web.rpc("tasks.segments", ["session": "default", "id": id], cookie: cookie, csrf: csrf)
-                let map = try #require(result(reply), "\(reply)")
-                let done = (map["done"] as? [[NSNumber]])?.map { $0.map(\.intValue) } ?? []
-                #expect(done.count >= 2, "the paused download's bytes are in several places: \(map)")
-                #expect((map["active"] as? [Any])?.isEmpty == true, "nothing is being fetched: \(map)")
-                #expect((map["total"] as? NSNumber)?.intValue == body.count)
-                #expect(done.allSatisfy { $0[0] < $0[1] && $0[1] <= body.count })
             }
         }
     }

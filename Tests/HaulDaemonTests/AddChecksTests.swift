@@ -1,0 +1,54 @@
+import Foundation
+import HaulKit
+import HaulTestSupport
+import Testing
+@testable import HaulDaemon
+
+/// `tasks.add` refuses at once, creating nothing, what the download would only refuse later out of sight: a
+/// destination that is taken, a folder, a "folder" that is a file, an id that names another URL's task; and adding the
+/// same task again returns it, even once its file exists. (The CLI's one-line error and exit 2 are
+/// DaemonNetworkTests'.)
+@Suite struct AddChecksTests {
+    @Test func additionsTheDownloadWouldRefuseAreRefusedAtOnceAndTheSameTaskAgainIsNoConflict() async throws {
+        let server = try await TestServer.start()
+        let body = TestData.bytes(100_000, seed: 171)
+        server.serve("/a.bin", Resource(body: body, etag: "\"a\""))
+        server.serve("/b.bin", Resource(body: body, etag: "\"b\""))
+        try await InProcessDaemon.with { daemon in
+            let client = daemon.connect()
+            let taken = daemon.work + "/taken.bin", folder = daemon.work + "/folder"
+            #expect(FileManager.default.createFile(atPath: taken, contents: Data([1, 2, 3])))
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let refusals: [(JSONValue, String)] = [
+                (["url": .string(server.url("/a.bin")), "path": .string(taken)], "already exists"),
+                (["url": .string(server.url("/a.bin")), "path": .string(folder)], "is a directory"),
+                (["url": .string(server.url("/a.bin")), "directory": .string(taken)], "not a folder"),
+            ]
+            for (task, why) in refusals {
+                let refused = try await client.call("tasks.add", ["session": "default", "tasks": [task]])
+                #expect(refused.errorCode == -32001 && refused.errorMessage.contains(why), "\(task): \(refused)")
+            }
+            #expect(daemon.sessionFolders.isEmpty, "a refused addition creates nothing: \(daemon.sessionFolders)")
+            #expect(FileManager.default.contents(atPath: taken) == Data([1, 2, 3]), "and touches nothing")
+
+            // The same task added again is no conflict, even once its file exists.
+            let mine: JSONValue = ["url": .string(server.url("/a.bin")), "path": .string(daemon.work + "/a.bin"), "id": "mine"]
+            let first = try await client.result("tasks.add", ["session": "default", "tasks": [mine]])
+            #expect(first["ids"] == ["mine"], "\(first)")
+            try await waitUntil("the task finishes") {
+                try await client.result("tasks.list", ["session": "default"])["tasks"]?.arrayValue?.first?["state"] == "finished"
+            }
+            #expect(FileManager.default.contents(atPath: daemon.work + "/a.bin").map(Array.init) == body)
+            let again = try await client.result("tasks.add", ["session": "default", "tasks": [mine]])
+            #expect(again["ids"] == ["mine"], "\(again)")
+            // An id that names another URL's task is an error, not the old task.
+            let other = try await client.call("tasks.add", ["session": "default", "tasks": [
+                ["url": .string(server.url("/b.bin")), "path": .string(daemon.work + "/b.bin"), "id": "mine"],
+            ]])
+            #expect(other.errorCode == -32001 && other.errorMessage.contains("taken by another URL"), "\(other)")
+            #expect(try await client.result("tasks.list", ["session": "default"])["tasks"]?.arrayValue?.count == 1)
+            #expect(server.requests("/b.bin").isEmpty, "the refused one was never fetched")
+        }
+        try await server.shutdown()
+    }
+}
