@@ -29,7 +29,7 @@ package actor LocalSession: SessionBackend {
     /// change of a task's state or priority goes through ``noteStored(_:)`` (or ``forget(_:)`` when it is removed).
     /// The first waiting tasks in the queue's order (the store keeps them all): a session of a million tasks holds
     /// a few thousand in memory. A fleet's node holds the ones it heard of whole (it claims from the store).
-    private var window = WaitingWindow()
+    private var window: WaitingWindow
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
     /// Where each running task's download writes and its length, once known: stored with its next progress or
     /// when it ends (a download of a few milliseconds costs no write of its own for this), shown in snapshots meanwhile.
@@ -85,6 +85,7 @@ package actor LocalSession: SessionBackend {
         self.records = SessionRecords(store: self.store, files: TransferRecordStore(home: configuration.home))
         self.engine = TransferEngine(records: records, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
+        self.window = WaitingWindow(pageSize: configuration.waitingPageSize)
         var defaults = DownloadDefaults()
         defaults.directory = configuration.defaultDirectory ?? "."
         defaults.headers = configuration.defaultHeaders

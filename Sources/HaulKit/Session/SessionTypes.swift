@@ -36,6 +36,8 @@ public struct SessionConfiguration: Sendable {
     public var onCompletion: (@Sendable (TaskSnapshot) -> Void)?
     /// Events are throttled to this many progress reports per second per task.
     public var progressInterval: Duration = .milliseconds(250)
+    /// Waiting tasks a local session reads from its store at a time (it holds a few pages of its queue in memory).
+    package var waitingPageSize = 4096
     /// When set, the session is a background session: `haul daemon` does the transfers (see ``background``).
     public var daemon: DaemonEndpoint?
 

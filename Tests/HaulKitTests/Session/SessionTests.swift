@@ -232,6 +232,65 @@ func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () a
 
     /// The scheduler reads only the head of a long queue; when hosts at their cap block that head, it must
     /// still find a startable task further back.
+    /// A queue many times longer than the window the session holds (pages of 3 here) still starts by priority, then
+    /// in the order added, whatever was added, raised or paused while pages were read.
+    @Test func aQueueLongerThanItsWindowStartsInOrder() async throws {
+        try await withHarness { server, _, sandbox in
+            for n in 0..<40 { server.serve("/f\(n)", Resource(body: TestData.bytes(2_000, seed: 3))) }
+            var configuration = sessionConfiguration(sandbox, concurrent: 0)
+            configuration.waitingPageSize = 3
+            let session = try await DownloadSession(identifier: "window", configuration: configuration)
+            let log = SessionEventLog(await session.events())
+            var expected: [(id: String, priority: Int, order: Int)] = []
+            for n in 0..<40 {
+                var request = DownloadRequest(url: try UserInput.url(server.url("/f\(n)")))
+                request.id = "t\(n)"
+                request.priority = [0, 2, -1, 0, 1][n % 5]
+                try await session.add(request)
+                expected.append((request.id ?? "", request.priority, n))
+            }
+            // Two raised and one paused while nothing runs: the window learns of them wherever they stand.
+            try await session.setPriority(9, for: ["t37"])
+            try await session.setPriority(-5, for: ["t1"])
+            try await session.pause(["t20"])
+            expected = expected.map { task in
+                (task.id, task.id == "t37" ? 9 : task.id == "t1" ? -5 : task.priority, task.order)
+            }.filter { $0.id != "t20" }
+            try await session.setMaxConcurrentDownloads(1)
+            await session.waitUntilIdle()
+            let order = expected.sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.order < $1.order }.map(\.id)
+            #expect(log.startOrder == order)
+            #expect(try await session.task("t20")?.state == .paused)
+            await session.close()
+        }
+    }
+
+    /// The same with a window of 2 and one download per host: the window grows past the blocked host's tasks.
+    @Test func aTaskForAnotherHostBeyondTheWindowStillStarts() async throws {
+        try await withHarness { server, _, sandbox in
+            var resource = Resource(body: TestData.bytes(400_000, seed: 8), etag: "\"a\"")
+            resource.faults.throttleBytesPerSecond = 40_000
+            for n in 0..<30 { server.serve("/a\(n)", resource) }
+            server.serve("/b", Resource(body: TestData.bytes(1_000, seed: 9)))
+            var configuration = sessionConfiguration(sandbox, concurrent: 2)
+            configuration.maxDownloadsPerHost = 1
+            configuration.waitingPageSize = 2
+            let session = try await DownloadSession(identifier: "window-hosts", configuration: configuration)
+            var requests = try (0..<30).map { n in
+                var request = DownloadRequest(url: try UserInput.url(server.url("/a\(n)")))
+                request.id = "a\(n)"
+                return request
+            }
+            var other = DownloadRequest(url: try UserInput.url(server.url("/b").replacingOccurrences(of: "127.0.0.1", with: "localhost")))
+            other.id = "b"
+            requests.append(other)
+            try await session.add(requests)
+            try await waitFor("the task for the other host to finish") { try await session.task("b")?.state == .finished }
+            #expect(sandbox.contents("b") == TestData.bytes(1_000, seed: 9))
+            await session.close()
+        }
+    }
+
     @Test func aTaskForAnotherHostBehindALongBlockedQueueStillStarts() async throws {
         try await withHarness { server, _, sandbox in
             var resource = Resource(body: TestData.bytes(400_000, seed: 8), etag: "\"a\"")
