@@ -98,7 +98,16 @@ struct BatchGet {
             let entries = try Entries(arguments: arguments, list: listFile)
             let maker = try command.specMaker()
             var first = true
+            var added = 0
             while true {
+                // The events of what was added are read before much more is added: the session's event stream keeps
+                // what is not read yet. Bounded, and it stops waiting when no more come (a task the list had added in
+                // an earlier run is not new, and says nothing).
+                var seen = -1
+                for _ in 0..<10_000 where added - reporter.addedCount > BatchGet.eventsAhead && reporter.addedCount != seen {
+                    seen = reporter.addedCount
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
                 let part = try entries.next(first ? 2 * command.jobs : BatchGet.tasksPerAdd)
                 first = false
                 if part.isEmpty { break }
@@ -110,7 +119,9 @@ struct BatchGet {
                 }
                 var again: [String] = []
                 var gone: [(id: String, request: DownloadRequest)] = []
-                for (task, request) in zip(try await session.add(requests), requests) {
+                let tasks = try await session.add(requests)
+                added += tasks.filter { $0.state == .waiting }.count
+                for (task, request) in zip(tasks, requests) {
                     if task.state == .failed || task.state == .cancelled || task.state == .paused { again.append(task.id) }
                     // Finished in an earlier run, but its file is gone since (deleted, moved): fetched again, as wget
                     // and curl would, instead of counted as finished.
@@ -199,6 +210,8 @@ struct BatchGet {
 
     /// How many tasks each part of a long list adds (after a first part of twice `-j`).
     static let tasksPerAdd = 256
+    /// Added tasks whose events may wait to be read.
+    static let eventsAhead = 2048
 
     /// The name of a batch's session: the same URLs into the same place make the same session, so re-running the
     /// command resumes it (FNV-1a over each URL and destination, as earlier versions named it).

@@ -27,6 +27,9 @@ final class BatchReporter: @unchecked Sendable {
     private var active: [String: DownloadProgress?] = [:]
     private var order: [String] = []
     private var finished = 0
+    /// How many `added` events were handled: the batch adds its list no faster than they are read (the session's
+    /// event stream buffers what is not read yet, and a list of a million would otherwise wait there whole).
+    private var addedHandled = 0
     private var failed = 0
     /// Tasks waiting to start, when the caller counts them (`haul watch`), and the session's downloads at once.
     private var waiting: Int?
@@ -59,6 +62,13 @@ final class BatchReporter: @unchecked Sendable {
     }
 
     /// The ids of the tasks shown as running.
+    /// The `added` events handled so far.
+    var addedCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return addedHandled
+    }
+
     var activeIDs: [String] {
         lock.lock()
         defer { lock.unlock() }
@@ -98,6 +108,7 @@ final class BatchReporter: @unchecked Sendable {
     func handle(_ event: SessionEvent) {
         lock.lock()
         defer { lock.unlock() }
+        if case .added = event { addedHandled += 1 }
         if mode == .json { return json(event) }
         switch event {
         case .added(let task):

@@ -92,18 +92,18 @@ struct StoreDecodingError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A task's spec in its column: the spec's one JSON shape. The specs last written or read are kept by their text, so
-/// that a session reading a task again and again as it runs (to start it, to save its progress, to conclude it)
-/// parses its JSON once, not at every read: for thousands of small files that parsing cost more than the rest.
+/// A task's spec in its column: the spec's one JSON shape. The specs last read are kept by their text, so that a
+/// session reading a task again and again as it runs (to start it, to save its progress, to conclude it) parses its
+/// JSON once, not at every read: for thousands of small files that parsing cost more than the rest. Specs written
+/// are not kept: a list of a million added at once would fill the cache with tasks that run much later (it held
+/// 20,000 specs, about 45 MB, for any list that long).
 package enum SpecColumn {
     private static let recent = NIOLockedValueBox<[String: DownloadSpec]>([:])
-    /// More than a session runs at once by far; when full, the cache starts over.
-    private static let capacity = 20_000
+    /// A page of a session's waiting queue and what it runs, with room; when full, the cache starts over.
+    private static let capacity = 8_192
 
     package static func encode(_ spec: DownloadSpec) -> String {
-        let text = spec.json.serialized
-        remember(text, spec)
-        return text
+        spec.json.serialized
     }
 
     /// The spec the text describes; `nil` when it is not a valid spec with a destination.
