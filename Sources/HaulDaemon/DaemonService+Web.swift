@@ -13,7 +13,8 @@ package protocol WebListener: Sendable {
     func openConnections() -> Int
 }
 
-// The methods the web dashboard added to the protocol: `web.start`, `session.configuration`, `tasks.segments`.
+// The methods the web dashboard added to the protocol: `web.start`, `session.configuration` (and `tasks.segments`,
+// DaemonService+Tasks.swift).
 extension DaemonService {
     /// Attaches the web dashboard (`web.start` starts it) and the tap its event stream reads every event from.
     package func attach(web: any WebListener, eventTap: @escaping @Sendable (String, SessionEvent, Int64?) -> Void) {
@@ -56,24 +57,8 @@ extension DaemonService {
         return .object(object)
     }
 
-    /// `tasks.segments`: where a task's bytes are (docs/protocol.md).
-    func segments(_ params: Params, in name: String) async throws -> JSONValue {
-        let id = try params.requiredString("id")
-        let session = try await session(name)
-        guard let map = try await session.segmentMap(id) else {
-            throw HaulError(.usage, "no task \(id) in session \(name); `haul ls` lists them")
-        }
-        return Self.encode(map, id: id)
-    }
-
     /// A segment map on the wire: `{"id", "total", "done": [[start, end]], "active": [[start, end]]}`.
     package static func encode(_ map: SegmentMap, id: String) -> JSONValue {
-        func ranges(_ list: [SegmentMap.ClosedOpen]) -> JSONValue {
-            .array(list.map { .array([JSONValue($0.start), JSONValue($0.end)]) })
-        }
-        return [
-            "id": .string(id), "total": map.total.map(JSONValue.init) ?? .null, "done": ranges(map.done),
-            "active": ranges(map.active),
-        ]
+        (try? JSONValueEncoder.encode(TaskSegments.Result(map, id: id))) ?? .null
     }
 }

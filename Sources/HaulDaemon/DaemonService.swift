@@ -115,30 +115,8 @@ package actor DaemonService {
             return [:]
         case .sessionConfiguration:
             return try await configuration(of: name)
-        case .segments:
-            return try await segments(params, in: name)
-        case .addTasks:
-            let addBudget = DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0)
-            return try await add(params, to: name, budget: addBudget, caller: caller)
-        case .listTasks:
-            return try await list(params, in: try await session(name), budget: budget)
-        case .pauseTasks, .resumeTasks, .cancelTasks:
-            let command: TaskCommand = method == .pauseTasks ? .pause : method == .resumeTasks ? .resume : .cancel
-            let session = try await session(name)
-            try await session.apply(command, to: try await selection(params, in: session, name))
-            return [:]
-        case .removeTasks:
-            let session = try await session(name)
-            try await session.remove(try await selection(params, in: session, name), deleteFile: try params.bool("deleteFile") ?? false)
-            return [:]
-        case .setPriority:
-            let priority = try params.requiredInt("priority")
-            let session = try await session(name)
-            guard let ids = try await selection(params, in: session, name) else {
-                throw RPCError.invalidParams("\"ids\" is required")
-            }
-            try await session.setPriority(priority, for: ids)
-            return [:]
+        case .segments, .addTasks, .listTasks, .pauseTasks, .resumeTasks, .cancelTasks, .removeTasks, .setPriority:
+            return try await performTaskMethod(method, params, in: name, caller: caller, answerID: request.id, budget: budget)
         case .subscribe:
             let session = try await session(name)
             let replay = try params.bool("replay") ?? true
@@ -169,7 +147,7 @@ package actor DaemonService {
     }
 
     /// Refuses, changing nothing, a request that sets a command its caller may not set.
-    private static func refuse(_ caller: DaemonCaller, setsCommand: Bool) throws {
+    static func refuse(_ caller: DaemonCaller, setsCommand: Bool) throws {
         if let refusal = caller.commandRefusal(setsCommand: setsCommand) { throw HaulError(.usage, refusal) }
     }
 
@@ -177,92 +155,6 @@ package actor DaemonService {
     static let identity: [String: JSONValue] = [
         "protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string), "pid": JSONValue(Int(getpid())),
     ]
-
-    // MARK: Adding and listing
-
-    /// `tasks.add`: the ids always; the tasks too unless `reply` is `"ids"` or they would not fit one line.
-    private func add(_ params: Params, to name: String, budget: Int, caller: DaemonCaller) async throws -> JSONValue {
-        guard let objects = try params.objects("tasks"), !objects.isEmpty else {
-            throw RPCError.invalidParams("\"tasks\" must be a non-empty array of objects")
-        }
-        guard objects.count <= DaemonProtocol.maxTasksPerAdd else {
-            throw RPCError.invalidParams("\"tasks\" holds more than \(DaemonProtocol.maxTasksPerAdd) tasks")
-        }
-        let reply = try params.string("reply") ?? "tasks"
-        guard reply == "tasks" || reply == "ids" else { throw RPCError.invalidParams("\"reply\" must be \"tasks\" or \"ids\"") }
-        var requests: [DownloadRequest] = []
-        for object in objects { requests.append(try DaemonProtocol.decodeRequest(object)) }
-        try Self.refuse(caller, setsCommand: requests.contains { $0.spec.completionCommand != nil })
-        try await check(requests, in: name)
-        // Checked before the session is created, so that a refused addition leaves nothing behind.
-        let added = try await session(name, creating: true).add(requests)
-        var result: [String: JSONValue] = ["ids": .array(added.map { .string($0.id) })]
-        if reply == "tasks" {
-            let tasks = added.map(DaemonProtocol.encode)
-            let size = tasks.reduce(result["ids"]?.serialized.utf8.count ?? 0) { $0 + $1.serialized.utf8.count + 1 }
-            if size <= budget { result["tasks"] = .array(tasks) }
-        }
-        return .object(result)
-    }
-
-    /// Refuses at once what would only fail later, out of sight: an `id` that names another URL's task, and a
-    /// destination the download would refuse (unless the same task is being added again).
-    private func check(_ requests: [DownloadRequest], in name: String) async throws {
-        let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
-        let existing = known ? try await session(name) : nil
-        for request in requests {
-            if let id = request.id, let task = try await existing?.store.task(id: id), task.url != request.url.absoluteString {
-                throw HaulError(.usage, "the task id \(id) is taken by another URL (\(Redaction.url(task.url))); choose another --id")
-            }
-            guard let destination = request.destination else { continue }
-            do {
-                try TransferEngine.checkDestination(DownloadOptions(request.spec), records: existing?.engine.store ?? TransferRecordStore(home: home))
-            } catch {
-                // Adding the same task again returns it: its own file is no conflict.
-                if case .file(let path) = destination, try await existing?.store.tasks()
-                    .contains(where: { $0.url == request.url.absoluteString && $0.destination == .file(path) }) == true { continue }
-                throw error
-            }
-        }
-    }
-
-    /// `tasks.list`: a page of tasks in the order added, after `cursor`, at most `limit` of them and at most
-    /// `budget` bytes of JSON; `next` is the cursor of the following page, or null after the last one.
-    private func list(_ params: Params, in session: LocalSession, budget: Int) async throws -> JSONValue {
-        let ids = try params.strings("ids")
-        let limit = try Self.limit(params) ?? Int.max
-        var after: Int64 = 0
-        if let cursor = try params.string("cursor") {
-            guard let value = Int64(cursor), value >= 0 else { throw RPCError.invalidParams("\"cursor\" is not one this daemon gave") }
-            after = value
-        }
-        var page: [JSONValue] = [], used = 0, last = after, more = false
-        var rows: [(sequence: Int64, task: TaskSnapshot)] = []
-        if let ids { rows = try await session.tasks(ids: ids).filter { $0.sequence > after } }
-        var index = 0, exhausted = ids != nil
-        // Bounded: every turn takes a row or ends; rows come at most 1,000 at a time from a finite store.
-        for _ in 0..<(DaemonProtocol.maxPageLimit * 1_000) {
-            if index == rows.count {
-                guard !exhausted else { break }
-                rows = try await session.tasks(after: last, limit: 1_000)
-                index = 0
-                exhausted = rows.count < 1_000
-                if rows.isEmpty { break }
-            }
-            let row = rows[index]
-            let json = DaemonProtocol.encode(row.task)
-            let size = json.serialized.utf8.count + 1
-            if page.count >= limit || (!page.isEmpty && used + size > budget) {
-                more = true
-                break
-            }
-            page.append(json)
-            used += size
-            last = row.sequence
-            index += 1
-        }
-        return ["tasks": .array(page), "next": more ? .string(String(last)) : .null]
-    }
 
     /// The oldest journal entries that fit `limit` and `budget`, and the `after` of the rest (if any).
     private static func journalPage(_ entries: [JournalEntry], limit: Int, budget: Int) -> (events: [JSONValue], next: Int64?) {
@@ -282,25 +174,15 @@ package actor DaemonService {
     }
 
     /// `limit`, checked (1 to 10,000), or nil when absent.
-    private static func limit(_ params: Params) throws -> Int? {
-        guard let limit = try params.int("limit") else { return nil }
+    static func limit(_ params: Params) throws -> Int? { try limit(params.int("limit")) }
+
+    /// `limit`, checked (1 to 10,000).
+    static func limit(_ limit: Int?) throws -> Int? {
+        guard let limit else { return nil }
         guard (1...DaemonProtocol.maxPageLimit).contains(limit) else {
             throw RPCError.invalidParams("\"limit\" must be between 1 and \(DaemonProtocol.maxPageLimit)")
         }
         return limit
-    }
-
-    /// The ids named by `ids` (all must exist) or `nil` for `"all": true`.
-    private func selection(_ params: Params, in session: LocalSession, _ name: String) async throws -> [String]? {
-        if try params.bool("all") == true { return nil }
-        guard let ids = try params.strings("ids"), !ids.isEmpty else {
-            throw RPCError.invalidParams("give \"ids\" (a non-empty array of task ids) or \"all\": true")
-        }
-        let known = Set(try await session.tasks(ids: ids).map(\.task.id))
-        if let missing = ids.first(where: { !known.contains($0) }) {
-            throw HaulError(.usage, "no task \(missing) in session \(name); `haul ls` lists them")
-        }
-        return ids
     }
 
     /// A journal entry as a wire event.

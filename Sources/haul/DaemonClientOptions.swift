@@ -72,6 +72,15 @@ final class DaemonConnection: Sendable {
         }
     }
 
+    /// Calls `Call` on the session.
+    func call<Call: DaemonCall>(_ call: Call.Type, _ parameters: Call.Parameters) async throws -> Call.Result {
+        do {
+            return try await client.call(Call.self, session: session, parameters)
+        } catch let error as HaulError {
+            throw CLIFailure(error)
+        }
+    }
+
     /// The session's tasks (only those of `ids`, in that order, when given), a page at a time. A session the daemon
     /// does not have is an error, except that `default` (the one the CLI uses unless told) then lists nothing.
     func tasks(ids: [String]? = nil) async throws -> [TaskSnapshot] {
@@ -97,7 +106,7 @@ final class DaemonConnection: Sendable {
     }
 
     /// Adds tasks in as many messages as it takes; their ids, in order.
-    func add(_ requests: [JSONValue]) async throws -> [String] {
+    func add(_ requests: [AddTasks.Addition]) async throws -> [String] {
         do {
             return try await client.add(session: session, requests)
         } catch let error as HaulError {

@@ -84,7 +84,7 @@ actor BackgroundSession: SessionBackend {
             // process's. Certificate paths, like destinations, are this process's.
             if request.proxies == nil, configuration.proxies != ProxyChoice() { request.proxies = configuration.proxies }
             if request.tls == nil, !configuration.tls.isDefault { request.tls = configuration.tls.mappingPaths(absolutePath) }
-            return DaemonProtocol.encode(request)
+            return AddTasks.Addition(request)
         }
         // Added in chunks that fit a message each, then read back a page at a time.
         let ids = try await client.add(session: identifier, encoded)
@@ -97,24 +97,21 @@ actor BackgroundSession: SessionBackend {
     }
 
     func apply(_ command: TaskCommand, to ids: [String]?) async throws {
-        let method: DaemonMethod
+        let selection = SelectedTasks(ids)
         switch command {
-        case .pause: method = .pauseTasks
-        case .resume: method = .resumeTasks
-        case .cancel: method = .cancelTasks
+        case .pause: _ = try await client.call(PauseTasks.self, session: identifier, selection)
+        case .resume: _ = try await client.call(ResumeTasks.self, session: identifier, selection)
+        case .cancel: _ = try await client.call(CancelTasks.self, session: identifier, selection)
         case .start, .finish, .fail: throw HaulError(.usage, "only pause, resume and cancel can be asked of a task")
         }
-        _ = try await call(method, Self.selection(ids))
     }
 
     func remove(_ ids: [String]?, deleteFile: Bool) async throws {
-        var params = Self.selection(ids)
-        params["deleteFile"] = .bool(deleteFile)
-        _ = try await call(.removeTasks, params)
+        _ = try await client.call(RemoveTasks.self, session: identifier, .init(SelectedTasks(ids), deleteFile: deleteFile))
     }
 
     func setPriority(_ priority: Int, for ids: [String]) async throws {
-        _ = try await call(.setPriority, ["ids": .array(ids.map(JSONValue.string)), "priority": JSONValue(priority)])
+        _ = try await client.call(SetPriority.self, session: identifier, .init(priority: priority, ids: ids))
     }
 
     func setMaxConcurrentDownloads(_ count: Int) async throws {
@@ -126,10 +123,7 @@ actor BackgroundSession: SessionBackend {
     }
 
     func task(_ id: String) async throws -> TaskSnapshot? {
-        guard let tasks = DaemonProtocol.decodeTasks(try await call(.listTasks, ["ids": [.string(id)]])["tasks"]) else {
-            throw Self.garbled
-        }
-        return tasks.first
+        try await client.call(ListTasks.self, session: identifier, .init(ids: [id])).tasks.first?.snapshot
     }
 
     func events(filter: String?) -> AsyncStream<SessionEvent> {
@@ -179,10 +173,4 @@ actor BackgroundSession: SessionBackend {
         finishStreams()
     }
 
-    private static func selection(_ ids: [String]?) -> [String: JSONValue] {
-        guard let ids else { return ["all": true] }
-        return ["ids": .array(ids.map(JSONValue.string))]
-    }
-
-    private static let garbled = HaulError(.server, "the haul daemon sent an answer this haul does not understand; restart the daemon")
 }
