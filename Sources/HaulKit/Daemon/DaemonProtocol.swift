@@ -115,6 +115,7 @@ package enum DaemonProtocol {
         case .finished(let task): object = ["type": "finished", "task": encode(task)]
         case .failed(let task): object = ["type": "failed", "task": encode(task)]
         case .allFinished: object = ["type": "allFinished"]
+        case .removed(let id): object = ["type": "removed", "id": .string(id)]
         }
         if let sequence { object["seq"] = JSONValue(sequence) }
         return .object(object)
@@ -138,6 +139,7 @@ package enum DaemonProtocol {
                 secondsRemaining: value["secondsRemaining"]?.doubleValue)
             return (.progress(id: id, progress), sequence)
         case "allFinished": return (.allFinished, sequence)
+        case "removed": return value["id"]?.stringValue.map { (.removed(id: $0), sequence) }
         default: return nil
         }
     }

@@ -67,6 +67,14 @@ import Testing
         }
     }
 
+    @Test func aRemovedEventCrossesTheWire() throws {
+        #expect(DaemonProtocol.encode(.removed(id: "t1")) == ["type": "removed", "id": "t1"])
+        let decoded = try #require(DaemonProtocol.decodeEvent(["type": "removed", "id": "t1", "later": true]))
+        #expect(decoded.event == .removed(id: "t1") && decoded.sequence == nil)
+        #expect(DaemonProtocol.decodeEvent(["type": "removed"]) == nil, "a removal names its task")
+        #expect(EventJSON.session(.removed(id: "t1"), redacting: true) == ["type": "removed", "id": "t1"])
+    }
+
     @Test func whatAClientSendsIsWhatTheDaemonReads() throws {
         let request = DownloadRequest(DownloadSpec(url: try UserInput.url("https://example.com/a.iso")), priority: 3, id: "mine")
         let sent = AddTasks.Parameters(tasks: [AddTasks.Addition(request)], reply: "ids")
