@@ -30,18 +30,16 @@ extension DaemonService {
     }
 
     /// `web.start`: `host` and `port` optional.
-    func startWeb(_ params: Params) async throws -> JSONValue {
+    func startWeb(_ parameters: StartWeb.Parameters) async throws -> StartWeb.Result {
         guard let web else { throw HaulError(.usage, "this haul daemon has no web dashboard; update haul and restart the daemon") }
-        let host = try params.string("host")
-        let port = try params.int("port")
-        if let port, !(1...65_535).contains(port) { throw RPCError.invalidParams("\"port\" must be between 1 and 65535") }
-        let (url, login) = try await web.start(host: host, port: port)
-        return ["url": .string(url), "login": .string(login)]
+        if let port = parameters.port, !(1...65_535).contains(port) { throw RPCError.invalidParams("\"port\" must be between 1 and 65535") }
+        let (url, login) = try await web.start(host: parameters.host, port: parameters.port)
+        return StartWeb.Result(url: url, login: login)
     }
 
     /// `session.configuration`: the saved configuration, with the values of default headers hidden (they may be
     /// credentials), and `store`, the path of the session's task store.
-    func configuration(of name: String) async throws -> JSONValue {
+    func configuration(of name: String) async throws -> SessionSettings.Result {
         let session = try await session(name)
         guard var object = configurations[name].map({ DaemonProtocol.encode($0) })?.objectValue else { throw RPCError.noSuchSession(name) }
         if case .array(let headers)? = object["defaultHeaders"] {
@@ -54,7 +52,7 @@ extension DaemonService {
         // Not a setting: where the session's tasks are kept, for `haul session show`.
         // The session's own store says where it is (a SQLite file, or a fleet's PostgreSQL database without its password).
         object["store"] = .string(session.store.location)
-        return .object(object)
+        return object
     }
 
     /// A segment map on the wire: `{"id", "total", "done": [[start, end]], "active": [[start, end]]}`.

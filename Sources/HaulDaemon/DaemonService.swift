@@ -69,17 +69,15 @@ package actor DaemonService {
         guard let method = DaemonMethod(rawValue: request.method) else { throw RPCError.methodNotFound(request.method) }
         switch method {
         case .hello:
-            let asked = try params.requiredInt("protocol")
+            let asked = try Hello.parameters(params).protocolVersion
             guard asked == DaemonProtocol.version else { throw RPCError.unsupportedProtocol(asked) }
-            return .object(Self.identity)
+            return try JSONValueEncoder.encode(Self.identity)
         case .status:
-            var status = Self.identity
-            status["sessions"] = .array(sessions.keys.sorted().map(JSONValue.string))
-            return .object(status)
+            return try JSONValueEncoder.encode(DaemonStatus.Result(Self.identity, sessions: sessions.keys.sorted()))
         case .startWeb:
-            return try await startWeb(params)
+            return try JSONValueEncoder.encode(try await startWeb(try StartWeb.parameters(params)))
         case .fleetNodes:
-            return try await fleetNodes()
+            return try JSONValueEncoder.encode(try await fleetNodes())
         default:
             break
         }
@@ -97,50 +95,55 @@ package actor DaemonService {
             - 256 - (request.id?.serialized.utf8.count ?? 0)
         switch method {
         case .openSession:
-            let configuration = try params.object("configuration")
+            let configuration = try OpenSession.parameters(params).configuration.map(Params.init)
             let command = configuration?.members["completionCommand"]
             try Self.refuse(caller, setsCommand: command != nil && command != .null)
             _ = try await session(name, creating: true, configuring: configuration)
-            return ["session": .string(name)]
+            return try JSONValueEncoder.encode(OpenSession.Result(session: name))
         case .setMaxConcurrentDownloads:
-            let count = try params.requiredInt("count")
+            let count = try SetMaxConcurrentDownloads.parameters(params).count
             guard count >= 0 else { throw RPCError.invalidParams("\"count\" must be 0 or more") }
             _ = try await session(name, configuring: Params(["maxConcurrentDownloads": JSONValue(count)]))
-            return [:]
+            return try JSONValueEncoder.encode(SetMaxConcurrentDownloads.Result())
         case .setRateLimit:
-            let limit = try params.int64("bytesPerSecond")
+            let limit = try SetRateLimit.parameters(params).bytesPerSecond
+            // `null` (no limit) is a value here: only a missing member is refused.
             guard params.members["bytesPerSecond"] != nil else { throw RPCError.invalidParams("\"bytesPerSecond\" is required (null for none)") }
             if let limit, limit < 1 { throw RPCError.invalidParams("\"bytesPerSecond\" must be 1 or more, or null for none") }
             _ = try await session(name, configuring: Params(["rateLimit": limit.map(JSONValue.init) ?? .null]))
-            return [:]
+            return try JSONValueEncoder.encode(SetRateLimit.Result())
         case .sessionConfiguration:
-            return try await configuration(of: name)
+            return try JSONValueEncoder.encode(try await configuration(of: name))
         case .segments, .addTasks, .listTasks, .pauseTasks, .resumeTasks, .cancelTasks, .removeTasks, .setPriority:
             return try await performTaskMethod(method, params, in: name, caller: caller, answerID: request.id, budget: budget)
         case .subscribe:
             let session = try await session(name)
-            let replay = try params.bool("replay") ?? true
+            let replay = try Subscribe.parameters(params).replay ?? true
             let journal = try await session.store.journal()
             subscribers[name, default: [:]][outbox.id] = (outbox, journal.last?.sequence ?? 0)
             let page = Self.journalPage(replay ? journal : [], limit: Int.max, budget: DaemonProtocol.maxPagedResponseBytes - 256)
-            return ["journal": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
+            return try JSONValueEncoder.encode(Subscribe.Result(journal: page.events, next: page.next))
         case .unsubscribe:
             let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
             guard known else { throw RPCError.noSuchSession(name) }
             subscribers[name]?[outbox.id] = nil
-            return [:]
+            return try JSONValueEncoder.encode(Unsubscribe.Result())
         case .listJournal:
             let session = try await session(name)
-            let after = try params.int64("after") ?? 0
-            let limit = try Self.limit(params) ?? Int.max
-            let page = Self.journalPage(try await session.store.journal(after: after), limit: limit, budget: budget)
-            return ["events": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
+            let parameters = try ListJournal.parameters(params)
+            let limit = try Self.limit(parameters.limit) ?? Int.max
+            let page = Self.journalPage(try await session.store.journal(after: parameters.after ?? 0), limit: limit, budget: budget)
+            return try JSONValueEncoder.encode(ListJournal.Result(events: page.events, next: page.next))
         case .acknowledgeJournal:
-            if let ids = try params.strings("ids") {
-                return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(taskIDs: ids))]
+            let parameters = try AcknowledgeJournal.parameters(params)
+            let acknowledged: Int
+            if let ids = parameters.ids {
+                acknowledged = try await session(name).store.acknowledgeJournal(taskIDs: ids)
+            } else {
+                guard let through = parameters.through else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
+                acknowledged = try await session(name).store.acknowledgeJournal(through: through)
             }
-            guard let through = try params.int64("through") else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
-            return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
+            return try JSONValueEncoder.encode(AcknowledgeJournal.Result(acknowledged: acknowledged))
         case .hello, .status, .startWeb, .fleetNodes:
             throw RPCError.methodNotFound(request.method)  // answered above
         }
@@ -152,9 +155,7 @@ package actor DaemonService {
     }
 
     /// What `daemon.hello` answers: the protocol, this haul's version and the daemon's process id.
-    static let identity: [String: JSONValue] = [
-        "protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string), "pid": JSONValue(Int(getpid())),
-    ]
+    static let identity = Hello.Result(protocolVersion: DaemonProtocol.version, version: HaulVersion.string, pid: Int(getpid()))
 
     /// The oldest journal entries that fit `limit` and `budget`, and the `after` of the rest (if any).
     private static func journalPage(_ entries: [JournalEntry], limit: Int, budget: Int) -> (events: [JSONValue], next: Int64?) {

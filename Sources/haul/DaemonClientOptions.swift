@@ -64,14 +64,6 @@ final class DaemonConnection: Sendable {
         self.home = home
     }
 
-    func call(_ method: DaemonMethod, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
-        do {
-            return try await client.call(method, session: session, params)
-        } catch let error as HaulError {
-            throw CLIFailure(error)
-        }
-    }
-
     /// Calls `Call` on the session.
     func call<Call: DaemonCall>(_ call: Call.Type, _ parameters: Call.Parameters) async throws -> Call.Result {
         do {
@@ -95,7 +87,7 @@ final class DaemonConnection: Sendable {
     /// which is an error unless it is `default`.
     func subscribe() async throws -> Bool {
         do {
-            _ = try await client.call(.subscribe, .object(["session": .string(session), "replay": false]))
+            _ = try await client.call(Subscribe.self, .init(replay: false), session: session)
             return true
         } catch let error as RPCError {
             if error.isNoSuchSession, session == "default" { return false }
@@ -117,9 +109,9 @@ final class DaemonConnection: Sendable {
     /// Acknowledges the journal entries of the tasks `ids` (whose end this command has shown), in messages that
     /// fit; best effort: an older daemon, or a connection that closed, leaves them for later.
     func acknowledgeJournal(of ids: [String]) async {
-        let groups = DaemonProtocol.chunks(ids.map(JSONValue.string), count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes)
+        let groups = DaemonProtocol.chunks(ids, count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes, JSONValue.string)
         for group in groups {
-            guard (try? await client.call(.acknowledgeJournal, session: session, ["ids": .array(group)])) != nil else { return }
+            guard (try? await client.call(AcknowledgeJournal.self, session: session, .init(ids: group))) != nil else { return }
         }
     }
 

@@ -29,30 +29,62 @@ package struct NoResult: Codable, Sendable, Equatable {
     private enum NoKeys: CodingKey {}
 }
 
-/// A task on the wire (docs/protocol.md's Task object), as `DaemonProtocol.encode(_:)` writes it.
-/// The JSON is made once: a list's page measures it and then sends it.
-package struct WireTask: Codable, Sendable, Equatable {
-    /// The task.
-    public let snapshot: TaskSnapshot
-    /// The task as JSON.
+/// A value the protocol carries as one of its objects (a Task, a fleet's node), written and read by
+/// ``DaemonProtocol``'s hand-made conversions.
+package protocol WireObject: Sendable, Equatable {
+    /// The value as JSON.
+    var wireJSON: JSONValue { get }
+    /// The value `json` describes; `nil` when it is not one.
+    init?(wireJSON json: JSONValue)
+    /// What it is called in an error ("a task").
+    static var wireName: String { get }
+}
+
+extension TaskSnapshot: WireObject {
+    package var wireJSON: JSONValue { DaemonProtocol.encode(self) }
+    package init?(wireJSON json: JSONValue) {
+        guard let task = DaemonProtocol.decodeTask(json) else { return nil }
+        self = task
+    }
+    package static var wireName: String { "a task" }
+}
+
+extension FleetNode: WireObject {
+    package var wireJSON: JSONValue { DaemonProtocol.encode(self) }
+    package init?(wireJSON json: JSONValue) {
+        guard let node = DaemonProtocol.decodeNode(json) else { return nil }
+        self = node
+    }
+    package static var wireName: String { "a node" }
+}
+
+/// A ``WireObject`` in a typed parameter or result. Its JSON is made once: a list's page measures it and then
+/// sends it.
+package struct Wire<Value: WireObject>: Codable, Sendable, Equatable {
+    /// The value.
+    public let value: Value
+    /// The value as JSON.
     public let json: JSONValue
 
-    public init(_ snapshot: TaskSnapshot) {
-        self.snapshot = snapshot
-        json = DaemonProtocol.encode(snapshot)
+    public init(_ value: Value) {
+        self.value = value
+        json = value.wireJSON
     }
 
     public init(from decoder: any Decoder) throws {
-        let json = try JSONValue(from: decoder)
-        guard let snapshot = DaemonProtocol.decodeTask(json) else {
-            throw HaulError(.server, "the haul daemon sent a task this haul does not understand; restart the daemon")
+        let json = try decoder.singleValueContainer().decode(JSONValue.self)
+        guard let value = Value(wireJSON: json) else {
+            throw HaulError(.server, "the haul daemon sent \(Value.wireName) this haul does not understand; restart the daemon")
         }
-        self.snapshot = snapshot
+        self.value = value
         self.json = json
     }
 
     public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
 }
+
+/// A task on the wire (docs/protocol.md's Task object).
+package typealias WireTask = Wire<TaskSnapshot>
 
 /// Which tasks a method acts on: `ids` (all of which must exist) or `"all": true`.
 package struct SelectedTasks: Codable, Sendable, Equatable {

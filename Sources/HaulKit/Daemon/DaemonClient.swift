@@ -35,8 +35,13 @@ package actor DaemonClient {
         let connection = DaemonClient(socketPath: socketPath)
         await connection.start(channel)
         do {
-            let hello = try await connection.call(.hello, ["protocol": JSONValue(DaemonProtocol.version), "client": .string(client)])
-            guard hello["protocol"]?.intValue == DaemonProtocol.version else {
+            let hello: Hello.Result
+            do {
+                hello = try await connection.call(Hello.self, Hello.Parameters(client: client))
+            } catch is GarbledAnswer {
+                throw HaulError(.server, "the haul daemon at \(socketPath) speaks another protocol; restart it with this haul")
+            }
+            guard hello.protocolVersion == DaemonProtocol.version else {
                 throw HaulError(.server, "the haul daemon at \(socketPath) speaks another protocol; restart it with this haul")
             }
         } catch {
@@ -186,7 +191,7 @@ package actor DaemonClient {
             } catch is GarbledAnswer {
                 throw Self.garbledList
             }
-            tasks += page.tasks.map(\.snapshot)
+            tasks += page.tasks.map(\.value)
             guard let next = page.next else { return tasks }
             guard next != parameters.cursor, !page.tasks.isEmpty else { throw Self.garbledList }
             parameters.cursor = next

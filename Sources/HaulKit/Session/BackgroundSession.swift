@@ -21,16 +21,17 @@ actor BackgroundSession: SessionBackend {
         self.configuration = configuration
         client = try await DaemonLauncher.connect(daemon, home: configuration.home)
         do {
-            _ = try await call(.openSession, ["configuration": DaemonProtocol.encode(configuration)])
-            let journal = try await call(.subscribe, ["replay": true])
-            for entry in journal["journal"]?.arrayValue ?? [] { receive(entry) }
+            _ = try await client.call(
+                OpenSession.self, session: identifier, .init(configuration: DaemonProtocol.encode(configuration).objectValue))
+            let journal = try await client.call(Subscribe.self, session: identifier, .init(replay: true))
+            for entry in journal.journal { receive(entry) }
             // A long journal comes in pages; entries also sent live are kept once (by sequence).
-            var next = journal["next"]?.int64Value
+            var next = journal.next
             for _ in 0..<Int(TaskStore.journalLimit) {
                 guard let after = next else { break }
-                let page = try await call(.listJournal, ["after": JSONValue(after), "limit": JSONValue(1_000)])
-                for entry in page["events"]?.arrayValue ?? [] { receive(entry) }
-                guard let following = page["next"]?.int64Value, following > after else { break }
+                let page = try await client.call(ListJournal.self, session: identifier, .init(after: after, limit: 1_000))
+                for entry in page.events { receive(entry) }
+                guard let following = page.next, following > after else { break }
                 next = following
             }
         } catch {
@@ -45,10 +46,6 @@ actor BackgroundSession: SessionBackend {
             }
             await self?.finishStreams()
         }
-    }
-
-    private func call(_ method: DaemonMethod, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
-        try await client.call(method, session: identifier, params)
     }
 
     private func receive(_ value: JSONValue) {
@@ -115,7 +112,7 @@ actor BackgroundSession: SessionBackend {
     }
 
     func setMaxConcurrentDownloads(_ count: Int) async throws {
-        _ = try await call(.setMaxConcurrentDownloads, ["count": JSONValue(count)])
+        _ = try await client.call(SetMaxConcurrentDownloads.self, session: identifier, .init(count: count))
     }
 
     func tasks() async throws -> [TaskSnapshot] {
@@ -123,7 +120,7 @@ actor BackgroundSession: SessionBackend {
     }
 
     func task(_ id: String) async throws -> TaskSnapshot? {
-        try await client.call(ListTasks.self, session: identifier, .init(ids: [id])).tasks.first?.snapshot
+        try await client.call(ListTasks.self, session: identifier, .init(ids: [id])).tasks.first?.value
     }
 
     func events(filter: String?) -> AsyncStream<SessionEvent> {
@@ -163,7 +160,7 @@ actor BackgroundSession: SessionBackend {
 
     func acknowledgeEvents() async throws {
         guard let last = pending.last?.sequence else { return }
-        _ = try await call(.acknowledgeJournal, ["through": JSONValue(last)])
+        _ = try await client.call(AcknowledgeJournal.self, session: identifier, .init(through: last))
         pending.removeAll { $0.sequence <= last }
     }
 

@@ -67,6 +67,26 @@ import Testing
         }
     }
 
+    /// The other methods' members keep their wire names and their nulls.
+    @Test func theSessionAndDaemonMethodsKeepTheirWireShapes() throws {
+        #expect(try JSONValueEncoder.encode(Hello.Parameters(client: "haul-cli")) == ["protocol": 1, "client": "haul-cli"])
+        #expect(throws: RPCError.invalidParams("\"protocol\" is required")) { try Hello.parameters(Params()) }
+        #expect(throws: RPCError.invalidParams("\"protocol\" must be a whole number of at most 15 digits")) {
+            try Hello.parameters(Params(["protocol": "1"]))
+        }
+        let identity = Hello.Result(protocolVersion: 1, version: "0.1.0", pid: 42)
+        #expect(try JSONValueEncoder.encode(DaemonStatus.Result(identity, sessions: ["a"]))
+            == ["protocol": 1, "version": "0.1.0", "pid": 42, "sessions": ["a"]])
+        #expect(try JSONValueEncoder.encode(SetRateLimit.Parameters(bytesPerSecond: nil)) == ["bytesPerSecond": .null])
+        #expect(try JSONValueEncoder.encode(Subscribe.Result(journal: [], next: nil)) == ["journal": [], "next": .null])
+        #expect(try JSONValueEncoder.encode(ListJournal.Result(events: [], next: 7)) == ["events": [], "next": 7])
+        #expect(try JSONValueEncoder.encode(AcknowledgeJournal.Parameters(through: 9)) == ["through": 9])
+        #expect(try JSONValueEncoder.encode(FleetNodes.Result(store: nil, node: nil, nodes: [])) == ["store": .null, "node": .null, "nodes": []])
+        let settings: JSONValue = ["rateLimit": .null, "maxConcurrentDownloads": 3]
+        #expect(try JSONValueEncoder.encode(try JSONValueDecoder.decode(SessionSettings.Result.self, from: settings)) == settings)
+        #expect(throws: RPCError.invalidParams("\"configuration\" must be an object")) { try OpenSession.parameters(Params(["configuration": 3])) }
+    }
+
     @Test func aRemovedEventCrossesTheWire() throws {
         #expect(DaemonProtocol.encode(.removed(id: "t1")) == ["type": "removed", "id": "t1"])
         let decoded = try #require(DaemonProtocol.decodeEvent(["type": "removed", "id": "t1", "later": true]))
