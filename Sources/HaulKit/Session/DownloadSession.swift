@@ -136,8 +136,10 @@ public actor DownloadSession {
             case .finished(let task), .failed(let task):
                 if let ended = try Self.outcome(of: task) { return ended }
             case .stateChanged(_, _, let state) where state == .finished || state == .failed || state == .cancelled:
-                // The snapshot with the path or the error comes from the store.
-                if let task = try await backend.task(id), let ended = try Self.outcome(of: task) { return ended }
+                // The snapshot with the path or the error comes from the store; gone from it, the task was removed
+                // (in a fleet, another node's removal may reach this node as its end only).
+                guard let task = try await backend.task(id) else { throw HaulError(.interrupted, "task \(id) was removed") }
+                if let ended = try Self.outcome(of: task) { return ended }
             case .removed:
                 throw HaulError(.interrupted, "task \(id) was removed")
             default:
