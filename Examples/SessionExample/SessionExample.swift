@@ -35,6 +35,8 @@ struct SessionExample {
                         print("failed \(task.url): \(task.error?.message ?? "")")
                     case .allFinished:
                         print("all downloads ended")
+                    case .removed(let id):
+                        print("\(id) was removed")
                     case .added, .progress:
                         break
                     }

@@ -65,13 +65,10 @@ extension DaemonService {
     }
 
     /// `fleet.nodes`: each daemon of the fleet with the tasks it runs; on one machine, this daemon.
-    func fleetNodes() async throws -> JSONValue {
+    func fleetNodes() async throws -> FleetNodes.Result {
         var nodes = try await catalog.nodes()
         if catalog.node == nil { nodes = [await localNode()] }
-        return [
-            "store": JSONValue(catalog.location), "node": JSONValue(catalog.node),
-            "nodes": .array(nodes.map(DaemonProtocol.encode)),
-        ]
+        return FleetNodes.Result(store: catalog.location, node: catalog.node, nodes: nodes)
     }
 
     /// This daemon as a node of a fleet of one: the tasks its open sessions run.

@@ -13,7 +13,8 @@ package protocol WebListener: Sendable {
     func openConnections() -> Int
 }
 
-// The methods the web dashboard added to the protocol: `web.start`, `session.configuration`, `tasks.segments`.
+// The methods the web dashboard added to the protocol: `web.start`, `session.configuration` (and `tasks.segments`,
+// DaemonService+Tasks.swift).
 extension DaemonService {
     /// Attaches the web dashboard (`web.start` starts it) and the tap its event stream reads every event from.
     package func attach(web: any WebListener, eventTap: @escaping @Sendable (String, SessionEvent, Int64?) -> Void) {
@@ -29,18 +30,16 @@ extension DaemonService {
     }
 
     /// `web.start`: `host` and `port` optional.
-    func startWeb(_ params: Params) async throws -> JSONValue {
+    func startWeb(_ parameters: StartWeb.Parameters) async throws -> StartWeb.Result {
         guard let web else { throw HaulError(.usage, "this haul daemon has no web dashboard; update haul and restart the daemon") }
-        let host = try params.string("host")
-        let port = try params.int("port")
-        if let port, !(1...65_535).contains(port) { throw RPCError.invalidParams("\"port\" must be between 1 and 65535") }
-        let (url, login) = try await web.start(host: host, port: port)
-        return ["url": .string(url), "login": .string(login)]
+        if let port = parameters.port, !(1...65_535).contains(port) { throw RPCError.invalidParams("\"port\" must be between 1 and 65535") }
+        let (url, login) = try await web.start(host: parameters.host, port: parameters.port)
+        return StartWeb.Result(url: url, login: login)
     }
 
     /// `session.configuration`: the saved configuration, with the values of default headers hidden (they may be
     /// credentials), and `store`, the path of the session's task store.
-    func configuration(of name: String) async throws -> JSONValue {
+    func configuration(of name: String) async throws -> SessionSettings.Result {
         let session = try await session(name)
         guard var object = configurations[name].map({ DaemonProtocol.encode($0) })?.objectValue else { throw RPCError.noSuchSession(name) }
         if case .array(let headers)? = object["defaultHeaders"] {
@@ -53,27 +52,11 @@ extension DaemonService {
         // Not a setting: where the session's tasks are kept, for `haul session show`.
         // The session's own store says where it is (a SQLite file, or a fleet's PostgreSQL database without its password).
         object["store"] = .string(session.store.location)
-        return .object(object)
-    }
-
-    /// `tasks.segments`: where a task's bytes are (docs/protocol.md).
-    func segments(_ params: Params, in name: String) async throws -> JSONValue {
-        let id = try params.requiredString("id")
-        let session = try await session(name)
-        guard let map = try await session.segmentMap(id) else {
-            throw HaulError(.usage, "no task \(id) in session \(name); `haul ls` lists them")
-        }
-        return Self.encode(map, id: id)
+        return object
     }
 
     /// A segment map on the wire: `{"id", "total", "done": [[start, end]], "active": [[start, end]]}`.
     package static func encode(_ map: SegmentMap, id: String) -> JSONValue {
-        func ranges(_ list: [SegmentMap.ClosedOpen]) -> JSONValue {
-            .array(list.map { .array([JSONValue($0.start), JSONValue($0.end)]) })
-        }
-        return [
-            "id": .string(id), "total": map.total.map(JSONValue.init) ?? .null, "done": ranges(map.done),
-            "active": ranges(map.active),
-        ]
+        (try? JSONValueEncoder.encode(TaskSegments.Result(map, id: id))) ?? .null
     }
 }

@@ -69,17 +69,15 @@ package actor DaemonService {
         guard let method = DaemonMethod(rawValue: request.method) else { throw RPCError.methodNotFound(request.method) }
         switch method {
         case .hello:
-            let asked = try params.requiredInt("protocol")
+            let asked = try Hello.parameters(params).protocolVersion
             guard asked == DaemonProtocol.version else { throw RPCError.unsupportedProtocol(asked) }
-            return .object(Self.identity)
+            return try JSONValueEncoder.encode(Self.identity)
         case .status:
-            var status = Self.identity
-            status["sessions"] = .array(sessions.keys.sorted().map(JSONValue.string))
-            return .object(status)
+            return try JSONValueEncoder.encode(DaemonStatus.Result(Self.identity, sessions: sessions.keys.sorted()))
         case .startWeb:
-            return try await startWeb(params)
+            return try JSONValueEncoder.encode(try await startWeb(try StartWeb.parameters(params)))
         case .fleetNodes:
-            return try await fleetNodes()
+            return try JSONValueEncoder.encode(try await fleetNodes())
         default:
             break
         }
@@ -97,172 +95,67 @@ package actor DaemonService {
             - 256 - (request.id?.serialized.utf8.count ?? 0)
         switch method {
         case .openSession:
-            let configuration = try params.object("configuration")
+            let configuration = try OpenSession.parameters(params).configuration.map(Params.init)
             let command = configuration?.members["completionCommand"]
             try Self.refuse(caller, setsCommand: command != nil && command != .null)
             _ = try await session(name, creating: true, configuring: configuration)
-            return ["session": .string(name)]
+            return try JSONValueEncoder.encode(OpenSession.Result(session: name))
         case .setMaxConcurrentDownloads:
-            let count = try params.requiredInt("count")
+            let count = try SetMaxConcurrentDownloads.parameters(params).count
             guard count >= 0 else { throw RPCError.invalidParams("\"count\" must be 0 or more") }
             _ = try await session(name, configuring: Params(["maxConcurrentDownloads": JSONValue(count)]))
-            return [:]
+            return try JSONValueEncoder.encode(SetMaxConcurrentDownloads.Result())
         case .setRateLimit:
-            let limit = try params.int64("bytesPerSecond")
+            let limit = try SetRateLimit.parameters(params).bytesPerSecond
+            // `null` (no limit) is a value here: only a missing member is refused.
             guard params.members["bytesPerSecond"] != nil else { throw RPCError.invalidParams("\"bytesPerSecond\" is required (null for none)") }
             if let limit, limit < 1 { throw RPCError.invalidParams("\"bytesPerSecond\" must be 1 or more, or null for none") }
             _ = try await session(name, configuring: Params(["rateLimit": limit.map(JSONValue.init) ?? .null]))
-            return [:]
+            return try JSONValueEncoder.encode(SetRateLimit.Result())
         case .sessionConfiguration:
-            return try await configuration(of: name)
-        case .segments:
-            return try await segments(params, in: name)
-        case .addTasks:
-            let addBudget = DaemonProtocol.maxPagedResponseBytes - 256 - (request.id?.serialized.utf8.count ?? 0)
-            return try await add(params, to: name, budget: addBudget, caller: caller)
-        case .listTasks:
-            return try await list(params, in: try await session(name), budget: budget)
-        case .pauseTasks, .resumeTasks, .cancelTasks:
-            let command: TaskCommand = method == .pauseTasks ? .pause : method == .resumeTasks ? .resume : .cancel
-            let session = try await session(name)
-            try await session.apply(command, to: try await selection(params, in: session, name))
-            return [:]
-        case .removeTasks:
-            let session = try await session(name)
-            try await session.remove(try await selection(params, in: session, name), deleteFile: try params.bool("deleteFile") ?? false)
-            return [:]
-        case .setPriority:
-            let priority = try params.requiredInt("priority")
-            let session = try await session(name)
-            guard let ids = try await selection(params, in: session, name) else {
-                throw RPCError.invalidParams("\"ids\" is required")
-            }
-            try await session.setPriority(priority, for: ids)
-            return [:]
+            return try JSONValueEncoder.encode(try await configuration(of: name))
+        case .segments, .addTasks, .listTasks, .pauseTasks, .resumeTasks, .cancelTasks, .removeTasks, .setPriority:
+            return try await performTaskMethod(method, params, in: name, caller: caller, answerID: request.id, budget: budget)
         case .subscribe:
             let session = try await session(name)
-            let replay = try params.bool("replay") ?? true
+            let replay = try Subscribe.parameters(params).replay ?? true
             let journal = try await session.store.journal()
             subscribers[name, default: [:]][outbox.id] = (outbox, journal.last?.sequence ?? 0)
             let page = Self.journalPage(replay ? journal : [], limit: Int.max, budget: DaemonProtocol.maxPagedResponseBytes - 256)
-            return ["journal": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
+            return try JSONValueEncoder.encode(Subscribe.Result(journal: page.events, next: page.next))
         case .unsubscribe:
             let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
             guard known else { throw RPCError.noSuchSession(name) }
             subscribers[name]?[outbox.id] = nil
-            return [:]
+            return try JSONValueEncoder.encode(Unsubscribe.Result())
         case .listJournal:
             let session = try await session(name)
-            let after = try params.int64("after") ?? 0
-            let limit = try Self.limit(params) ?? Int.max
-            let page = Self.journalPage(try await session.store.journal(after: after), limit: limit, budget: budget)
-            return ["events": .array(page.events), "next": page.next.map(JSONValue.init) ?? .null]
+            let parameters = try ListJournal.parameters(params)
+            let limit = try Self.limit(parameters.limit) ?? Int.max
+            let page = Self.journalPage(try await session.store.journal(after: parameters.after ?? 0), limit: limit, budget: budget)
+            return try JSONValueEncoder.encode(ListJournal.Result(events: page.events, next: page.next))
         case .acknowledgeJournal:
-            if let ids = try params.strings("ids") {
-                return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(taskIDs: ids))]
+            let parameters = try AcknowledgeJournal.parameters(params)
+            let acknowledged: Int
+            if let ids = parameters.ids {
+                acknowledged = try await session(name).store.acknowledgeJournal(taskIDs: ids)
+            } else {
+                guard let through = parameters.through else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
+                acknowledged = try await session(name).store.acknowledgeJournal(through: through)
             }
-            guard let through = try params.int64("through") else { throw RPCError.invalidParams("give \"through\" or \"ids\"") }
-            return ["acknowledged": JSONValue(try await session(name).store.acknowledgeJournal(through: through))]
+            return try JSONValueEncoder.encode(AcknowledgeJournal.Result(acknowledged: acknowledged))
         case .hello, .status, .startWeb, .fleetNodes:
             throw RPCError.methodNotFound(request.method)  // answered above
         }
     }
 
     /// Refuses, changing nothing, a request that sets a command its caller may not set.
-    private static func refuse(_ caller: DaemonCaller, setsCommand: Bool) throws {
+    static func refuse(_ caller: DaemonCaller, setsCommand: Bool) throws {
         if let refusal = caller.commandRefusal(setsCommand: setsCommand) { throw HaulError(.usage, refusal) }
     }
 
     /// What `daemon.hello` answers: the protocol, this haul's version and the daemon's process id.
-    static let identity: [String: JSONValue] = [
-        "protocol": JSONValue(DaemonProtocol.version), "version": .string(HaulVersion.string), "pid": JSONValue(Int(getpid())),
-    ]
-
-    // MARK: Adding and listing
-
-    /// `tasks.add`: the ids always; the tasks too unless `reply` is `"ids"` or they would not fit one line.
-    private func add(_ params: Params, to name: String, budget: Int, caller: DaemonCaller) async throws -> JSONValue {
-        guard let objects = try params.objects("tasks"), !objects.isEmpty else {
-            throw RPCError.invalidParams("\"tasks\" must be a non-empty array of objects")
-        }
-        guard objects.count <= DaemonProtocol.maxTasksPerAdd else {
-            throw RPCError.invalidParams("\"tasks\" holds more than \(DaemonProtocol.maxTasksPerAdd) tasks")
-        }
-        let reply = try params.string("reply") ?? "tasks"
-        guard reply == "tasks" || reply == "ids" else { throw RPCError.invalidParams("\"reply\" must be \"tasks\" or \"ids\"") }
-        var requests: [DownloadRequest] = []
-        for object in objects { requests.append(try DaemonProtocol.decodeRequest(object)) }
-        try Self.refuse(caller, setsCommand: requests.contains { $0.spec.completionCommand != nil })
-        try await check(requests, in: name)
-        // Checked before the session is created, so that a refused addition leaves nothing behind.
-        let added = try await session(name, creating: true).add(requests)
-        var result: [String: JSONValue] = ["ids": .array(added.map { .string($0.id) })]
-        if reply == "tasks" {
-            let tasks = added.map(DaemonProtocol.encode)
-            let size = tasks.reduce(result["ids"]?.serialized.utf8.count ?? 0) { $0 + $1.serialized.utf8.count + 1 }
-            if size <= budget { result["tasks"] = .array(tasks) }
-        }
-        return .object(result)
-    }
-
-    /// Refuses at once what would only fail later, out of sight: an `id` that names another URL's task, and a
-    /// destination the download would refuse (unless the same task is being added again).
-    private func check(_ requests: [DownloadRequest], in name: String) async throws {
-        let known = sessions[name] != nil ? true : try await hasSavedConfiguration(name)
-        let existing = known ? try await session(name) : nil
-        for request in requests {
-            if let id = request.id, let task = try await existing?.store.task(id: id), task.url != request.url.absoluteString {
-                throw HaulError(.usage, "the task id \(id) is taken by another URL (\(Redaction.url(task.url))); choose another --id")
-            }
-            guard let destination = request.destination else { continue }
-            do {
-                try TransferEngine.checkDestination(DownloadOptions(request.spec), records: existing?.engine.store ?? TransferRecordStore(home: home))
-            } catch {
-                // Adding the same task again returns it: its own file is no conflict.
-                if case .file(let path) = destination, try await existing?.store.tasks()
-                    .contains(where: { $0.url == request.url.absoluteString && $0.destination == .file(path) }) == true { continue }
-                throw error
-            }
-        }
-    }
-
-    /// `tasks.list`: a page of tasks in the order added, after `cursor`, at most `limit` of them and at most
-    /// `budget` bytes of JSON; `next` is the cursor of the following page, or null after the last one.
-    private func list(_ params: Params, in session: LocalSession, budget: Int) async throws -> JSONValue {
-        let ids = try params.strings("ids")
-        let limit = try Self.limit(params) ?? Int.max
-        var after: Int64 = 0
-        if let cursor = try params.string("cursor") {
-            guard let value = Int64(cursor), value >= 0 else { throw RPCError.invalidParams("\"cursor\" is not one this daemon gave") }
-            after = value
-        }
-        var page: [JSONValue] = [], used = 0, last = after, more = false
-        var rows: [(sequence: Int64, task: TaskSnapshot)] = []
-        if let ids { rows = try await session.tasks(ids: ids).filter { $0.sequence > after } }
-        var index = 0, exhausted = ids != nil
-        // Bounded: every turn takes a row or ends; rows come at most 1,000 at a time from a finite store.
-        for _ in 0..<(DaemonProtocol.maxPageLimit * 1_000) {
-            if index == rows.count {
-                guard !exhausted else { break }
-                rows = try await session.tasks(after: last, limit: 1_000)
-                index = 0
-                exhausted = rows.count < 1_000
-                if rows.isEmpty { break }
-            }
-            let row = rows[index]
-            let json = DaemonProtocol.encode(row.task)
-            let size = json.serialized.utf8.count + 1
-            if page.count >= limit || (!page.isEmpty && used + size > budget) {
-                more = true
-                break
-            }
-            page.append(json)
-            used += size
-            last = row.sequence
-            index += 1
-        }
-        return ["tasks": .array(page), "next": more ? .string(String(last)) : .null]
-    }
+    static let identity = Hello.Result(protocolVersion: DaemonProtocol.version, version: HaulVersion.string, pid: Int(getpid()))
 
     /// The oldest journal entries that fit `limit` and `budget`, and the `after` of the rest (if any).
     private static func journalPage(_ entries: [JournalEntry], limit: Int, budget: Int) -> (events: [JSONValue], next: Int64?) {
@@ -282,25 +175,15 @@ package actor DaemonService {
     }
 
     /// `limit`, checked (1 to 10,000), or nil when absent.
-    private static func limit(_ params: Params) throws -> Int? {
-        guard let limit = try params.int("limit") else { return nil }
+    static func limit(_ params: Params) throws -> Int? { try limit(params.int("limit")) }
+
+    /// `limit`, checked (1 to 10,000).
+    static func limit(_ limit: Int?) throws -> Int? {
+        guard let limit else { return nil }
         guard (1...DaemonProtocol.maxPageLimit).contains(limit) else {
             throw RPCError.invalidParams("\"limit\" must be between 1 and \(DaemonProtocol.maxPageLimit)")
         }
         return limit
-    }
-
-    /// The ids named by `ids` (all must exist) or `nil` for `"all": true`.
-    private func selection(_ params: Params, in session: LocalSession, _ name: String) async throws -> [String]? {
-        if try params.bool("all") == true { return nil }
-        guard let ids = try params.strings("ids"), !ids.isEmpty else {
-            throw RPCError.invalidParams("give \"ids\" (a non-empty array of task ids) or \"all\": true")
-        }
-        let known = Set(try await session.tasks(ids: ids).map(\.task.id))
-        if let missing = ids.first(where: { !known.contains($0) }) {
-            throw HaulError(.usage, "no task \(missing) in session \(name); `haul ls` lists them")
-        }
-        return ids
     }
 
     /// A journal entry as a wire event.

@@ -16,6 +16,9 @@ extension WebDashboard {
             case .stateChanged(let id, _, let to) where to != .running:
                 state.segmentThrottle.forget(session + "\u{0}" + id)
                 state.progressWindow.forget(session + "\u{0}" + id)
+            case .removed(let id):
+                state.segmentThrottle.forget(session + "\u{0}" + id)
+                state.progressWindow.forget(session + "\u{0}" + id)
             default:
                 break
             }

@@ -142,6 +142,10 @@ final class BatchReporter: @unchecked Sendable {
             known[task.id] = nil
             let failure = Self.failure(of: task, daemonTasks: daemonTasks)
             perFile { BatchReport.failureLine(failure, lead: "haul: error: ", width: $0) }
+        case .removed(let id):
+            active[id] = nil
+            order.removeAll { $0 == id }
+            known[id] = nil
         case .allFinished:
             break
         }

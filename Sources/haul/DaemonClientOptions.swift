@@ -64,9 +64,10 @@ final class DaemonConnection: Sendable {
         self.home = home
     }
 
-    func call(_ method: DaemonMethod, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
+    /// Calls `Call` on the session.
+    func call<Call: DaemonCall>(_ call: Call.Type, _ parameters: Call.Parameters) async throws -> Call.Result {
         do {
-            return try await client.call(method, session: session, params)
+            return try await client.call(Call.self, session: session, parameters)
         } catch let error as HaulError {
             throw CLIFailure(error)
         }
@@ -86,7 +87,7 @@ final class DaemonConnection: Sendable {
     /// which is an error unless it is `default`.
     func subscribe() async throws -> Bool {
         do {
-            _ = try await client.call(.subscribe, .object(["session": .string(session), "replay": false]))
+            _ = try await client.call(Subscribe.self, .init(replay: false), session: session)
             return true
         } catch let error as RPCError {
             if error.isNoSuchSession, session == "default" { return false }
@@ -97,7 +98,7 @@ final class DaemonConnection: Sendable {
     }
 
     /// Adds tasks in as many messages as it takes; their ids, in order.
-    func add(_ requests: [JSONValue]) async throws -> [String] {
+    func add(_ requests: [AddTasks.Addition]) async throws -> [String] {
         do {
             return try await client.add(session: session, requests)
         } catch let error as HaulError {
@@ -108,9 +109,9 @@ final class DaemonConnection: Sendable {
     /// Acknowledges the journal entries of the tasks `ids` (whose end this command has shown), in messages that
     /// fit; best effort: an older daemon, or a connection that closed, leaves them for later.
     func acknowledgeJournal(of ids: [String]) async {
-        let groups = DaemonProtocol.chunks(ids.map(JSONValue.string), count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes)
+        let groups = DaemonProtocol.chunks(ids, count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes, JSONValue.string)
         for group in groups {
-            guard (try? await client.call(.acknowledgeJournal, session: session, ["ids": .array(group)])) != nil else { return }
+            guard (try? await client.call(AcknowledgeJournal.self, session: session, .init(ids: group))) != nil else { return }
         }
     }
 

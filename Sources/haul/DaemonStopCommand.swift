@@ -26,14 +26,16 @@ struct DaemonStopCommand: AsyncParsableCommand {
         } catch {
             throw CLIFailure.exit(error)
         }
-        let status: JSONValue
+        let status: DaemonStatus.Result
         do {
-            status = try await client.call(.status)
+            status = try await client.call(DaemonStatus.self, NoParameters())
+        } catch is GarbledAnswer {
+            throw CLIFailure.exit(HaulError(.server, "the haul daemon did not say its process id"))
         } catch {
             throw CLIFailure.exit(error)
         }
         await client.close()
-        guard let pid = status["pid"]?.intValue.map(Int32.init), pid > 1 else {
+        guard let pid = Int32(exactly: status.pid), pid > 1 else {
             throw CLIFailure.exit(HaulError(.server, "the haul daemon did not say its process id"))
         }
         guard kill(pid, SIGTERM) == 0 else {

@@ -31,7 +31,7 @@ extension HaulError {
 
     /// The next step for `reason`, in this command line's terms; `again` is how the download is taken up again.
     static func hint(for reason: FailureReason, again: Again = .sameCommand) -> String? {
-        switch reason {
+        switch reason.which {
         case .interrupted, .retriesExhausted, .endsAtSamePlace:
             return again.step + " to resume"
         case .unreachable:

@@ -17,24 +17,24 @@ struct FleetCommand: AsyncParsableCommand {
     @OptionGroup var daemon: DaemonClientOptions
 
     func run() async throws {
-        let answer: JSONValue
+        let answer: FleetNodes.Result
         do {
             let connection = try await daemon.connect()
-            answer = try await connection.call(.fleetNodes)
+            answer = try await connection.call(FleetNodes.self, NoParameters())
             await connection.close()
         } catch {
             throw CLIFailure.exit(error)
         }
         if json {
-            print(answer.serialized)
+            print(try JSONValueEncoder.encode(answer).serialized)
             return
         }
-        let nodes = (answer["nodes"]?.arrayValue ?? []).compactMap(DaemonProtocol.decodeNode)
-        if let store = answer["store"]?.stringValue { print("store: \(store)") }
+        let nodes = answer.nodes.map(\.value)
+        if let store = answer.store { print("store: \(store)") }
         var rows = [["NODE", "STATE", "SEEN", "HOST", "PID", "TASKS"]]
         for node in nodes {
             let state = node.stopped ? "stopped" : node.alive ? "alive" : "gone"
-            let mark = node.name == answer["node"]?.stringValue ? " *" : ""
+            let mark = node.name == answer.node ? " *" : ""
             rows.append([
                 TerminalText.sanitized(node.name) + mark, state, "\(Int(node.secondsSinceSeen.rounded())) s ago",
                 node.host.isEmpty ? "-" : TerminalText.sanitized(node.host),

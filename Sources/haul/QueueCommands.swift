@@ -37,7 +37,7 @@ struct AddCommand: AsyncParsableCommand {
     @OptionGroup var daemon: DaemonClientOptions
 
     func run() async throws {
-        let requests: [JSONValue]
+        let requests: [AddTasks.Addition]
         do {
             requests = try await makeRequests()
         } catch let error as InputError {
@@ -55,7 +55,7 @@ struct AddCommand: AsyncParsableCommand {
         }
     }
 
-    private func makeRequests() async throws -> [JSONValue] {
+    private func makeRequests() async throws -> [AddTasks.Addition] {
         // Before the URLs: curl's `-s URL` or `-x PROXY` took the value these letters take here.
         _ = try file.segmentCount()
         _ = try file.connectionsPerHost()
@@ -74,8 +74,7 @@ struct AddCommand: AsyncParsableCommand {
                 try connection.apply(to: &spec)
                 if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
                 try spec.validate()
-                let request = DownloadRequest(spec, priority: priority, id: id)
-                return DaemonProtocol.encode(request)
+                return AddTasks.Addition(DownloadRequest(spec, priority: priority, id: id))
             } catch let error as InputError where entry.line > 0 {
                 throw InputError("line \(entry.line) of the URL list: \(error.message)")
             }
@@ -147,13 +146,13 @@ struct TaskSelection: ParsableArguments {
     @Flag(help: "Every task of the session.")
     var all = false
 
-    func params(_ connection: DaemonConnection) async throws -> [String: JSONValue] {
+    func selected(_ connection: DaemonConnection) async throws -> SelectedTasks {
         if all {
             guard ids.isEmpty else { throw CLIFailure(HaulError(.usage, "give task ids or --all, not both")) }
-            return ["all": true]
+            return SelectedTasks(all: true)
         }
         guard !ids.isEmpty else { throw CLIFailure(HaulError(.usage, "give at least one task id, or --all")) }
-        return ["ids": .array(try await connection.resolve(ids).map(JSONValue.string))]
+        return SelectedTasks(ids: try await connection.resolve(ids))
     }
 }
 
@@ -163,7 +162,7 @@ struct PauseCommand: AsyncParsableCommand {
         discussion: HelpText.examples("haul pause 3f2a                       # a unique prefix of the id is enough", "haul pause --all"))
     @OptionGroup var selection: TaskSelection
     @OptionGroup var daemon: DaemonClientOptions
-    func run() async throws { try await control(.pauseTasks, selection, daemon) }
+    func run() async throws { try await control(PauseTasks.self, selection, daemon) { $0 } }
 }
 
 struct ResumeCommand: AsyncParsableCommand {
@@ -172,7 +171,7 @@ struct ResumeCommand: AsyncParsableCommand {
         discussion: HelpText.examples("haul resume 3f2a", "haul resume --all"))
     @OptionGroup var selection: TaskSelection
     @OptionGroup var daemon: DaemonClientOptions
-    func run() async throws { try await control(.resumeTasks, selection, daemon) }
+    func run() async throws { try await control(ResumeTasks.self, selection, daemon) { $0 } }
 }
 
 struct RemoveCommand: AsyncParsableCommand {
@@ -187,16 +186,16 @@ struct RemoveCommand: AsyncParsableCommand {
     @Flag(name: .customLong("delete-file"), help: "Also delete the downloaded files of finished tasks.")
     var deleteFile = false
     @OptionGroup var daemon: DaemonClientOptions
-    func run() async throws { try await control(.removeTasks, selection, daemon, ["deleteFile": .bool(deleteFile)]) }
+    func run() async throws { try await control(RemoveTasks.self, selection, daemon) { .init($0, deleteFile: deleteFile) } }
 }
 
-private func control(
-    _ method: DaemonMethod, _ selection: TaskSelection, _ daemon: DaemonClientOptions, _ extra: [String: JSONValue] = [:]
+private func control<Call: DaemonCall>(
+    _ call: Call.Type, _ selection: TaskSelection, _ daemon: DaemonClientOptions,
+    _ parameters: (SelectedTasks) -> Call.Parameters
 ) async throws {
     do {
         let connection = try await daemon.connect()
-        let params = try await selection.params(connection).merging(extra) { first, _ in first }
-        _ = try await connection.call(method, params)
+        _ = try await connection.call(Call.self, parameters(try await selection.selected(connection)))
         await connection.close()
     } catch {
         throw CLIFailure.exit(error)

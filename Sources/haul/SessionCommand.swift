@@ -35,7 +35,7 @@ struct SessionShowCommand: AsyncParsableCommand {
         let settings: JSONValue
         do {
             let connection = try await daemon.connect()
-            settings = try await connection.call(.sessionConfiguration)
+            settings = .object(try await connection.call(SessionSettings.self, NoParameters()))
             await connection.close()
         } catch {
             throw CLIFailure.exit(error)
@@ -137,7 +137,7 @@ struct SessionSetCommand: AsyncParsableCommand {
         }
         do {
             let connection = try await daemon.connect()
-            _ = try await connection.call(.openSession, ["configuration": .object(changes)])
+            _ = try await connection.call(OpenSession.self, .init(configuration: changes))
             await connection.close()
         } catch {
             throw CLIFailure.exit(error)

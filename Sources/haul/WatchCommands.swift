@@ -166,8 +166,8 @@ struct TaskFollower {
                 while true {
                     let tasks = try await connection.tasks(ids: wanted)
                     failures = 0
-                    let settings = readsSettings ? try? await connection.call(.sessionConfiguration) : nil
-                    tick(tasks, settings?.objectValue?["maxConcurrentDownloads"]?.intValue)
+                    let settings = readsSettings ? try? await connection.call(SessionSettings.self, NoParameters()) : nil
+                    tick(tasks, settings?["maxConcurrentDownloads"]?.intValue)
                     if !tasks.contains(where: { $0.state == .waiting || $0.state == .running || $0.state == .paused }) {
                         // The list can overtake the last events (they are read by another task): an end not shown
                         // yet is shown from the list, once, after the reader stopped.

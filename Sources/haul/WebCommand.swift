@@ -55,15 +55,14 @@ struct WebCommand: AsyncParsableCommand {
         options.session = "default"
         do {
             let connection = try await options.connect()
-            var params: [String: JSONValue] = [:]
-            if let host { params["host"] = .string(host) }
-            if let port { params["port"] = JSONValue(port) }
-            let answer = try await connection.client.call(.startWeb, .object(params))
-            await connection.close()
-            guard let login = answer["login"]?.stringValue else {
+            let answer: StartWeb.Result
+            do {
+                answer = try await connection.client.call(StartWeb.self, .init(host: host, port: port))
+            } catch is GarbledAnswer {
                 throw HaulError(.server, "the daemon did not answer with a login link; update haul and restart the daemon")
             }
-            print(login)
+            await connection.close()
+            print(answer.login)
         } catch let error as RPCError where error.code == -32601 {
             throw CLIFailure.exit(HaulError(.usage, "the running haul daemon has no web dashboard; stop it (`haul daemon stop`) and run `haul web` again"))
         } catch {

@@ -191,6 +191,34 @@ struct FleetSessionTests {
         }
     }
 
+    /// A removal asked on one node is carried out by the node running the task; both announce it to their clients.
+    @Test func aRemovalAskedOnOneNodeIsAnnouncedByItAndByTheNodeRunningTheTask() async throws {
+        try await Self.with { fleet in
+            var slow = Resource(body: TestData.bytes(4_000_000, seed: 4), etag: "\"r\"")
+            slow.faults.throttleBytesPerSecond = 100_000
+            fleet.server.serve("/r.bin", slow)
+            let a = try await fleet.start("node-a")
+            let b = try await fleet.start("node-b", maxConcurrent: 0)
+            let heardOnA = EventBox(), heardOnB = EventBox()
+            let eventsOnA = await a.session.journaledEvents(), eventsOnB = await b.session.journaledEvents()
+            let listeners = [
+                Task { for await (event, _, _) in eventsOnA { heardOnA.append(event) } },
+                Task { for await (event, _, _) in eventsOnB { heardOnB.append(event) } },
+            ]
+            defer { for listener in listeners { listener.cancel() } }
+            let id = try #require(try await a.session.add([DownloadRequest(url: try UserInput.url(fleet.server.url("/r.bin")))]).first?.id)
+            _ = try await Self.waitForTasks(a.session.store, "bytes saved") { ($0.first?.bytes ?? 0) > 50_000 }
+            try await b.session.remove([id], deleteFile: false)
+            _ = try await Self.waitForTasks(b.session.store, "the task gone") { $0.isEmpty }
+            #expect(await !a.session.isRunning(id))
+            for _ in 0..<100 where !(heardOnA.removed.contains(id) && heardOnB.removed.contains(id)) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(heardOnB.removed == [id], "the node asked announced it once")
+            #expect(heardOnA.removed == [id], "the node that ran it announced it once")
+        }
+    }
+
     /// A task whose nodes died twice in a row while running it is failed, not run a third time (the rule a
     /// single daemon applies to its own crashes).
     @Test func aTaskThatTwoNodesDiedRunningIsNotRunAThirdTime() async throws {
@@ -233,6 +261,10 @@ final class EventBox: @unchecked Sendable {
 
     var added: [String] {
         lock.withLock { events.compactMap { if case .added(let task) = $0 { return task.id } else { return nil } } }
+    }
+
+    var removed: [String] {
+        lock.withLock { events.compactMap { if case .removed(let id) = $0 { return id } else { return nil } } }
     }
 
     var states: [(id: String, from: TaskState, to: TaskState)] {

@@ -65,6 +65,20 @@ test('progress updates a row only; a state change redraws the view (its filter m
   assert.equal(totalSpeed(model), 0);
 });
 
+test('a removed event forgets the task, its selection and its focus; an unknown id changes nothing', () => {
+  const model = modelWith(task('a', { state: 'running', bytesPerSecond: 5 }), task('b'));
+  clickTask(model, 'a', {});
+  setFocus(model, 'a');
+  const out = applyEvent(model, { type: 'removed', id: 'a' });
+  assert.equal(out.view, true);
+  assert.equal(model.tasks.has('a'), false);
+  assert.equal(model.selected.has('a'), false);
+  assert.equal(model.focused, null);
+  assert.equal(totalSpeed(model), 0);
+  assert.deepEqual(model.order, ['b']);
+  assert.equal(applyEvent(model, { type: 'removed', id: 'nope' }).view, false);
+});
+
 test('a progress event clears a note (a resumed task is moving again)', () => {
   const model = modelWith(task('a', { state: 'running', note: 'waiting for the server' }));
   applyEvent(model, { type: 'progress', id: 'a', bytes: 1, bytesPerSecond: 1 });
@@ -241,7 +255,7 @@ function randomStep() {
     case 2: case 3: return { event: { type: 'progress', id: id, bytes: integer(0, 1000), bytesPerSecond: integer(0, 50), secondsRemaining: integer(0, 9) } };
     case 4: return { event: { type: oneOf(['finished', 'failed']), task: randomTask() } };
     case 5: return { event: { type: 'segments', id: id, total: 1000, done: [[0, integer(0, 500)]], active: [] } };
-    case 6: return { forget: [id] };
+    case 6: return random() < 0.5 ? { forget: [id] } : { event: { type: 'removed', id: id } };
     case 7: return { focus: random() < 0.2 ? null : id };
     case 8: return { click: id, how: { shift: random() < 0.3, ctrl: random() < 0.3, checkbox: random() < 0.3 } };
     case 9: return { filter: oneOf(['', 'active', 'running', 'finished']), search: oneOf(['', 't1', 'bin']) };

@@ -35,8 +35,13 @@ package actor DaemonClient {
         let connection = DaemonClient(socketPath: socketPath)
         await connection.start(channel)
         do {
-            let hello = try await connection.call(.hello, ["protocol": JSONValue(DaemonProtocol.version), "client": .string(client)])
-            guard hello["protocol"]?.intValue == DaemonProtocol.version else {
+            let hello: Hello.Result
+            do {
+                hello = try await connection.call(Hello.self, Hello.Parameters(client: client))
+            } catch is GarbledAnswer {
+                throw HaulError(.server, "the haul daemon at \(socketPath) speaks another protocol; restart it with this haul")
+            }
+            guard hello.protocolVersion == DaemonProtocol.version else {
                 throw HaulError(.server, "the haul daemon at \(socketPath) speaks another protocol; restart it with this haul")
             }
         } catch {
@@ -130,6 +135,34 @@ package actor DaemonClient {
         }
     }
 
+    /// Calls `C` on the daemon's session `session`: its parameters are sent with `session`, its result is read back. A
+    /// JSON-RPC error, or an answer that is not `C`'s result (``GarbledAnswer``), is thrown as the ``HaulError`` it
+    /// stands for.
+    public func call<C: DaemonCall>(_ call: C.Type, session: String, _ parameters: C.Parameters) async throws -> C.Result {
+        do {
+            return try await self.call(C.self, parameters, session: session)
+        } catch let error as RPCError {
+            throw error.haulError
+        } catch let error as GarbledAnswer {
+            throw error.haulError
+        }
+    }
+
+    /// Calls `C` (with `session` beside its parameters when given); a JSON-RPC error is thrown as ``RPCError``, an
+    /// answer that is not `C`'s result as ``GarbledAnswer``.
+    public func call<C: DaemonCall>(_ call: C.Type, _ parameters: C.Parameters, session: String? = nil) async throws -> C.Result {
+        guard case .object(var members) = try JSONValueEncoder.encode(parameters) else {
+            preconditionFailure("the parameters of \(C.method.rawValue) are not a JSON object")
+        }
+        if let session { members["session"] = .string(session) }
+        let answer = try await self.call(C.method, .object(members))
+        do {
+            return try JSONValueDecoder.decode(C.Result.self, from: answer)
+        } catch {
+            throw GarbledAnswer(method: C.method, why: error.message)
+        }
+    }
+
     /// The tasks of the daemon's session `session`, in the order added, fetched a page at a time; with `ids`, those
     /// of them that exist, in the order of `ids`. With `missingSessionIsEmpty`, a session the daemon does not have
     /// lists no tasks instead of failing.
@@ -137,45 +170,52 @@ package actor DaemonClient {
         guard let ids else { return try await tasks(session: session, only: nil, missingSessionIsEmpty: missingSessionIsEmpty) }
         var found: [String: TaskSnapshot] = [:]
         // The ids go in groups that fit a message each.
-        for group in DaemonProtocol.chunks(ids.map(JSONValue.string), count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes) {
+        for group in DaemonProtocol.chunks(ids, count: DaemonProtocol.maxPageLimit, bytes: DaemonProtocol.addChunkBytes, JSONValue.string) {
             for task in try await tasks(session: session, only: group, missingSessionIsEmpty: missingSessionIsEmpty) { found[task.id] = task }
         }
         var seen: Set<String> = []
         return ids.compactMap { id in seen.insert(id).inserted ? found[id] : nil }
     }
 
-    private func tasks(session: String, only ids: [JSONValue]?, missingSessionIsEmpty: Bool) async throws -> [TaskSnapshot] {
+    private func tasks(session: String, only ids: [String]?, missingSessionIsEmpty: Bool) async throws -> [TaskSnapshot] {
         var tasks: [TaskSnapshot] = []
-        var params: [String: JSONValue] = ["session": .string(session), "limit": JSONValue(Self.pageSize)]
-        if let ids { params["ids"] = .array(ids) }
+        var parameters = ListTasks.Parameters(ids: ids, limit: Self.pageSize)
         // Bounded: the daemon's cursor moves forward with every page, and a session holds finitely many tasks.
         for _ in 0..<Self.maxPages {
-            let page: JSONValue
+            let page: ListTasks.Result
             do {
-                page = try await call(.listTasks, .object(params))
+                page = try await call(ListTasks.self, parameters, session: session)
             } catch let error as RPCError {
                 if error.isNoSuchSession, missingSessionIsEmpty { return [] }
                 throw error.haulError
+            } catch is GarbledAnswer {
+                throw Self.garbledList
             }
-            guard let found = DaemonProtocol.decodeTasks(page["tasks"]) else { throw Self.garbledList }
-            tasks += found
-            guard let next = page["next"], !next.isNull else { return tasks }
-            guard next.stringValue != nil, next != params["cursor"], !found.isEmpty else { throw Self.garbledList }
-            params["cursor"] = next
+            tasks += page.tasks.map(\.value)
+            guard let next = page.next else { return tasks }
+            guard next != parameters.cursor, !page.tasks.isEmpty else { throw Self.garbledList }
+            parameters.cursor = next
         }
         throw HaulError(.server, "the haul daemon's task list did not end after \(Self.maxPages) pages")
     }
 
-    /// Adds tasks (each an Add object of docs/protocol.md) to the session `session`, in as many messages as it
-    /// takes; returns their ids in order (an existing task's id when it was already there).
-    public func add(session: String, _ requests: [JSONValue]) async throws -> [String] {
+    /// Adds tasks to the session `session`, in as many messages as it takes; returns their ids in order (an
+    /// existing task's id when it was already there).
+    public func add(session: String, _ additions: [AddTasks.Addition]) async throws -> [String] {
         var ids: [String] = []
-        for chunk in DaemonProtocol.chunks(requests, count: DaemonProtocol.addChunkTasks, bytes: DaemonProtocol.addChunkBytes) {
-            let answer = try await call(.addTasks, session: session, ["tasks": .array(chunk), "reply": "ids"])
-            guard let added = answer["ids"]?.arrayValue?.compactMap(\.stringValue), added.count == chunk.count else {
-                throw HaulError(.server, "the haul daemon answered an addition in a way this haul does not understand; restart the daemon")
+        let chunks = DaemonProtocol.chunks(
+            additions, count: DaemonProtocol.addChunkTasks, bytes: DaemonProtocol.addChunkBytes) { JSONValue.object($0.members) }
+        for chunk in chunks {
+            let answer: AddTasks.Result
+            do {
+                answer = try await call(AddTasks.self, AddTasks.Parameters(tasks: chunk, reply: "ids"), session: session)
+            } catch let error as RPCError {
+                throw error.haulError
+            } catch is GarbledAnswer {
+                throw Self.garbledAddition
             }
-            ids += added
+            guard answer.ids.count == chunk.count else { throw Self.garbledAddition }
+            ids += answer.ids
         }
         return ids
     }
@@ -185,6 +225,8 @@ package actor DaemonClient {
     static let pageSize = 2_000
     static let maxPages = 1_000_000
     private static let garbledList = HaulError(.server, "the haul daemon sent a task list this haul does not understand; restart the daemon")
+    private static let garbledAddition = HaulError(
+        .server, "the haul daemon answered an addition in a way this haul does not understand; restart the daemon")
 
     /// True once the connection has closed.
     public var isClosed: Bool { closedError != nil }
@@ -195,4 +237,19 @@ package actor DaemonClient {
         try? await channel?.channel.close()
         ended()
     }
+}
+
+/// An answer of the daemon that is not what its method returns: the daemon is another version, or broken.
+package struct GarbledAnswer: Error, Sendable, CustomStringConvertible {
+    /// The method answered.
+    public var method: DaemonMethod
+    /// What is wrong with the answer.
+    public var why: String
+
+    public var description: String {
+        "the haul daemon answered \(method.rawValue) in a way this haul does not understand (\(why)); restart the daemon"
+    }
+
+    /// The error as a person should read it.
+    public var haulError: HaulError { HaulError(.server, description) }
 }

@@ -25,11 +25,17 @@ package enum DaemonProtocol {
 
     /// `values` split into runs of at most `count` values and (when each is small enough) `bytes` bytes of JSON.
     public static func chunks(_ values: [JSONValue], count: Int, bytes: Int) -> [[JSONValue]] {
-        var chunks: [[JSONValue]] = []
-        var current: [JSONValue] = []
+        chunks(values, count: count, bytes: bytes) { $0 }
+    }
+
+    /// `values` split into runs of at most `count` values and (when each is small enough) `bytes` bytes of their
+    /// JSON (`json`).
+    public static func chunks<Value>(_ values: [Value], count: Int, bytes: Int, _ json: (Value) -> JSONValue) -> [[Value]] {
+        var chunks: [[Value]] = []
+        var current: [Value] = []
         var size = 0
         for value in values {
-            let length = value.serialized.utf8.count + 1
+            let length = json(value).serialized.utf8.count + 1
             if !current.isEmpty, current.count >= count || size + length > bytes {
                 chunks.append(current)
                 current = []
@@ -109,6 +115,7 @@ package enum DaemonProtocol {
         case .finished(let task): object = ["type": "finished", "task": encode(task)]
         case .failed(let task): object = ["type": "failed", "task": encode(task)]
         case .allFinished: object = ["type": "allFinished"]
+        case .removed(let id): object = ["type": "removed", "id": .string(id)]
         }
         if let sequence { object["seq"] = JSONValue(sequence) }
         return .object(object)
@@ -132,6 +139,7 @@ package enum DaemonProtocol {
                 secondsRemaining: value["secondsRemaining"]?.doubleValue)
             return (.progress(id: id, progress), sequence)
         case "allFinished": return (.allFinished, sequence)
+        case "removed": return value["id"]?.stringValue.map { (.removed(id: $0), sequence) }
         default: return nil
         }
     }

@@ -15,7 +15,7 @@ package enum EventJSON {
         case .added(let task): return DaemonProtocol.encode(.added(redacted(task)), sequence: sequence)
         case .finished(let task): return DaemonProtocol.encode(.finished(redacted(task)), sequence: sequence)
         case .failed(let task): return DaemonProtocol.encode(.failed(redacted(task)), sequence: sequence)
-        case .stateChanged, .progress, .allFinished: return DaemonProtocol.encode(event, sequence: sequence)
+        case .stateChanged, .progress, .allFinished, .removed: return DaemonProtocol.encode(event, sequence: sequence)
         }
     }
 

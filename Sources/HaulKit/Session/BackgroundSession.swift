@@ -21,16 +21,17 @@ actor BackgroundSession: SessionBackend {
         self.configuration = configuration
         client = try await DaemonLauncher.connect(daemon, home: configuration.home)
         do {
-            _ = try await call(.openSession, ["configuration": DaemonProtocol.encode(configuration)])
-            let journal = try await call(.subscribe, ["replay": true])
-            for entry in journal["journal"]?.arrayValue ?? [] { receive(entry) }
+            _ = try await client.call(
+                OpenSession.self, session: identifier, .init(configuration: DaemonProtocol.encode(configuration).objectValue))
+            let journal = try await client.call(Subscribe.self, session: identifier, .init(replay: true))
+            for entry in journal.journal { receive(entry) }
             // A long journal comes in pages; entries also sent live are kept once (by sequence).
-            var next = journal["next"]?.int64Value
+            var next = journal.next
             for _ in 0..<Int(TaskStore.journalLimit) {
                 guard let after = next else { break }
-                let page = try await call(.listJournal, ["after": JSONValue(after), "limit": JSONValue(1_000)])
-                for entry in page["events"]?.arrayValue ?? [] { receive(entry) }
-                guard let following = page["next"]?.int64Value, following > after else { break }
+                let page = try await client.call(ListJournal.self, session: identifier, .init(after: after, limit: 1_000))
+                for entry in page.events { receive(entry) }
+                guard let following = page.next, following > after else { break }
                 next = following
             }
         } catch {
@@ -45,10 +46,6 @@ actor BackgroundSession: SessionBackend {
             }
             await self?.finishStreams()
         }
-    }
-
-    private func call(_ method: DaemonMethod, _ params: [String: JSONValue] = [:]) async throws -> JSONValue {
-        try await client.call(method, session: identifier, params)
     }
 
     private func receive(_ value: JSONValue) {
@@ -84,7 +81,7 @@ actor BackgroundSession: SessionBackend {
             // process's. Certificate paths, like destinations, are this process's.
             if request.proxies == nil, configuration.proxies != ProxyChoice() { request.proxies = configuration.proxies }
             if request.tls == nil, !configuration.tls.isDefault { request.tls = configuration.tls.mappingPaths(absolutePath) }
-            return DaemonProtocol.encode(request)
+            return AddTasks.Addition(request)
         }
         // Added in chunks that fit a message each, then read back a page at a time.
         let ids = try await client.add(session: identifier, encoded)
@@ -97,28 +94,25 @@ actor BackgroundSession: SessionBackend {
     }
 
     func apply(_ command: TaskCommand, to ids: [String]?) async throws {
-        let method: DaemonMethod
+        let selection = SelectedTasks(ids)
         switch command {
-        case .pause: method = .pauseTasks
-        case .resume: method = .resumeTasks
-        case .cancel: method = .cancelTasks
+        case .pause: _ = try await client.call(PauseTasks.self, session: identifier, selection)
+        case .resume: _ = try await client.call(ResumeTasks.self, session: identifier, selection)
+        case .cancel: _ = try await client.call(CancelTasks.self, session: identifier, selection)
         case .start, .finish, .fail: throw HaulError(.usage, "only pause, resume and cancel can be asked of a task")
         }
-        _ = try await call(method, Self.selection(ids))
     }
 
     func remove(_ ids: [String]?, deleteFile: Bool) async throws {
-        var params = Self.selection(ids)
-        params["deleteFile"] = .bool(deleteFile)
-        _ = try await call(.removeTasks, params)
+        _ = try await client.call(RemoveTasks.self, session: identifier, .init(SelectedTasks(ids), deleteFile: deleteFile))
     }
 
     func setPriority(_ priority: Int, for ids: [String]) async throws {
-        _ = try await call(.setPriority, ["ids": .array(ids.map(JSONValue.string)), "priority": JSONValue(priority)])
+        _ = try await client.call(SetPriority.self, session: identifier, .init(priority: priority, ids: ids))
     }
 
     func setMaxConcurrentDownloads(_ count: Int) async throws {
-        _ = try await call(.setMaxConcurrentDownloads, ["count": JSONValue(count)])
+        _ = try await client.call(SetMaxConcurrentDownloads.self, session: identifier, .init(count: count))
     }
 
     func tasks() async throws -> [TaskSnapshot] {
@@ -126,10 +120,7 @@ actor BackgroundSession: SessionBackend {
     }
 
     func task(_ id: String) async throws -> TaskSnapshot? {
-        guard let tasks = DaemonProtocol.decodeTasks(try await call(.listTasks, ["ids": [.string(id)]])["tasks"]) else {
-            throw Self.garbled
-        }
-        return tasks.first
+        try await client.call(ListTasks.self, session: identifier, .init(ids: [id])).tasks.first?.value
     }
 
     func events(filter: String?) -> AsyncStream<SessionEvent> {
@@ -169,7 +160,7 @@ actor BackgroundSession: SessionBackend {
 
     func acknowledgeEvents() async throws {
         guard let last = pending.last?.sequence else { return }
-        _ = try await call(.acknowledgeJournal, ["through": JSONValue(last)])
+        _ = try await client.call(AcknowledgeJournal.self, session: identifier, .init(through: last))
         pending.removeAll { $0.sequence <= last }
     }
 
@@ -179,10 +170,4 @@ actor BackgroundSession: SessionBackend {
         finishStreams()
     }
 
-    private static func selection(_ ids: [String]?) -> [String: JSONValue] {
-        guard let ids else { return ["all": true] }
-        return ["ids": .array(ids.map(JSONValue.string))]
-    }
-
-    private static let garbled = HaulError(.server, "the haul daemon sent an answer this haul does not understand; restart the daemon")
 }

@@ -131,33 +131,24 @@ public actor DownloadSession {
             throw HaulError(.usage, "no task \(id) in this session")
         }
         if let ended = try Self.outcome(of: current) { return ended }
-        let backend = self.backend
-        return try await withThrowingTaskGroup(of: URL?.self) { group in
-            group.addTask {
-                for await event in events {
-                    switch event {
-                    case .finished(let task), .failed(let task):
-                        if let ended = try Self.outcome(of: task) { return ended }
-                    case .stateChanged(_, _, let state) where state == .finished || state == .failed || state == .cancelled:
-                        // The snapshot with the path or the error comes from the store.
-                        if let task = try await backend.task(id), let ended = try Self.outcome(of: task) { return ended }
-                    default:
-                        break
-                    }
-                }
-                return nil
-            }
-            // A removed task sends no event: look for it now and then.
-            group.addTask {
-                while try await backend.task(id) != nil { try await Task.sleep(for: .seconds(1)) }
+        for await event in events {
+            switch event {
+            case .finished(let task), .failed(let task):
+                if let ended = try Self.outcome(of: task) { return ended }
+            case .stateChanged(_, _, let state) where state == .finished || state == .failed || state == .cancelled:
+                // The snapshot with the path or the error comes from the store; gone from it, the task was removed
+                // (in a fleet, another node's removal may reach this node as its end only).
+                guard let task = try await backend.task(id) else { throw HaulError(.interrupted, "task \(id) was removed") }
+                if let ended = try Self.outcome(of: task) { return ended }
+            case .removed:
                 throw HaulError(.interrupted, "task \(id) was removed")
+            default:
+                break
             }
-            defer { group.cancelAll() }
-            if let first = try await group.next(), let url = first { return url }
-            // The stream ended: the session closed.
-            if let task = try await backend.task(id), let ended = try Self.outcome(of: task) { return ended }
-            throw HaulError(.interrupted, "task \(id) did not end: the session closed")
         }
+        // The stream ended: the session closed.
+        if let task = try await backend.task(id), let ended = try Self.outcome(of: task) { return ended }
+        throw HaulError(.interrupted, "task \(id) did not end: the session closed")
     }
 
     /// The file of a finished task, the error of a failed or cancelled one, `nil` while it may still run.

@@ -163,13 +163,17 @@ extension LocalSession {
     }
 
     /// Removes a task another node runs: that node stops it and removes it. Whether it was asked (else the caller
-    /// removes it as any other task).
+    /// removes it as any other task). Asked or done, the removal is announced here (and, when asked, by the node that
+    /// carries it out, to its own clients): the request is kept until it is carried out.
     func askToRemove(_ shared: any SharedSessionStore, _ task: StoredTask) async throws -> Bool {
         switch try await shared.request(.remove, id: task.id) {
-        case .asked: return true
+        case .asked:
+            emit(.removed(id: task.id))
+            return true
         case .applied:
             engine.discardPartialData(options(for: task))
             fleet.known[task.id] = nil
+            emit(.removed(id: task.id))
             return true
         case .notRunning, .missing: return false
         }

@@ -144,7 +144,7 @@ extension LocalSession {
                 } else {
                     _ = await write(for: id) { lease in try await self.setState(id, .paused, lease: lease) }
                 }
-                if removing(id) { try? await store.remove(ids: [id]) }
+                if removing(id), (try? await store.remove(ids: [id])) != nil { emit(.removed(id: id)) }
             } else {
                 await conclude(id, .failed) {
                     $0.filePath = file?.path ?? $0.filePath

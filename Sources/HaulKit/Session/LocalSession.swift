@@ -149,7 +149,7 @@ package actor LocalSession: SessionBackend {
             guard let task = try await store.task(id: id) else { continue }
             if running[id] != nil { await stop(id, as: .cancel) }
             // In a fleet, a task another node runs is removed by that node (or here, when no node holds it).
-            if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }
+            if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }  // announced there
             let options = self.options(for: task)
             if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
                 OpenDirectory.unlink(path)
@@ -157,6 +157,7 @@ package actor LocalSession: SessionBackend {
             engine.discardPartialData(options)
             try await store.remove(ids: [id])
             forget(id)
+            emit(.removed(id: id))
         }
         await schedule()
     }

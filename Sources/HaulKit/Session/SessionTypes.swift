@@ -165,12 +165,15 @@ public enum SessionEvent: Sendable, Equatable {
     case failed(TaskSnapshot)
     /// No task is waiting or running any more (sent once each time the queue drains).
     case allFinished
+    /// The task was removed from the session (``DownloadSession/remove(_:deleteFile:)``, `haul rm`, another client);
+    /// no event about it follows.
+    case removed(id: String)
 
     /// The task the event is about, if any.
     public var taskID: String? {
         switch self {
         case .added(let task), .finished(let task), .failed(let task): return task.id
-        case .stateChanged(let id, _, _), .progress(let id, _): return id
+        case .stateChanged(let id, _, _), .progress(let id, _), .removed(let id): return id
         case .allFinished: return nil
         }
     }

@@ -127,7 +127,7 @@ extension DownloadJob {
         guard failure.kind != .checksum, failure.kind != .busy, machine.held.adoptedPath == nil, var record, record.state != .finished else {
             return failure
         }
-        if case .impossibleLength = failure.reason, point.offset == 0 {
+        if case .impossibleLength = failure.reason.which, point.offset == 0 {
             // The file system refused the length before a byte was written: no empty partial stays behind.
             file?.close()
             file = nil

@@ -184,6 +184,10 @@ export function applyEvent(model, event, out = effects()) {
         out.segments = true;
       }
       break;
+    case 'removed':
+      // Removed by this page, another client or `haul rm`: gone from every view.
+      if (model.tasks.has(event.id)) forgetTasks(model, [event.id], out);
+      break;
     case 'reset':
       out.reload = true;
       break;

@@ -160,6 +160,7 @@ final class HaulRun: @unchecked Sendable {
     }
 
     func stderrSoFar() -> String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    func stdoutSoFar() -> String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
 
     /// Waits (bounded) for the process to end; on timeout it is killed and an error thrown.
     @discardableResult

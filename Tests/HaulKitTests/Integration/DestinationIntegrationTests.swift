@@ -202,7 +202,7 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
             var options = try testOptions(server.url("/c"), .file(sandbox.path("c")))
             options.checksum = try Checksum(parsing: "sha256:" + String(repeating: "0", count: 64))
             let error = await expectHaulError(.checksum) { _ = try await engine.download(options) }
-            guard case .checksumMismatch(let path, let expected, let actual, let alreadyAtPath)? = error?.reason else {
+            guard case .checksumMismatch(let path, let expected, let actual, let alreadyAtPath)? = error?.reason.which else {
                 Issue.record("expected a checksum reason, got \(String(describing: error?.reason))")
                 return
             }

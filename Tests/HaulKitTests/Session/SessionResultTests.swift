@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HaulTestSupport
 import Testing
 @testable import HaulCore
@@ -49,6 +50,46 @@ import Testing
             } catch let error as HaulError {
                 #expect(error.kind == .interrupted)
             }
+            await session.close()
+        }
+    }
+
+    /// A removed task ends its waiters at once (the `removed` event), running or waiting, and the other tasks' waiters
+    /// go on.
+    @Test func aRemovedTaskEndsItsWaitersWithInterrupted() async throws {
+        try await withHarness { server, _, sandbox in
+            var slow = Resource(body: TestData.bytes(2_000_000, seed: 83), etag: "\"r\"")
+            slow.faults.throttleBytesPerSecond = 50_000
+            server.serve("/slow", slow)
+            server.serve("/tiny", Resource(body: [4, 5, 6]))
+            var configuration = sessionConfiguration(sandbox)
+            configuration.maxConcurrentDownloads = 1
+            let session = try await DownloadSession(identifier: "removed", configuration: configuration)
+            let running = try await session.add(DownloadRequest(url: try UserInput.url(server.url("/slow"))))
+            let waiting = try await session.add(DownloadRequest(url: try UserInput.url(server.url("/tiny"))))
+            try await waitFor("the slow task to run") { try await session.task(running.id)?.state == .running }
+            let removals = await session.events()
+            let waiters = [running.id, waiting.id].map { id in Task { try await session.result(for: id) } }
+            // Each waiter subscribes before it reads the task: once all have, none can miss the removal.
+            try await waitFor("the waiters to subscribe") { await session.subscriberCount >= 3 }
+            // The waiting one first: it cannot start in the slot the other leaves.
+            try await session.remove([waiting.id, running.id])
+            for (index, waiter) in waiters.enumerated() {
+                do {
+                    _ = try await waiter.value
+                    Issue.record("a removed task must throw")
+                } catch let error as HaulError {
+                    #expect(error.kind == .interrupted)
+                    // A running task is stopped (cancelled) before it is removed: either is said.
+                    let said = index == 0 ? ["was removed", "was cancelled"] : ["was removed"]
+                    #expect(said.contains { error.message.contains($0) }, "\(error.message)")
+                }
+            }
+            let removed = Mutex<[String]>([])
+            let reader = Task { for await event in removals { if case .removed(let id) = event { removed.withLock { $0.append(id) } } } }
+            try await waitFor("both removed events") { removed.withLock { $0.count >= 2 } }
+            reader.cancel()
+            #expect(removed.withLock { $0 } == [waiting.id, running.id])
             await session.close()
         }
     }

@@ -75,7 +75,7 @@ import Testing
                     _ = try OpenDirectory.open(path, create: true)
                     Issue.record("\(path) was followed")
                 } catch {
-                    guard case .untrustedFolder = error.reason else { Issue.record("\(path): \(error)"); continue }
+                    guard case .untrustedFolder = error.reason.which else { Issue.record("\(path): \(error)"); continue }
                     #expect(error.message.contains("symbolic link"), "\(error.message)")
                 }
             }

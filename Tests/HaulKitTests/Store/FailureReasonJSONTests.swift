@@ -24,6 +24,38 @@ import Testing
         #expect(FailureReasonJSON.decode(FailureReasonJSON.value(error)) == reason)
     }
 
+    /// What earlier builds stored (the enum's synthesized JSON) reads as the same reason, and is written the same way.
+    @Test func theStoredFormOfEarlierBuildsReadsAsTheSameReason() throws {
+        let stored: [(String, FailureReason)] = [
+            (#"{"httpStatus":{"_0":404,"url":"https://example.com/a"}}"#, .httpStatus(404, url: "https://example.com/a")),
+            (#"{"busy":{}}"#, .busy),
+            (#"{"unusableSocketPath":{"_0":"/run/h.sock"}}"#, .unusableSocketPath("/run/h.sock")),
+            (#"{"retriesExhausted":{"retries":3}}"#, .retriesExhausted(retries: 3)),
+        ]
+        for (text, reason) in stored {
+            #expect(FailureReasonJSON.decode(text) == reason, "\(text)")
+            let written = try #require(FailureReasonJSON.value(HaulError(.network, "m", reason: reason)))
+            #expect(written == JSONValue.parse(Array(text.utf8)), "\(written.serialized)")
+        }
+        #expect(FailureReasonJSON.decode(#"{"aReasonOfANewerHaul":{}}"#) == nil)
+    }
+
+    /// A program compares reasons with `==` and reads what it needs; a reason says what it is in a log.
+    @Test func reasonsCompareAndSayWhatTheyAre() {
+        #expect(FailureReason.httpStatus(404, url: "u") == .httpStatus(404, url: "u"))
+        #expect(FailureReason.httpStatus(404, url: "u") != .httpStatus(410, url: "u"))
+        #expect(FailureReason.httpStatus(404, url: "u").httpStatus == 404)
+        #expect(FailureReason.busy.httpStatus == nil)
+        #expect(FailureReason.noSpace(path: "/d/a").path == "/d/a")
+        #expect(FailureReason.partialOfAnotherURL(partialPath: "/d/p", url: "u").path == "/d/p")
+        #expect(FailureReason.other.path == nil)
+        for reason in Self.reasons {
+            #expect(Self.reasons.filter { $0 == reason }.count == 1, "each reason equals itself only: \(reason)")
+            #expect(!reason.description.isEmpty)
+        }
+        #expect(FailureReason.httpStatus(404, url: "u").description.contains("404"))
+    }
+
     @Test func noReasonIsWrittenAsNothing() {
         #expect(FailureReasonJSON.encode(HaulError(.network, "what happened")) == nil)
     }
