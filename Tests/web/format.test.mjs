@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  bytesOf, etaOf, formatBytes, formatDuration, formatRateInput, formatSpeed, parseRate, progressOf, taskName, withoutUrl,
+  bytesOf, etaOf, formatBytes, formatDuration, formatRateInput, formatSpeed, parseRate, progressOf, shownUrl, taskName, withoutUrl,
 } from '../../Sources/HaulWeb/Assets/format.mjs';
-import { forAll, integer } from './random.mjs';
+import { forAll, integer, oneOf } from './random.mjs';
 
 test('bytes are written in 1024-based units with one decimal, and unknown as ?', () => {
   assert.equal(formatBytes(0), '0 B');
@@ -108,4 +108,30 @@ test('a row\'s bytes show the size when it is known', () => {
   assert.equal(bytesOf({ bytes: 1024, total: 4096 }), '1.0 KiB / 4.0 KiB');
   assert.equal(bytesOf({ bytes: 1024, total: null }), '1.0 KiB');
   assert.equal(bytesOf({}), '0 B');
+});
+
+test('a URL is shown without its password or the values of signature, credential and token parameters', () => {
+  assert.equal(shownUrl('https://bob:hunter2@example.com/f.bin'), 'https://***@example.com/f.bin');
+  assert.equal(
+    shownUrl('https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F1&X-Amz-Signature=abc123&x-id=GetObject'),
+    'https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&x-id=GetObject');
+  assert.equal(shownUrl('https://a.blob.core.windows.net/c/f?sv=2020&sig=Zm9v%3D'), 'https://a.blob.core.windows.net/c/f?sv=2020&sig=***');
+  assert.equal(shownUrl('https://example.com/a?token=&b=1'), 'https://example.com/a?token=&b=1', 'an empty value hides nothing');
+  assert.equal(shownUrl('https://example.com/user@host/f?signature=s'), 'https://example.com/user@host/f?signature=***', 'an @ in the path is not userinfo');
+  assert.equal(taskName({ url: 'https://u:p@example.com/' }), 'example.com');
+});
+
+test('whatever the URL, the secrets it carries are never shown and the rest is kept', () => {
+  const names = ['X-Amz-Signature', 'sig', 'token', 'access_token', 'Signature', 'x-goog-credential'];
+  const generate = () => {
+    const secret = 'S' + integer(1000, 9_999_999);
+    const other = 'keep' + integer(0, 999);
+    const user = integer(0, 1) ? 'user:' + secret + '@' : '';
+    return { secret, other, url: 'https://' + user + 'h.example/p' + integer(0, 99) + '?a=' + other + '&' + oneOf(names) + '=' + secret + '#f' };
+  };
+  forAll('shownUrl', generate, ({ secret, other, url }) => {
+    const shown = shownUrl(url);
+    assert.ok(!shown.includes(secret), shown);
+    assert.ok(shown.includes('a=' + other), shown);
+  }, 1000);
 });

@@ -1,7 +1,7 @@
 // The detail panel of the focused task: its facts, its own Pause/Resume/Remove buttons and its segment map. Beside
 // the list on wide windows; over it (opened by a tap, closed with Close or Escape) on narrow ones.
 
-import { etaOf, formatBytes, formatDuration, formatSpeed, taskName } from './format.mjs';
+import { etaOf, formatBytes, formatDuration, formatSpeed, shownUrl, taskName } from './format.mjs';
 import { $, app } from './page.mjs';
 import { drawSegments } from './charts.mjs';
 
@@ -17,7 +17,11 @@ export function renderDetail() {
   if (!task) return;
   $('detail-name').textContent = taskName(task);
   $('detail-state').textContent = task.state;
-  $('detail-url').textContent = task.url;
+  $('detail-url').textContent = shownUrl(task.url);
+  // In a fleet, the node that runs the task (or ran it last).
+  $('detail-node-label').hidden = !task.node;
+  $('detail-node').hidden = !task.node;
+  $('detail-node').textContent = task.node || '';
   $('detail-path').textContent = task.path || '—';
   $('detail-bytes').textContent = typeof task.total === 'number'
     ? formatBytes(task.bytes || 0) + ' of ' + formatBytes(task.total) + ' (' + (task.bytes || 0).toLocaleString() + ' B)'

@@ -65,10 +65,36 @@ export function taskName(task) {
     const url = new URL(task.url);
     let name = lastPathPart(url.pathname);
     try { name = decodeURIComponent(name); } catch (e) { /* keep it encoded */ }
-    return name || url.host || task.url;
+    return name || url.host || shownUrl(task.url);
   } catch (e) {
-    return task.url || task.id;
+    return task.url ? shownUrl(task.url) : task.id;
   }
+}
+
+/** Query parameters (lower-cased) whose values are credentials, as the daemon's Redaction names them: signed URLs'
+ * signature, credential and session token (S3, Google, Azure's `sig`, CloudFront's `Signature`) and tokens. */
+const SECRET_PARAMETERS = new Set([
+  'x-amz-signature', 'x-amz-credential', 'x-amz-security-token', 'x-goog-signature', 'x-goog-credential',
+  'sig', 'token', 'access_token', 'signature',
+]);
+
+/** A URL as the page shows it: its `user:password@` and the values of secret query parameters as `***` (the CLI
+ * shows URLs the same way; the request keeps the real URL). */
+export function shownUrl(text) {
+  let url = String(text || '');
+  const scheme = url.indexOf('://');
+  if (scheme >= 0) {
+    const start = scheme + 3;
+    let end = url.slice(start).search(/[/?#]/);
+    end = end < 0 ? url.length : start + end;
+    const at = url.lastIndexOf('@', end - 1);
+    if (at >= start) url = url.slice(0, start) + '***@' + url.slice(at + 1);
+  }
+  return url.replace(/([?&#;])([^=&#?;]{1,32})=([^&#;]*)/g, (whole, lead, name, value) => {
+    let decoded = name;
+    try { decoded = decodeURIComponent(name); } catch (e) { /* keep it */ }
+    return SECRET_PARAMETERS.has(decoded.toLowerCase()) && value !== '' ? lead + name + '=***' : whole;
+  });
 }
 
 /** A message without the URL it starts with, where the row names the task already ("… answered 404"). */

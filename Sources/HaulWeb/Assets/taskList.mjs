@@ -2,7 +2,7 @@
 // bar, and what clicks and keys on the list do to the selection. The DOM is built with createElement and
 // textContent, never innerHTML.
 
-import { bytesOf, etaOf, formatDuration, formatSpeed, progressOf, taskName, withoutUrl } from './format.mjs';
+import { bytesOf, etaOf, formatDuration, formatSpeed, progressOf, shownUrl, taskName, withoutUrl } from './format.mjs';
 import { scrollToShow, visibleRows } from './geometry.mjs';
 import { clickTask, effects, moveFocus, rebuildView, selectAllShown, selectionOfView, statusText } from './model.mjs';
 import { $, app, element, schedule } from './page.mjs';
@@ -81,7 +81,7 @@ function fillRow(row, task, index) {
   row.classList.toggle('focused', model.focused === task.id);
   p.check.checked = model.selected.has(task.id);
   // What changes seldom is written only when it changed.
-  const key = task.id + '|' + task.state + '|' + (task.error ? task.error.message : '') + '|' + (task.note || '') + '|' + (task.path || '');
+  const key = task.id + '|' + task.state + '|' + (task.error ? task.error.message : '') + '|' + (task.note || '') + '|' + (task.path || '') + '|' + (task.node || '');
   if (row._key !== key) {
     row._key = key;
     const name = taskName(task);
@@ -89,13 +89,13 @@ function fillRow(row, task, index) {
     p.name.title = name;
     p.check.setAttribute('aria-label', 'Select ' + name);
     if (task.state === 'failed' && task.error) {
-      p.sub.textContent = withoutUrl(task.error.message, task.url);
+      p.sub.textContent = shownUrl(withoutUrl(task.error.message, task.url));
       p.sub.className = 'sub error-text';
     } else if (task.note) {
       p.sub.textContent = task.note;
       p.sub.className = 'sub note';
     } else {
-      p.sub.textContent = task.url;
+      p.sub.textContent = shownUrl(task.url) + (task.node ? ' · node ' + task.node : '');
       p.sub.className = 'sub';
     }
     p.sub.title = p.sub.textContent;
