@@ -78,8 +78,10 @@ public struct DownloadSpec: Equatable, Sendable {
         self.destination = destination
     }
 
-    /// The most connections one file may use.
+    /// The most connections one file may use (the CLI's `--segments`, the protocol and the page alike).
     public static let segmentRange = 1...64
+    /// How many connections to one host a download may ask for (`--max-connections-per-host`, the protocol).
+    public static let connectionsPerHostRange = 1...64
 
     /// Checks every value; the message names the offending one.
     public func validate() throws(InputError) {
@@ -107,7 +109,7 @@ public struct DownloadSpec: Equatable, Sendable {
         // Headers checked as `-H` checks them, wherever the spec came from (the protocol, the dashboard, a library):
         // a `Range`, `If-Range` or `Connection` of the user's would go out beside Haul's own.
         for field in headers { _ = try UserInput.header("\(field.name): \(field.value)") }
-        if let maxConnectionsPerHost, !(1...64).contains(maxConnectionsPerHost) {
+        if let maxConnectionsPerHost, !Self.connectionsPerHostRange.contains(maxConnectionsPerHost) {
             throw InputError("connections per host must be between 1 and 64")
         }
         try tls?.validate()

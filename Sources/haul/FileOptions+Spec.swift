@@ -59,7 +59,8 @@ extension FileOptions {
         guard let count = Int(segments) else {
             throw InputError("-s/--segments takes a number of connections for one file (aria2c's -s), not \"\(segments.prefix(40))\"; for curl's -s (silent) use -q")
         }
-        guard (1...32).contains(count) else { throw InputError("--segments must be between 1 and 32") }
+        let range = DownloadSpec.segmentRange
+        guard range.contains(count) else { throw InputError("--segments must be between \(range.lowerBound) and \(range.upperBound)") }
         return count
     }
 
@@ -69,7 +70,10 @@ extension FileOptions {
         guard let count = Int(maxConnections) else {
             throw InputError("-x takes a number of connections per host (aria2c's -x), not \"\(Redaction.url(String(maxConnections.prefix(60))))\"; for a proxy (curl's -x) use --proxy HOST:PORT")
         }
-        guard (1...64).contains(count) else { throw InputError("--max-connections-per-host must be between 1 and 64") }
+        let range = DownloadSpec.connectionsPerHostRange
+        guard range.contains(count) else {
+            throw InputError("--max-connections-per-host must be between \(range.lowerBound) and \(range.upperBound)")
+        }
         return count
     }
 

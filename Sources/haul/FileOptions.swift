@@ -134,7 +134,7 @@ struct FileOptions: ParsableArguments {
     @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024).")
     var limitRate: String?
 
-    @Option(name: [.customShort("s"), .customLong("segments"), .customLong("split")], parsing: .unconditional, help: "Connections for one file, 1-32 (default: up to 8 for large files, 1 for small ones; -s as in aria2c).")
+    @Option(name: [.customShort("s"), .customLong("segments"), .customLong("split")], parsing: .unconditional, help: "Connections for one file, 1-64 (default: up to 8 for large files, 1 for small ones; -s as in aria2c).")
     var segments: String?
 
     @Option(name: [.customLong("min-segment-size"), .customLong("min-split-size")], parsing: .unconditional, help: "Never split a range below this size, e.g. 1M (default 1M).")
