@@ -37,7 +37,7 @@ package struct WaitingWindow: Sendable {
     /// A task is waiting now (added, resumed, or its priority changed): held when it comes before the boundary.
     public mutating func waiting(_ entry: WaitingQueue.Entry) {
         if isRefilling { changedDuringRefill.insert(entry.id) }
-        guard isComplete || isRefilling || boundary.map({ !$0.precedes(entry.position) }) == true else {
+        guard isComplete || isRefilling || isWithinBoundary(entry.position) else {
             queue.remove(entry.id)    // after the boundary: the store has it, a later page brings it
             return
         }
@@ -61,7 +61,12 @@ package struct WaitingWindow: Sendable {
     public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: (String) -> Int) -> [WaitingQueue.Entry] {
         let chosen = queue.next(slots: slots, runningPerHost: runningPerHost, maxPerHost: maxPerHost)
         guard isRefilling, !isComplete else { return chosen }
-        return chosen.filter { entry in boundary.map { !$0.precedes(entry.position) } ?? false }
+        return chosen.filter { isWithinBoundary($0.position) }
+    }
+
+    /// Whether a task at `position` comes no later than the last one read from the store.
+    private func isWithinBoundary(_ position: QueuePosition) -> Bool {
+        boundary.map { !$0.precedes(position) } ?? false
     }
 
     /// Whether to read the next page: the window runs low, or (`blocked`: slots are free but every task held waits

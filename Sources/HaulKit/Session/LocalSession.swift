@@ -25,10 +25,10 @@ package actor LocalSession: SessionBackend {
     /// Why a running task is not moving: its last retry, until bytes arrive past where it stood then.
     private var retryNotes: [String: (text: String, bytes: Int64)] = [:]
     private var hosts: [String: String] = [:]
-    /// The tasks stored as waiting, in the scheduler's order: the session is the store's only writer, and every
-    /// change of a task's state or priority goes through ``noteStored(_:)`` (or ``forget(_:)`` when it is removed).
-    /// The first waiting tasks in the queue's order (the store keeps them all): a session of a million tasks holds
-    /// a few thousand in memory. A fleet's node holds the ones it heard of whole (it claims from the store).
+    /// The first tasks stored as waiting, in the scheduler's order (the store keeps them all): a session of a million
+    /// tasks holds a few thousand in memory. The session is the store's only writer, and every change of a task's
+    /// state or priority goes through ``noteStored(_:)`` (or ``forget(_:)`` when it is removed). A fleet's node holds
+    /// the ones it heard of whole (it claims from the store).
     private var window: WaitingWindow
     private var lastSaved: [String: ContinuousClock.Instant] = [:]
     /// Where each running task's download writes and its length, once known: stored with its next progress or
@@ -85,7 +85,7 @@ package actor LocalSession: SessionBackend {
         self.records = SessionRecords(store: self.store, files: TransferRecordStore(home: configuration.home))
         self.engine = TransferEngine(records: records, configuration: engineConfiguration)
         self.maxConcurrent = configuration.maxConcurrentDownloads
-        self.window = WaitingWindow(pageSize: configuration.waitingPageSize)
+        self.window = shared == nil ? WaitingWindow(pageSize: configuration.waitingPageSize) : WaitingWindow(maxHeld: Int.max, isComplete: true)
         var defaults = DownloadDefaults()
         defaults.directory = configuration.defaultDirectory ?? "."
         defaults.headers = configuration.defaultHeaders
@@ -109,10 +109,7 @@ package actor LocalSession: SessionBackend {
         engine.connections.onMultiplexed { [weak self] _ in
             Task { await self?.schedule() }
         }
-        if let shared {
-            window = WaitingWindow(maxHeld: Int.max, isComplete: true)
-            try await startFleetLoops(shared)
-        }
+        if let shared { try await startFleetLoops(shared) }
         // Otherwise the first page of the waiting tasks is read by the first schedule().
         await schedule()
     }
