@@ -53,7 +53,8 @@ package enum JSONValue: Sendable, Equatable {
 extension JSONValue {
     /// Parses one JSON text; `nil` when it is not valid JSON.
     public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        if let parsed = bytes.withContiguousStorageIfAvailable({ JSONParser.parse($0) }) { return parsed }
+        return Array(bytes).withUnsafeBufferPointer { JSONParser.parse($0) }
     }
 
     /// Compact JSON text on one line (no newline inside: strings are escaped).

@@ -1,0 +1,86 @@
+import Foundation
+import PropertyBased
+import Testing
+@testable import HaulKit
+
+/// Haul's JSON parser against Foundation's `JSONDecoder` (what `JSONValue.parse` used before): on texts stitched from
+/// valid and broken pieces (escapes, surrogates, numbers, bytes that are not UTF-8, nesting), both refuse the same
+/// texts and read the same values from the others; and any value Haul writes reads back as itself.
+@Suite struct JSONParserPropertyTests {
+    /// Pieces of JSON texts, valid and not.
+    static let pieces: [[UInt8]] = [
+        "{", "}", "[", "]", ",", ":", " ", "\n", "\t", "\r", "\u{0B}",
+        "\"a\"", "\"key\"", "\"\"", "\"é\"", "\"\\u00e9\"", "\"\\uD83D\\uDE00\"", "\"\\ud800\"", "\"\\udc00\"",
+        "\"\\uD83Dx\"", "\"\\uD83D\\u0041\"", "\"\\n\\t\\\\\\/\\\"\\b\\f\\r\"", "\"\\q\"", "\"\\u12\"", "\"\\u0000\"", "\"",
+        "\"\u{01}\"", "\"\u{7F}\"", "\\",
+        "0", "1", "-1", "12", "-0", "0.5", "1.25e3", "1E-2", "1e+2", "01", "1.", ".5", "-", "1e", "1e400", "-1e400",
+        "123456789012345678901234567890", "9007199254740993", "0.1e-400", "5e-324", "1e-330", "0e-999", "0.0e-1", "+1", "0x10",
+        "true", "false", "null", "tru", "nul", "True", "NaN", "Infinity",
+    ].map { Array($0.utf8) } + [[0xFF], [0xC3], [0xC3, 0xA9], [0xE2, 0x82], [0xED, 0xA0, 0x80], [0xF0, 0x9F, 0x98, 0x80]]
+        + [[0x22, 0xC3, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], [0x00]]
+
+    static func foundation(_ bytes: [UInt8]) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+
+    @Test func readsWhatFoundationReadsAndRefusesWhatItRefuses() async {
+        await propertyCheck(count: 2_000, input: Gen.int(in: 0...(Self.pieces.count - 1)).array(of: 1...12)) { choice in
+            let text = choice.flatMap { Self.pieces[$0] }
+            #expect(JSONValue.parse(text) == Self.foundation(text), "\(String(decoding: text, as: UTF8.self).debugDescription)")
+        }
+    }
+
+    /// Values built from `choices`: nested arrays and objects of strings, numbers, booleans and null.
+    static func value(_ choices: inout ArraySlice<Int>, depth: Int) -> JSONValue {
+        guard let choice = choices.popFirst() else { return .null }
+        let strings = ["", "a", "é", "😀", "line\nbreak", "quote\"back\\slash", "\u{01}\u{1F}", "/", "\u{7F}"]
+        switch choice % 8 {
+        case 0: return .null
+        case 1: return .bool(choice % 2 == 0)
+        case 2: return .number(Double(choice) * (choice % 3 == 0 ? -1 : 1))
+        case 3: return .number(Double(choice) / 7)
+        case 4: return .string(strings[choice % strings.count] + String(choice))
+        case 5 where depth < 6:
+            return .array((0..<(choice % 4)).map { _ in value(&choices, depth: depth + 1) })
+        case 6 where depth < 6:
+            var members: [String: JSONValue] = [:]
+            for index in 0..<(choice % 4) { members[strings[(choice + index) % strings.count]] = value(&choices, depth: depth + 1) }
+            return .object(members)
+        default: return .string(String(choice))
+        }
+    }
+
+    @Test func everyValueWrittenReadsBackAsItself() async {
+        await propertyCheck(count: 500, input: Gen.int(in: 0...10_000).array(of: 1...40)) { choices in
+            var rest = choices[...]
+            let value = Self.value(&rest, depth: 0)
+            let text = Array(value.serialized.utf8)
+            #expect(JSONValue.parse(text) == value)
+            #expect(Self.foundation(text) == value)
+        }
+    }
+
+    @Test func nestingPastTheLimitIsRefusedWithoutExhaustingTheStack() {
+        let deep = Array(repeating: UInt8(ascii: "["), count: 100_000) + Array(repeating: UInt8(ascii: "]"), count: 100_000)
+        #expect(JSONValue.parse(deep) == nil)
+        let limit = JSONParser.maxDepth
+        let deepest = Array(repeating: UInt8(ascii: "["), count: limit) + Array(repeating: UInt8(ascii: "]"), count: limit)
+        #expect(JSONValue.parse(deepest) != nil)
+        #expect(JSONValue.parse(Array("[" .utf8) + deepest + Array("]".utf8)) == nil)
+    }
+
+    /// Foundation refuses some zeros with an exponent (`0e5`, `0.00e1`, `-0.0e5`, but not `0.0e5`); RFC 8259 allows
+    /// them, and Haul reads them as 0. Numbers too small for a Double are refused by both.
+    @Test func zerosWithAnExponentAreNumbers() {
+        for text in ["0e5", "0.00e1", "-0.0e5", "0E+2"] {
+            #expect(JSONValue.parse(Array(text.utf8))?.doubleValue == 0, "\(text)")
+        }
+        #expect(JSONValue.parse(Array("0.1e-400".utf8)) == nil)
+        #expect(JSONValue.parse(Array("5e-324".utf8))?.doubleValue == 5e-324)
+    }
+
+    @Test func theFirstOfDuplicateKeysWinsAsInFoundation() {
+        let text = Array(#"{"a":1,"a":2}"#.utf8)
+        #expect(JSONValue.parse(text) == Self.foundation(text))
+    }
+}
