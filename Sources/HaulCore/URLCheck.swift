@@ -18,18 +18,19 @@ package enum URLCheck {
         return nil
     }
 
-    /// The port written in the authority of `text` (after `]` for an IPv6 literal), as a number.
+    /// The port written in the authority of `text` (after `]` for an IPv6 literal), as a number. Read byte by byte:
+    /// every delimiter is ASCII, and this runs for every request.
     static func explicitPort(_ text: String) -> Int? {
-        guard let schemeEnd = text.range(of: "://") else { return nil }
-        let rest = text[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        if let bracket = authority.lastIndex(of: "]") { authority = authority[authority.index(after: bracket)...] }
-        guard let colon = authority.lastIndex(of: ":") else { return nil }
-        let digits = authority[authority.index(after: colon)...]
+        let bytes = Array(text.utf8)
+        guard let schemeEnd = bytes.firstRange(of: Array("://".utf8))?.upperBound else { return nil }
+        let authorityEnd = bytes[schemeEnd...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
+        var authority = bytes[schemeEnd..<authorityEnd]
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        if let bracket = authority.lastIndex(of: UInt8(ascii: "]")) { authority = authority[(bracket + 1)...] }
+        guard let colon = authority.lastIndex(of: UInt8(ascii: ":")) else { return nil }
+        let digits = authority[(colon + 1)...]
         guard !digits.isEmpty else { return nil }
-        guard digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return -1 }
-        return digits.count > 6 ? Int.max : Int(digits)
+        guard digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return -1 }
+        return digits.count > 6 ? Int.max : digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }
 }
