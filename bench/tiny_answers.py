@@ -72,11 +72,12 @@ def main():
             walls, cpus, syncs = {t: [] for t in tools}, {t: [] for t in tools}, {t: [] for t in tools}
             for r in range(args.runs):
                 for t in tools[r % len(tools):] + tools[:r % len(tools)]:
-                    dest = f"{work}/dl"
-                    shutil.rmtree(dest, ignore_errors=True)
+                    # A fresh folder each run, the old ones removed only at the end: this machine's ext4 has no
+                    # journal, and there every file created skips the inodes deleted in the last minute or so
+                    # (ext4's recently_deleted), which made whichever tool ran after a removal pay for it.
+                    dest = f"{work}/dl-{kind}-{r}-{t}"
                     os.makedirs(dest)
-                    env = dict(os.environ, HAUL_HOME=f"{work}/home")
-                    shutil.rmtree(env["HAUL_HOME"], ignore_errors=True)
+                    env = dict(os.environ, HAUL_HOME=f"{work}/home-{kind}-{r}")
                     if t == "haul":
                         cmd = [args.haul, "get", "-i", listfile, "-j", str(args.jobs), "--dir", dest, "--quiet"]
                     elif t == "aria2c":
