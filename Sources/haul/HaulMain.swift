@@ -67,7 +67,8 @@ enum ExitStatus {
     static let interrupted: Int32 = 130
 
     static func code(for kind: HaulError.Kind) -> Int32 {
-        switch kind {
+        switch kind.known {
+        case nil: return 1    // a class of a newer daemon's
         case .usage: return usage
         case .network: return network
         case .httpStatus: return httpStatus

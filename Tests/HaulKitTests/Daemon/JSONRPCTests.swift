@@ -68,6 +68,28 @@ import Testing
         #expect(JSONRPC.decodeIncoming(Array(note.utf8)) == .notification(method: "event", params: ["type": "allFinished"]))
     }
 
+    /// A class of failure this build does not know (a newer daemon's) is kept by its name, not turned into another.
+    @Test func anErrorKindOfANewerDaemonIsKept() throws {
+        let newer = HaulError.Kind(rawValue: "quotaExceeded")
+        #expect(newer.known == nil && newer != .usage)
+        let error = JSONRPC.response(id: "a", error: .haul(HaulError(newer, "over the quota")))
+        guard case .response(_, .failure(let decoded))? = JSONRPC.decodeIncoming(Array(error.utf8)) else {
+            Issue.record("not an error: \(error)")
+            return
+        }
+        #expect(decoded.haulError.kind == newer && decoded.haulError.kind.rawValue == "quotaExceeded")
+        for known in HaulError.Kind.Known.allCases {
+            let kind = HaulError.Kind(known)
+            let data = try JSONEncoder().encode([kind])
+            #expect(String(decoding: data, as: UTF8.self) == "[\"\(known.rawValue)\"]")
+            #expect(try JSONDecoder().decode([HaulError.Kind].self, from: data) == [kind])
+        }
+        switch HaulError(.checksum, "x").kind {
+        case .checksum: break
+        default: Issue.record("a static member matches in a switch")
+        }
+    }
+
     @Test func booleansAndNumbersStayApart() {
         #expect(JSONValue.parse(Array("[true, 1, 0, false, 1.5]".utf8)) == [true, 1, 0, false, .number(1.5)])
         #expect(JSONValue.parse(Array("{\"a\": tru}".utf8)) == nil)
