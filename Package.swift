@@ -16,7 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
-        // Tests only: property-based tests with shrinking (the cookie jar, proxy rules, list lines, redaction).
+        // Tests only: property-based tests with shrinking (the cookie jar, proxy rules, list lines, redaction, sizes).
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         // A fleet's shared session store (`haul daemon --store postgres://...`): only HaulFleet links it.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
@@ -187,6 +187,9 @@ let package = Package(
                 "HaulWeb",
                 "HaulTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The typed options' tests parse commands in-process and check spellings as a class.
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
     ],

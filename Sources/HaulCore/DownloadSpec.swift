@@ -82,6 +82,10 @@ public struct DownloadSpec: Equatable, Sendable {
     public static let segmentRange = 1...64
     /// How many connections to one host a download may ask for (`--max-connections-per-host`, the protocol).
     public static let connectionsPerHostRange = 1...64
+    /// How many retries a download may ask for (`--retries`, the protocol).
+    public static let retryRange = 0...1000
+    /// Seconds before the first retry a download may ask for (`--retry-wait`, the protocol).
+    public static let retryWaitRange = 0.0...86_400.0
 
     /// Checks every value; the message names the offending one.
     public func validate() throws(InputError) {
@@ -101,8 +105,10 @@ public struct DownloadSpec: Equatable, Sendable {
             guard case .file = destination else { throw InputError("timestamping needs a file path: the file to compare") }
         }
         if let rateLimit, rateLimit < 1 { throw InputError("the rate limit must be at least 1 byte per second") }
-        if let maxRetries, !(0...1000).contains(maxRetries) { throw InputError("retries must be between 0 and 1000") }
-        if let retryWait, !(retryWait.isFinite && retryWait >= 0 && retryWait <= 86_400) {
+        if let maxRetries, !Self.retryRange.contains(maxRetries) {
+            throw InputError("retries must be between \(Self.retryRange.lowerBound) and \(Self.retryRange.upperBound)")
+        }
+        if let retryWait, !Self.retryWaitRange.contains(retryWait) {
             throw InputError("the retry wait must be between 0 and 86400 seconds")
         }
         if let minSegmentSize, minSegmentSize < 1 { throw InputError("the minimum segment size must be at least 1 byte") }

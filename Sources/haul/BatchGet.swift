@@ -64,9 +64,9 @@ struct BatchGet {
         var configuration = SessionConfiguration()
         configuration.maxConcurrentDownloads = command.jobs
         // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
-        configuration.maxDownloadsPerHost = (try? command.file.connectionsPerHost()) ?? 8
-        configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
-        configuration.rateLimit = try? command.file.limitRate.map { try UserInput.byteCount($0) }
+        configuration.maxDownloadsPerHost = command.file.connectionsPerHost
+        configuration.stallTimeout = command.stallTimeout.duration
+        configuration.rateLimit = command.file.limitRate?.bytesPerSecond
         let hook = OnComplete(command.onComplete, toStandardError: command.json)
         if let hook { configuration.onCompletion = { hook.run(for: $0, session: identifier) } }
         let session: DownloadSession

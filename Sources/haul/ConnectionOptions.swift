@@ -5,7 +5,7 @@ import HaulKit
 /// How `haul get` and `haul add` reach servers: proxies and TLS trust, as curl takes them.
 struct ConnectionOptions: ParsableArguments {
     @Option(name: [.long, .customLong("all-proxy")], help: "Send every request through this proxy: [http://|socks5://|socks5h://][user:password@]host[:port] (default: http_proxy, https_proxy, all_proxy). Plain http:// URLs go to an HTTP proxy as they are; https:// ones through a CONNECT tunnel.")
-    var proxy: String?
+    var proxy: ProxyEndpoint?
 
     @Option(help: "Hosts reached without a proxy: a comma list of names (with their subdomains), IPs, CIDR ranges such as 10.0.0.0/8, or * (default: no_proxy).")
     var noproxy: String?
@@ -34,29 +34,36 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Private key (PEM) of --cert.")
     var key: String?
 
+    /// The flags that cannot go together and the TLS files' paths, before anything runs.
+    func validate() throws {
+        if ipv4, ipv6 { throw InputError("use either -4 or -6, not both") }
+        try givenTLS.validate()
+    }
+
     /// The proxy settings from `--proxy`, `--noproxy` and the environment's proxy variables.
-    func proxies() throws -> ProxyChoice {
-        let explicit = try proxy.map { try ProxyEndpoint(parsing: $0) }
-        return ProxyChoice.from(explicit: explicit, noProxy: noproxy, environment: ProcessEnvironment.values)
+    var proxies: ProxyChoice {
+        ProxyChoice.from(explicit: proxy, noProxy: noproxy, environment: ProcessEnvironment.values)
+    }
+
+    /// The TLS settings as the flags give them.
+    private var givenTLS: TLSTrust {
+        TLSTrust(caFile: cacert, caDirectory: capath, insecure: insecure, clientCertificate: cert, clientKey: key)
     }
 
     /// The TLS settings from the options and `SSL_CERT_FILE`/`SSL_CERT_DIR`, with absolute paths (a task may be
-    /// run by the daemon, in another folder).
-    func tls() throws -> TLSTrust {
-        let given = TLSTrust(caFile: cacert, caDirectory: capath, insecure: insecure, clientCertificate: cert, clientKey: key)
-        try given.validate()
-        return TLSTrust.resolving(given, environment: ProcessEnvironment.values).mappingPaths(absolutePath)
+    /// run by the daemon, in another folder). Checked by ``validate()``.
+    var tls: TLSTrust {
+        TLSTrust.resolving(givenTLS, environment: ProcessEnvironment.values).mappingPaths(absolutePath)
     }
 
     /// Sets the download's proxies and TLS trust; checks the proxy chosen for its URL.
     func apply(to spec: inout DownloadSpec) throws {
-        let proxies = try proxies()
+        let proxies = proxies
         _ = try proxies.proxy(for: spec.url)
         spec.proxies = proxies
         spec.proxyTunnel = proxytunnel
-        if ipv4, ipv6 { throw InputError("use either -4 or -6, not both") }
         spec.ipFamily = ipv4 ? .v4 : ipv6 ? .v6 : nil
-        let trust = try tls()
+        let trust = tls
         spec.tls = trust.isDefault ? nil : trust
     }
 

@@ -37,16 +37,16 @@ struct DaemonCommand: AsyncParsableCommand {
     var maxSessions = DaemonLimits().maxOpenSessions
 
     @Option(name: .customLong("session-idle-timeout"), parsing: .unconditional, help: "Seconds before a session with nothing to do and no client is closed.")
-    var sessionIdleTimeout = DaemonLimits().sessionIdleTimeout.seconds
+    var sessionIdleTimeout = Seconds(DaemonLimits().sessionIdleTimeout.seconds)
 
     @Option(name: .customLong("partial-line-timeout"), parsing: .unconditional, help: "Seconds a client may leave a message unfinished before it is disconnected.")
-    var partialLineTimeout = DaemonLimits().partialLineTimeout.seconds
+    var partialLineTimeout = Seconds(DaemonLimits().partialLineTimeout.seconds)
 
     @Option(name: .customLong("idle-exit"), parsing: .unconditional, help: "Exit after this many seconds with no task running or waiting and no client (default 0: never; a daemon haul starts by itself uses 600).")
-    var idleExit = 0.0
+    var idleExit = Seconds(0)
 
     @Option(name: .customLong("web"), help: "Serve the web dashboard on [HOST:]PORT (default host 127.0.0.1; `haul web` prints the login link).")
-    var web: String?
+    var web: ListenAddress?
 
     @Option(name: .customLong("web-cert"), help: "A PEM certificate (chain): the dashboard speaks HTTPS.")
     var webCert: String?
@@ -73,45 +73,44 @@ struct DaemonCommand: AsyncParsableCommand {
     var node: String?
 
     @Option(name: .customLong("lease"), parsing: .unconditional, help: "Seconds a fleet node's claim holds a task unless renewed (default 30): how soon another node takes over the tasks of one that died.")
-    var lease = 30.0
+    var lease = Seconds(30)
 
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 
-    /// The web dashboard's settings, or the one line saying why they cannot be used.
-    func webConfiguration() -> Result<WebConfiguration, HaulError> {
+    /// The web dashboard's settings; the error is the one line saying why they cannot be used.
+    func webConfiguration() throws(InputError) -> WebConfiguration {
         var configuration = WebConfiguration()
         if let web {
-            guard let (host, port) = WebListenPolicy.parseAddress(web) else {
-                return .failure(HaulError(.usage, "--web takes [HOST:]PORT, e.g. 7711 or 127.0.0.1:7711"))
-            }
-            configuration.host = host
-            configuration.port = port
+            configuration.host = web.host
+            configuration.port = web.port
         }
         configuration.certificatePath = webCert.map { Self.absolute($0) }
         configuration.keyPath = webKey.map { Self.absolute($0) }
         configuration.allowRemote = webAllowRemote
         for name in webAllowHost {
-            guard WebAccess.parseHost(name) != nil else { return .failure(HaulError(.usage, "--web-allow-host \(name) is not a host name")) }
+            guard WebAccess.parseHost(name) != nil else { throw InputError("--web-allow-host \(name) is not a host name") }
         }
         configuration.allowedHosts = webAllowHost
         configuration.allowCommands = webAllowCommands
-        if let refusal = configuration.refusal { return .failure(HaulError(.usage, refusal)) }
-        return .success(configuration)
+        if let refusal = configuration.refusal { throw InputError(refusal) }
+        return configuration
     }
 
+    /// The ranges, the node's name and the dashboard's flags, before anything starts.
     func validate() throws {
-        guard maxSessions >= 1, maxSessions <= 10_000 else { throw ValidationError("--max-sessions must be between 1 and 10000") }
-        for (name, value) in [("--session-idle-timeout", sessionIdleTimeout), ("--partial-line-timeout", partialLineTimeout)] {
-            guard value > 0, value <= 86_400 else { throw ValidationError("\(name) must be between 0 and 86400 seconds") }
+        _ = try webConfiguration()
+        guard maxSessions >= 1, maxSessions <= 10_000 else { throw InputError("--max-sessions must be between 1 and 10000") }
+        for (name, seconds) in [("--session-idle-timeout", sessionIdleTimeout), ("--partial-line-timeout", partialLineTimeout)] {
+            guard seconds.value > 0, seconds.value <= 86_400 else { throw InputError("\(name) must be between 0 and 86400 seconds") }
         }
-        guard idleExit.isFinite, idleExit >= 0, idleExit <= 31_536_000 else {
-            throw ValidationError("--idle-exit must be between 0 (never) and 31536000 seconds")
+        guard idleExit.value >= 0, idleExit.value <= 31_536_000 else {
+            throw InputError("--idle-exit must be between 0 (never) and 31536000 seconds")
         }
-        guard lease.isFinite, lease >= 3, lease <= 3_600 else { throw ValidationError("--lease must be between 3 and 3600 seconds") }
+        guard lease.value >= 3, lease.value <= 3_600 else { throw InputError("--lease must be between 3 and 3600 seconds") }
         if let node {
-            do { try PostgresFleet.validate(node: node) } catch { throw ValidationError("--node: \(error.message)") }
+            do { try PostgresFleet.validate(node: node) } catch { throw InputError("--node: \(error.message)") }
         }
     }
 
@@ -119,9 +118,9 @@ struct DaemonCommand: AsyncParsableCommand {
     var limits: DaemonLimits {
         var limits = DaemonLimits()
         limits.maxOpenSessions = maxSessions
-        limits.sessionIdleTimeout = .milliseconds(Int64(sessionIdleTimeout * 1_000))
-        limits.partialLineTimeout = .milliseconds(Int64(partialLineTimeout * 1_000))
-        limits.idleExit = .milliseconds(Int64(idleExit * 1_000))
+        limits.sessionIdleTimeout = sessionIdleTimeout.duration
+        limits.partialLineTimeout = partialLineTimeout.duration
+        limits.idleExit = idleExit.duration
         return limits
     }
 
@@ -131,13 +130,8 @@ struct DaemonCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let home = HaulHome(environment: environment)
         let location = DaemonLocation(explicit: socket, environment: environment, home: home)
-        let webConfiguration: WebConfiguration
-        switch self.webConfiguration() {
-        case .success(let configuration): webConfiguration = configuration
-        case .failure(let error):
-            Reporter.printError("haul daemon: error: \(error.line)")
-            throw ExitCode(ExitStatus.usage)
-        }
+        // Checked by validate().
+        let webConfiguration = try self.webConfiguration()
         // Signals are handled from the start: one that arrives while the daemon is still starting stops it
         // as soon as it has started.
         typealias Stopping = (requested: Bool, server: DaemonServer?, task: Task<Void, Never>?)
@@ -214,7 +208,7 @@ struct DaemonCommand: AsyncParsableCommand {
         let name = node ?? Self.defaultNodeName()
         do {
             let fleet = try await PostgresFleet.open(
-                address, node: name, leaseTerms: LeaseTerms(duration: .milliseconds(Int64(lease * 1_000))), environment: environment,
+                address, node: name, leaseTerms: LeaseTerms(duration: lease.duration), environment: environment,
                 logger: logger)
             do {
                 try await fleet.register(home: home.path)

@@ -42,40 +42,49 @@ extension FileOptions {
         return given
     }
 
-    /// `--retries`, or curl's `--retry`, or wget's `--tries` (attempts: one more than retries; 0 for no limit,
-    /// which haul caps at its most).
-    func retryCount() throws -> Int {
-        let given = [retry.map { ("--retry", $0) }, tries.map { ("--tries", $0 == 0 ? 1000 : $0 - 1) }].compactMap { $0 }
+    /// The flags' own checks, before anything runs (ArgumentParser calls it after parsing): the ranges are the
+    /// spec's (``DownloadSpec/segmentRange`` and the others), and flags that contradict each other are refused.
+    func validate() throws {
+        if let continueAt, continueAt != "-" {
+            throw InputError("-C \(continueAt.prefix(20)): haul does not start at a given offset; use -C - (or --continue) to continue the -o file from its end")
+        }
+        if continuesPartial, overwrite { throw InputError("use either --continue or --overwrite, not both") }
+        if timestamping, continuesPartial { throw InputError("use either -N (--timestamping) or --continue, not both") }
+        if timestamping, overwrite { throw InputError("use either -N (--timestamping) or --overwrite, not both") }
+        let given = [retry.map { ("--retry", $0) }, tries.map { ("--tries", $0) }].compactMap { $0 }
         if given.count > 1 { throw InputError("give one of --retries, --retry and --tries") }
         if let tries, tries < 0 { throw InputError("--tries must be 0 (as many as haul allows) or more") }
-        let count = given.first?.1 ?? retries
-        guard (0...1000).contains(count) else { throw InputError("\(given.first?.0 ?? "--retries") must be between 0 and 1000") }
-        return count
+        let retries = DownloadSpec.retryRange
+        guard retries.contains(retryCount) else {
+            throw InputError("\(given.first?.0 ?? "--retries") must be between \(retries.lowerBound) and \(retries.upperBound)")
+        }
+        let waits = DownloadSpec.retryWaitRange
+        guard waits.contains(retryWait.value) else {
+            throw InputError("--retry-wait must be a number of seconds between \(Int(waits.lowerBound)) and \(Int(waits.upperBound))")
+        }
+        let segmentRange = DownloadSpec.segmentRange
+        if let segments, !segmentRange.contains(segments.value) {
+            throw InputError("--segments must be between \(segmentRange.lowerBound) and \(segmentRange.upperBound)")
+        }
+        let hostRange = DownloadSpec.connectionsPerHostRange
+        guard hostRange.contains(connectionsPerHost) else {
+            throw InputError("--max-connections-per-host must be between \(hostRange.lowerBound) and \(hostRange.upperBound)")
+        }
     }
 
-    /// `-s`/`--segments`: a number of connections (aria2c's `-s`); curl's `-s` (silent) is `-q` here.
-    func segmentCount() throws -> Int? {
-        guard let segments else { return nil }
-        guard let count = Int(segments) else {
-            throw InputError("-s/--segments takes a number of connections for one file (aria2c's -s), not \"\(segments.prefix(40))\"; for curl's -s (silent) use -q")
-        }
-        let range = DownloadSpec.segmentRange
-        guard range.contains(count) else { throw InputError("--segments must be between \(range.lowerBound) and \(range.upperBound)") }
-        return count
+    /// `--retries`, or curl's `--retry`, or wget's `--tries` (attempts: one more than retries; 0 for no limit,
+    /// which haul caps at its most). Checked by ``validate()``.
+    var retryCount: Int {
+        if let retry { return retry }
+        if let tries { return tries == 0 ? DownloadSpec.retryRange.upperBound : tries - 1 }
+        return retries
     }
 
-    /// `-x`/`--max-connections-per-host` (aria2c's `-x`); curl's `-x` (a proxy) is `--proxy` here.
-    func connectionsPerHost() throws -> Int {
-        guard let maxConnections else { return 8 }
-        guard let count = Int(maxConnections) else {
-            throw InputError("-x takes a number of connections per host (aria2c's -x), not \"\(Redaction.url(String(maxConnections.prefix(60))))\"; for a proxy (curl's -x) use --proxy HOST:PORT")
-        }
-        let range = DownloadSpec.connectionsPerHostRange
-        guard range.contains(count) else {
-            throw InputError("--max-connections-per-host must be between \(range.lowerBound) and \(range.upperBound)")
-        }
-        return count
-    }
+    /// The connections to one host haul opens unless `-x` says otherwise.
+    static let defaultConnectionsPerHost = TransferEngine.Configuration().maxConnectionsPerHost
+
+    /// `-x`/`--max-connections-per-host` (aria2c's `-x`), else the default. Checked by ``validate()``.
+    var connectionsPerHost: Int { maxConnections?.value ?? Self.defaultConnectionsPerHost }
 
     /// The spec of another URL of the same command: `template` (what ``makeSpec(entry:cookies:)`` made for the first
     /// URL) with this URL and what depends on it. Building each of thousands of specs whole was most of the wait
@@ -87,7 +96,7 @@ extension FileOptions {
         spec.headers = try requestHeaders(for: parsedURL, extra: entry.headers)
         spec.cookies = try cookies.cookies(for: parsedURL)
         spec.destination = try destination(for: parsedURL, entry: entry)
-        spec.checksum = try (entry.checksum ?? checksum).map { try Checksum(parsing: $0) }
+        spec.checksum = try entry.checksum.map { try Checksum(parsing: $0) } ?? checksum
         return spec
     }
 
@@ -134,20 +143,8 @@ extension FileOptions {
     /// value before any network or file activity; a flag left at its default leaves the spec's member unset.
     func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
         let parsedURL = try UserInput.url(entry.url)
-        if let continueAt, continueAt != "-" {
-            throw InputError("-C \(continueAt.prefix(20)): haul does not start at a given offset; use -C - (or --continue) to continue the -o file from its end")
-        }
         if continuesPartial, output == nil, entry.output == nil {
             throw InputError("--continue (-C -) needs -o PATH: the partial file to continue (haul resumes its own interrupted downloads without it)")
-        }
-        if continuesPartial, overwrite { throw InputError("use either --continue or --overwrite, not both") }
-        if timestamping, continuesPartial { throw InputError("use either -N (--timestamping) or --continue, not both") }
-        if timestamping, overwrite { throw InputError("use either -N (--timestamping) or --overwrite, not both") }
-        let retryCount = try retryCount()
-        let segments = try segmentCount()
-        let connectionsPerHost = try connectionsPerHost()
-        guard retryWait.isFinite, retryWait >= 0, retryWait <= 86_400 else {
-            throw InputError("--retry-wait must be a number of seconds between 0 and 86400")
         }
         let destination = try destination(for: parsedURL, entry: entry)
         if timestamping, destination == .standardOutput { throw InputError("-N compares a file; it cannot write to standard output") }
@@ -156,18 +153,18 @@ extension FileOptions {
         spec.overwrite = overwrite
         spec.continuePartial = continuesPartial
         spec.timestamping = timestamping
-        spec.checksum = try (entry.checksum ?? checksum).map { try Checksum(parsing: $0) }
+        spec.checksum = try entry.checksum.map { try Checksum(parsing: $0) } ?? checksum
         spec.headers = try requestHeaders(for: parsedURL, extra: entry.headers)
         spec.cookies = try cookies.cookies(for: parsedURL)
-        spec.rateLimit = try limitRate.map { try Self.byteCount($0, "--limit-rate") }
-        spec.segments = segments
+        spec.rateLimit = limitRate?.bytesPerSecond
+        spec.segments = segments?.value
         let defaults = DownloadOptions(url: parsedURL, destination: destination)
         if connectionsPerHost != defaults.maxConnectionsPerHost { spec.maxConnectionsPerHost = connectionsPerHost }
-        if let minSegmentSize { spec.minSegmentSize = try Self.byteCount(minSegmentSize, "--min-segment-size") }
+        spec.minSegmentSize = minSegmentSize?.bytes
         spec.allowInsecureRedirects = allowInsecureRedirects
         if noRemoteTime { spec.keepsRemoteTime = false }
         if retryCount != defaults.retry.maxRetries { spec.maxRetries = retryCount }
-        if Duration.milliseconds(Int64(retryWait * 1000)) != defaults.retry.baseDelay { spec.retryWait = retryWait }
+        if retryWait.duration != defaults.retry.baseDelay { spec.retryWait = retryWait.value }
         return spec
     }
 }

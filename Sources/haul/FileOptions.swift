@@ -102,7 +102,7 @@ struct FileOptions: ParsableArguments {
     var timestamping = false
 
     @Option(help: "Verify the download: md5, sha1, sha256 or sha512, as ALG:HEX (or aria2c's sha-256=HEX).")
-    var checksum: String?
+    var checksum: Checksum?
 
     @Option(name: [.customShort("H"), .customLong("header")], help: "An extra request header, 'Name: value' (repeatable); sent only to the URL's own origin.")
     var headers: [String] = []
@@ -129,20 +129,20 @@ struct FileOptions: ParsableArguments {
     var tries: Int?
 
     @Option(name: .customLong("retry-wait"), parsing: .unconditional, help: "Seconds before the first retry; doubles each time, with jitter.")
-    var retryWait = 1.0
+    var retryWait = Seconds(1)
 
     @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024).")
-    var limitRate: String?
+    var limitRate: ByteRate?
 
     @Option(name: [.customShort("s"), .customLong("segments"), .customLong("split")], parsing: .unconditional, help: "Connections for one file, 1-64 (default: up to 8 for large files, 1 for small ones; -s as in aria2c).")
-    var segments: String?
+    var segments: SegmentCount?
 
     @Option(name: [.customLong("min-segment-size"), .customLong("min-split-size")], parsing: .unconditional, help: "Never split a range below this size, e.g. 1M (default 1M).")
-    var minSegmentSize: String?
+    var minSegmentSize: ByteCount?
 
     @Option(name: [.customShort("x"), .customLong("max-connections-per-host"), .customLong("max-connection-per-server")], parsing: .unconditional,
             help: "At most this many connections to one host, 1-64 (default 8; -x as in aria2c).")
-    var maxConnections: String?
+    var maxConnections: HostConnectionCount?
 
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
@@ -180,15 +180,6 @@ struct FileOptions: ParsableArguments {
         if let user { return try Credentials(parsing: user) }
         guard let path = netrcPath, Credentials(userinfoOf: url) == nil, let host = url.host else { return nil }
         return Netrc.credentials(for: host, in: try NetrcFiles.text(path))
-    }
-
-    /// A size or rate given to `option`; the error names the option.
-    static func byteCount(_ text: String, _ option: String) throws -> Int64 {
-        do {
-            return try UserInput.byteCount(text)
-        } catch {
-            throw InputError("\(option): \(error.message)")
-        }
     }
 
     /// -o, --continue and --checksum are about one file; with `-O` (curl's), an argument that is not a URL was

@@ -23,16 +23,16 @@ struct GetCommand: AsyncParsableCommand {
     var jobs = 3
 
     @Option(name: .customLong("stall-timeout"), parsing: .unconditional, help: "Seconds without data after which a transfer is retried (default 30).")
-    var stallTimeoutOption: Double?
+    var stallTimeoutOption: Seconds?
 
     @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection (default 30).")
-    var connectTimeoutOption: Double?
+    var connectTimeoutOption: Seconds?
 
     @Option(name: [.customShort("T"), .customLong("timeout")], parsing: .unconditional, help: "Seconds for both: --connect-timeout and --stall-timeout (wget's -T, aria2c's --timeout).")
-    var timeout: Double?
+    var timeout: Seconds?
 
     @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
-    var maxTime: Double?
+    var maxTime: Seconds?
 
     @Option(name: .customLong("on-complete"), help: "A shell command run after each download finishes or fails, with HAUL_TASK_* set; haul waits for it (up to 2 minutes).")
     var onComplete: String?
@@ -53,9 +53,23 @@ struct GetCommand: AsyncParsableCommand {
     var verbose = false
 
     /// Seconds without data after which a transfer is retried: --stall-timeout, else -T, else 30.
-    var stallTimeout: Double { stallTimeoutOption ?? timeout ?? 30 }
+    var stallTimeout: Seconds { stallTimeoutOption ?? timeout ?? Seconds(30) }
     /// Seconds to wait for a connection: --connect-timeout, else -T, else 30.
-    var connectTimeout: Double { connectTimeoutOption ?? timeout ?? 30 }
+    var connectTimeout: Seconds { connectTimeoutOption ?? timeout ?? Seconds(30) }
+
+    /// The command's own ranges and the flags that cannot go together, checked before anything runs (the file
+    /// options check theirs in ``FileOptions/validate()``).
+    func validate() throws {
+        guard (1...64).contains(jobs) else { throw InputError("-j must be between 1 and 64") }
+        if quiet, json { throw InputError("use either --quiet or --json, not both") }
+        if json, let output = file.output, FileOptions.standardOutputNames.contains(output) {
+            throw InputError("-o - writes the file to standard output, where --json would write too; use one of them")
+        }
+        let times = [("--stall-timeout", stallTimeoutOption), ("--connect-timeout", connectTimeoutOption), ("-T/--timeout", timeout), ("--max-time", maxTime)]
+        for case let (name, seconds?) in times where !(seconds.value > 0 && seconds.value <= 86_400) {
+            throw InputError("\(name) must be a number of seconds between 0 and 86400")
+        }
+    }
 
     func run() async throws {
         let allURLs: [InputList.Entry]
@@ -81,9 +95,9 @@ struct GetCommand: AsyncParsableCommand {
         let mode: Reporter.Mode = json ? .json : quiet ? .quiet : (LiveArea.isLiveTerminal() && !verbose ? .terminal : .plain)
         let reporter = Reporter(mode: mode, url: Redaction.url(options.url))
         var configuration = TransferEngine.Configuration()
-        configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
-        configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-        configuration.maxConnectionsPerHost = (try? file.connectionsPerHost()) ?? 8
+        configuration.stallTimeout = stallTimeout.duration
+        configuration.connectTimeout = connectTimeout.duration
+        configuration.maxConnectionsPerHost = file.connectionsPerHost
         if verbose {
             var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
             logger.logLevel = .debug
@@ -102,7 +116,7 @@ struct GetCommand: AsyncParsableCommand {
         let signals = SignalForwarder { download.cancel() }
         let deadline = maxTime.map { seconds in
             Task {
-                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                try await Task.sleep(for: seconds.duration)
                 download.cancel()
             }
         }
@@ -111,7 +125,7 @@ struct GetCommand: AsyncParsableCommand {
         signals.stop()
         if case .failure(let error as HaulError) = outcome, error.kind == .interrupted, let maxTime,
            (try? await deadline?.value) != nil {
-            outcome = .failure(HaulError(.network, "stopped after --max-time \(maxTime.formatted()) s; \(error.line)"))
+            outcome = .failure(HaulError(.network, "stopped after --max-time \(maxTime.value.formatted()) s; \(error.line)"))
         }
         try? await engine.shutdown()
         var failure: HaulError?
@@ -132,12 +146,8 @@ struct GetCommand: AsyncParsableCommand {
     /// The URLs from the arguments and `-i`.
     /// The URLs given as arguments; with `-i`, its list is read by the batch, a part at a time (``BatchGet``).
     func collectURLs() async throws -> [InputList.Entry] {
-        // Before the URLs: curl's `-s URL` or `-x PROXY` took the value these letters take here.
-        _ = try file.segmentCount()
-        _ = try file.connectionsPerHost()
         let all = list.inputFile == nil ? try await list.collect() : list.urls.map { InputList.Entry(url: $0, line: 0) }
         try await file.loadNetrc()
-        guard (1...64).contains(jobs) else { throw InputError("-j must be between 1 and 64") }
         if list.inputFile == nil { try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls) }
         return all
     }
@@ -145,13 +155,6 @@ struct GetCommand: AsyncParsableCommand {
     /// The spec of the download of `url`, from the file and connection flags. Checks every input before any
     /// network or file activity.
     func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
-        if quiet, json { throw InputError("use either --quiet or --json, not both") }
-        if json, let output = file.output, FileOptions.standardOutputNames.contains(output) {
-            throw InputError("-o - writes the file to standard output, where --json would write too; use one of them")
-        }
-        for (name, value) in [("--stall-timeout", stallTimeout), ("--connect-timeout", connectTimeout), ("-T/--timeout", timeout ?? 1), ("--max-time", maxTime ?? 1)] {
-            guard value.isFinite, value > 0, value <= 86_400 else { throw InputError("\(name) must be a number of seconds between 0 and 86400") }
-        }
         var spec = try file.makeSpec(entry: entry, cookies: cookies)
         try connection.apply(to: &spec)
         // A destination the download would refuse is refused now, before any connection (exit 2).

@@ -5,6 +5,11 @@ import HaulKit
 @main
 struct HaulMain {
     static func main() async {
+        await runCommandLine()
+    }
+
+    /// Off the main actor, as a command's `run()` is: the command parsed here is the one that runs.
+    nonisolated static func runCommandLine() async {
         let arguments: [String]
         switch FlagCompatibility.rewrite(Array(CommandLine.arguments.dropFirst())) {
         case .arguments(let rewritten):
@@ -13,8 +18,18 @@ struct HaulMain {
             Reporter.printError("haul: error: \(line)")
             exit(ExitStatus.usage)
         }
+        var command: any ParsableCommand
         do {
-            var command = try HaulCommand.parseAsRoot(arguments)
+            command = try UsageError.parsing { try HaulCommand.parseAsRoot(arguments) }
+        } catch let error as UsageError {
+            Reporter.printError("haul: error: \(error.line)")
+            exit(ExitStatus.usage)
+        } catch {
+            // --help, --version, a completion script.
+            print(HelpText.unshouted(HaulCommand.fullMessage(for: error)))
+            exit(0)
+        }
+        do {
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {

@@ -36,6 +36,15 @@ struct AddCommand: AsyncParsableCommand {
 
     @OptionGroup var daemon: DaemonClientOptions
 
+    /// The command's own range and what the daemon cannot do, before anything runs (the file options check theirs in
+    /// ``FileOptions/validate()``).
+    func validate() throws {
+        guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
+        if let output = file.output, FileOptions.standardOutputNames.contains(output) {
+            throw InputError("the daemon saves files; -o - (standard output) works with haul get only")
+        }
+    }
+
     func run() async throws {
         let requests: [AddTasks.Addition]
         do {
@@ -56,17 +65,10 @@ struct AddCommand: AsyncParsableCommand {
     }
 
     private func makeRequests() async throws -> [AddTasks.Addition] {
-        // Before the URLs: curl's `-s URL` or `-x PROXY` took the value these letters take here.
-        _ = try file.segmentCount()
-        _ = try file.connectionsPerHost()
         let all = try await list.collect()
         try await file.loadNetrc()
         try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls)
         if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
-        if let output = file.output, FileOptions.standardOutputNames.contains(output) {
-            throw InputError("the daemon saves files; -o - (standard output) works with haul get only")
-        }
-        guard abs(priority) <= 1_000_000_000 else { throw InputError("--priority must be between -1000000000 and 1000000000") }
         let cookies = try file.givenCookies()
         return try all.map { entry in
             do {

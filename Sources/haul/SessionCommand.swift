@@ -96,45 +96,46 @@ struct SessionSetCommand: AsyncParsableCommand {
     var maxConcurrent: Int?
 
     @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Speed of all the session's downloads together, e.g. 500K, 2M, or none.")
-    var limitRate: String?
+    var limitRate: RateLimitChange?
 
     @Option(name: .customLong("on-complete"), help: "A shell command run after each task finishes or fails ('' for none).")
     var onComplete: String?
 
     @Option(name: .customLong("fleet-max-per-host"), help: "Connections to one host from every node of the fleet together (each download then uses one), or none.")
-    var fleetMaxPerHost: String?
+    var fleetMaxPerHost: CountOrNone?
 
     @OptionGroup var daemon: DaemonClientOptions
 
-    func run() async throws {
-        var changes: [String: JSONValue] = [:]
-        do {
-            if let maxConcurrent {
-                guard (0...1_000).contains(maxConcurrent) else { throw InputError("--max-concurrent must be between 0 and 1000") }
-                changes["maxConcurrentDownloads"] = JSONValue(maxConcurrent)
-            }
-            if let limitRate {
-                let none = ["none", "0", "off", "unlimited"].contains(limitRate.lowercased())
-                changes["rateLimit"] = none ? .null : JSONValue(try FileOptions.byteCount(limitRate, "--limit-rate"))
-            }
-            if let onComplete { changes["completionCommand"] = onComplete.isEmpty ? .null : .string(onComplete) }
-            if let fleetMaxPerHost {
-                if fleetMaxPerHost.lowercased() == "none" {
-                    changes["fleetMaxConnectionsPerHost"] = .null
-                } else {
-                    guard let count = Int(fleetMaxPerHost), (1...10_000).contains(count) else {
-                        throw InputError("--fleet-max-per-host must be between 1 and 10000, or none")
-                    }
-                    changes["fleetMaxConnectionsPerHost"] = JSONValue(count)
-                }
-            }
-            guard !changes.isEmpty else {
-                throw InputError("nothing to change: give --max-concurrent, --limit-rate, --on-complete or --fleet-max-per-host (`haul session show` shows the settings)")
-            }
-        } catch let error as InputError {
-            Reporter.printError("haul: error: \(error.line)")
-            throw ExitCode(ExitStatus.usage)
+    /// The ranges, and that there is something to change, before the daemon is asked.
+    func validate() throws {
+        if let maxConcurrent, !(0...1_000).contains(maxConcurrent) { throw InputError("--max-concurrent must be between 0 and 1000") }
+        if case .count(let count)? = fleetMaxPerHost, !(1...10_000).contains(count) {
+            throw InputError("--fleet-max-per-host must be between 1 and 10000, or none")
         }
+        guard maxConcurrent != nil || limitRate != nil || onComplete != nil || fleetMaxPerHost != nil else {
+            throw InputError("nothing to change: give --max-concurrent, --limit-rate, --on-complete or --fleet-max-per-host (`haul session show` shows the settings)")
+        }
+    }
+
+    /// The session's settings these flags change, as the protocol names them (docs/protocol.md).
+    var changes: [String: JSONValue] {
+        var changes: [String: JSONValue] = [:]
+        if let maxConcurrent { changes["maxConcurrentDownloads"] = JSONValue(maxConcurrent) }
+        switch limitRate {
+        case .unlimited?: changes["rateLimit"] = .null
+        case .limit(let rate)?: changes["rateLimit"] = JSONValue(rate.bytesPerSecond)
+        case nil: break
+        }
+        if let onComplete { changes["completionCommand"] = onComplete.isEmpty ? .null : .string(onComplete) }
+        switch fleetMaxPerHost {
+        case .unlimited?: changes["fleetMaxConnectionsPerHost"] = .null
+        case .count(let count)?: changes["fleetMaxConnectionsPerHost"] = JSONValue(count)
+        case nil: break
+        }
+        return changes
+    }
+
+    func run() async throws {
         do {
             let connection = try await daemon.connect()
             _ = try await connection.call(OpenSession.self, .init(configuration: changes))

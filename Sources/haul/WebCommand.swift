@@ -35,6 +35,10 @@ struct WebCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-autostart"), help: "Fail instead of starting a daemon when none is running.")
     var noAutostart = false
 
+    func validate() throws {
+        if let port, !(1...65_535).contains(port) { throw InputError("--port must be between 1 and 65535") }
+    }
+
     func run() async throws {
         if apiKey {
             do {
@@ -44,10 +48,6 @@ struct WebCommand: AsyncParsableCommand {
             } catch {
                 throw CLIFailure.exit(error)
             }
-        }
-        if let port, !(1...65_535).contains(port) {
-            Reporter.printError("haul: error: --port must be between 1 and 65535")
-            throw ExitCode(ExitStatus.usage)
         }
         var options = DaemonClientOptions()
         options.socket = socket
