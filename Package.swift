@@ -119,6 +119,12 @@ let package = Package(
             dependencies: ["HaulKit", "HaulFleet"],
             path: "bench/FleetBench"
         ),
+        // A spec's JSON written by hand against synthesized Codable, per spec (issue 28's 2% question).
+        .executableTarget(
+            name: "haul-spec-coding-bench",
+            dependencies: ["HaulKit"],
+            path: "bench/SpecCodingBench"
+        ),
         // An in-process HTTP server with fault injection, shared by the test targets.
         .target(
             name: "HaulTestSupport",
