@@ -148,9 +148,13 @@ extension PostgresSessionStore: SharedSessionStore {
                 apply.append(session)
                 apply.append(id)
                 if request == .remove {
+                    apply.append(node)
+                    apply.append(Self.notification(session, waiting: false))
                     try await transaction.query("""
-                        WITH removed AS (DELETE FROM haul.task WHERE session = $1 AND id = $2)
-                        DELETE FROM haul.task_start WHERE session = $1 AND id = $2
+                        WITH removed AS (DELETE FROM haul.task WHERE session = $1 AND id = $2 RETURNING id),
+                        started AS (DELETE FROM haul.task_start WHERE session = $1 AND id = $2),
+                        \(Self.removalEntries)
+                        SELECT pg_notify('\(Self.channel)', $4)
                         """, apply)
                     return .applied(old: .running, task: nil)
                 }

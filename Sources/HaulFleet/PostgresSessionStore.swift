@@ -227,18 +227,32 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         }
     }
 
+    /// Removes the tasks and leaves a `removed` entry in the journal for each (with no payload), so that every
+    /// other node tells its clients; rings the doorbell. One statement.
     nonisolated(nonsending) package func remove(ids: [String]) async throws {
         guard !ids.isEmpty else { return }
         try await mapped {
             var binds = PostgresBindings()
             binds.append(session)
             binds.append(ids)
+            binds.append(node)
+            binds.append(Self.notification(session, waiting: false))
             _ = try await link.query("""
-                WITH removed AS (DELETE FROM haul.task WHERE session = $1 AND id = ANY($2) RETURNING id)
-                DELETE FROM haul.task_start WHERE session = $1 AND id = ANY($2)
+                WITH removed AS (DELETE FROM haul.task WHERE session = $1 AND id = ANY($2) RETURNING id),
+                started AS (DELETE FROM haul.task_start WHERE session = $1 AND id = ANY($2)),
+                \(Self.removalEntries)
+                SELECT pg_notify('\(Self.channel)', $4)
                 """, binds)
         }
     }
+
+    /// The journal's `removed` entries of the ids in a `removed` CTE, written by `$3` (a statement's CTE).
+    static let removalEntries = """
+        entries AS (
+            INSERT INTO haul.journal (session, task_id, kind, payload, created_at, change_xid, writer)
+            SELECT $1, id, '\(JournalEntry.removedKind)', '', \(now), pg_current_xact_id()::text::bigint, $3 FROM removed
+        )
+        """
 
     // MARK: Internals
 

@@ -191,13 +191,45 @@ struct FleetSessionTests {
         }
     }
 
-    /// A removal asked on one node is carried out by the node running the task; both announce it to their clients.
+    /// A removal asked on one node is carried out by the node running the task; both announce it to their clients,
+    /// and so does a third node, which neither asked nor ran it: each once.
     @Test func aRemovalAskedOnOneNodeIsAnnouncedByItAndByTheNodeRunningTheTask() async throws {
         try await Self.with { fleet in
             var slow = Resource(body: TestData.bytes(4_000_000, seed: 4), etag: "\"r\"")
             slow.faults.throttleBytesPerSecond = 100_000
             fleet.server.serve("/r.bin", slow)
             let a = try await fleet.start("node-a")
+            let b = try await fleet.start("node-b", maxConcurrent: 0)
+            let c = try await fleet.start("node-c", maxConcurrent: 0)
+            let heardOnA = EventBox(), heardOnB = EventBox(), heardOnC = EventBox()
+            let eventsOnA = await a.session.journaledEvents(), eventsOnB = await b.session.journaledEvents()
+            let eventsOnC = await c.session.journaledEvents()
+            let listeners = [
+                Task { for await (event, _, _) in eventsOnA { heardOnA.append(event) } },
+                Task { for await (event, _, _) in eventsOnB { heardOnB.append(event) } },
+                Task { for await (event, _, _) in eventsOnC { heardOnC.append(event) } },
+            ]
+            defer { for listener in listeners { listener.cancel() } }
+            let id = try #require(try await a.session.add([DownloadRequest(url: try UserInput.url(fleet.server.url("/r.bin")))]).first?.id)
+            _ = try await Self.waitForTasks(a.session.store, "bytes saved") { ($0.first?.bytes ?? 0) > 50_000 }
+            try await b.session.remove([id], deleteFile: false)
+            _ = try await Self.waitForTasks(b.session.store, "the task gone") { $0.isEmpty }
+            #expect(await !a.session.isRunning(id))
+            for _ in 0..<100 where !([heardOnA, heardOnB, heardOnC].allSatisfy { $0.removed.contains(id) }) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            // Later rings (the running node's removal journaled, read by the asker) announce nothing more.
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(heardOnB.removed == [id], "the node asked announced it once")
+            #expect(heardOnA.removed == [id], "the node that ran it announced it once")
+            #expect(heardOnC.removed == [id], "a third node announced it once")
+        }
+    }
+
+    /// A waiting task removed through one node is announced by every other node too (its clients may wait for it).
+    @Test func aWaitingTaskRemovedOnOneNodeIsAnnouncedByEveryNode() async throws {
+        try await Self.with { fleet in
+            let a = try await fleet.start("node-a", maxConcurrent: 0)
             let b = try await fleet.start("node-b", maxConcurrent: 0)
             let heardOnA = EventBox(), heardOnB = EventBox()
             let eventsOnA = await a.session.journaledEvents(), eventsOnB = await b.session.journaledEvents()
@@ -206,16 +238,14 @@ struct FleetSessionTests {
                 Task { for await (event, _, _) in eventsOnB { heardOnB.append(event) } },
             ]
             defer { for listener in listeners { listener.cancel() } }
-            let id = try #require(try await a.session.add([DownloadRequest(url: try UserInput.url(fleet.server.url("/r.bin")))]).first?.id)
-            _ = try await Self.waitForTasks(a.session.store, "bytes saved") { ($0.first?.bytes ?? 0) > 50_000 }
-            try await b.session.remove([id], deleteFile: false)
-            _ = try await Self.waitForTasks(b.session.store, "the task gone") { $0.isEmpty }
-            #expect(await !a.session.isRunning(id))
-            for _ in 0..<100 where !(heardOnA.removed.contains(id) && heardOnB.removed.contains(id)) {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            #expect(heardOnB.removed == [id], "the node asked announced it once")
-            #expect(heardOnA.removed == [id], "the node that ran it announced it once")
+            let added = try await b.session.add((0..<3).map { DownloadRequest(url: URL(string: "http://127.0.0.1:1/w\($0)")!, destination: .directory(fleet.folder)) })
+            let ids = added.map(\.id)
+            for _ in 0..<100 where Set(heardOnA.added) != Set(ids) { try await Task.sleep(for: .milliseconds(100)) }
+            try await b.session.remove([ids[0], ids[2]], deleteFile: false)
+            for _ in 0..<100 where heardOnA.removed.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(Set(heardOnA.removed) == [ids[0], ids[2]] && heardOnA.removed.count == 2, "\(heardOnA.removed)")
+            #expect(Set(heardOnB.removed) == [ids[0], ids[2]] && heardOnB.removed.count == 2, "\(heardOnB.removed)")
+            #expect(try await a.session.store.tasks().map(\.id) == [ids[1]])
         }
     }
 

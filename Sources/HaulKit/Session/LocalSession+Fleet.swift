@@ -8,6 +8,9 @@ struct FleetBookkeeping {
     var lost: Set<String> = []
     /// Running tasks to remove once stopped (another node asked).
     var removals: Set<String> = []
+    /// Tasks this node announced as removed when it asked the node running them: the `removed` entry that node
+    /// journals when it carries the removal out is not announced again.
+    var announcedRemovals: Set<String> = []
     var claiming = false
     var claimAgain = false
     /// Whether a claim may find work (false after one found none, true again when the fleet rings).
@@ -168,6 +171,7 @@ extension LocalSession {
     func askToRemove(_ shared: any SharedSessionStore, _ task: StoredTask) async throws -> Bool {
         switch try await shared.request(.remove, id: task.id) {
         case .asked:
+            fleet.announcedRemovals.insert(task.id)
             emit(.removed(id: task.id))
             return true
         case .applied:
@@ -354,6 +358,12 @@ extension LocalSession {
             if TaskTransitions.isEnded(task.state) { markEnded() }
         }
         for entry in changes.journal {
+            // Another node removed a task: every node's clients hear of it, once.
+            if entry.kind == JournalEntry.removedKind {
+                fleet.known[entry.taskID] = nil
+                if fleet.announcedRemovals.remove(entry.taskID) == nil { emit(.removed(id: entry.taskID)) }
+                continue
+            }
             guard let value = JSONValue.parse(Array(entry.payload.utf8)), let task = DaemonProtocol.decodeTask(value) else { continue }
             markEnded()
             emit(entry.kind == "finished" ? .finished(task) : .failed(task), sequence: entry.sequence, from: task.node ?? "?")

@@ -5,8 +5,11 @@ package struct JournalEntry: Equatable, Sendable {
     /// Increases with each entry of the session, never reused.
     public var sequence: Int64
     public var taskID: String
-    /// `"finished"` or `"failed"`.
+    /// `"finished"` or `"failed"`; in a fleet also ``removedKind`` (with no payload), so that every node hears of it.
     public var kind: String
+
+    /// The kind of a fleet's entry for a task removed.
+    package static let removedKind = "removed"
     /// The task as it ended, in the daemon protocol's JSON.
     public var payload: String
     /// Unix seconds.
