@@ -16,7 +16,8 @@ Haul fsyncs every file and its folder before it reports it; the peers don't, so 
 Usage: bench/wan_many_files.py [--rtts 0,20,50,100] [--counts 100,1000] [--size-kb 16] [--jobs 16] [--runs 3]
                                 [--haul .build/release/haul] [--tools haul,wget2,curl,aria2c] [--protocols https,http]
 A tool `haul-N` (say `haul-64`) is haul with -j N: more HTTP/2 streams in flight, as wget2 keeps (its
---max-threads J with a request window of 30 streams each).
+--max-threads J with a request window of 30 streams each); `wget2-w1` is wget2 with a window of one request, so
+that it keeps J in flight like haul -j J.
 """
 import argparse
 import hashlib
@@ -98,8 +99,11 @@ def tool_command(tool, args, lab, listfile, dest, scheme):
         # per-host limit (8 by default) is raised to J.
         cmd = [args.haul, "get", "-i", listfile, "-j", jobs, "--max-connections-per-host", str(min(64, int(jobs))), "--dir", dest, "--quiet"]
         return cmd + (["--cacert", ca] if scheme == "https" else [])
-    if tool == "wget2":
-        return ["wget2", "-q", "--max-threads", j, "-P", dest, "-i", listfile] + ([f"--ca-certificate={ca}"] if scheme == "https" else [])
+    if tool.startswith("wget2"):
+        # "wget2-w1": one request at a time on each HTTP/2 connection (--http2-request-window=1; the default is 30),
+        # so that J threads keep J requests in flight, as haul -j J does.
+        window = ["--http2-request-window=1"] if tool == "wget2-w1" else []
+        return ["wget2", "-q", "--max-threads", j, *window, "-P", dest, "-i", listfile] + ([f"--ca-certificate={ca}"] if scheme == "https" else [])
     if tool == "curl":
         with open(listfile) as f:
             urls = [u.strip() for u in f if u.strip()]
@@ -137,7 +141,7 @@ def main():
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         os.environ.pop(name, None)
     tools = args.tools.split(",")
-    missing = [t for t in tools if not t.startswith("haul") and not shutil.which(t)]
+    missing = [t for t in tools if not t.startswith("haul") and not shutil.which(t.split("-")[0])]
     if missing or not os.access(args.haul, os.X_OK):
         sys.exit(f"missing: {' '.join(missing)} {'' if os.access(args.haul, os.X_OK) else args.haul + ' (swift build -c release)'}")
     print(f"# many files over a WAN-like link, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
