@@ -46,40 +46,76 @@ struct AddCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let requests: [AddTasks.Addition]
+        var spool: String?
+        defer { if let spool { unlink(spool) } }
+        let arguments = list.urls.map { InputList.Entry(url: $0, line: 0) }
+        let listFile: (path: String, name: String)?
         do {
-            requests = try await makeRequests()
+            if let inputFile = list.inputFile, URLList.standardInputNames.contains(inputFile) {
+                let kept = try await BatchGet.keepStandardInput(home: HaulHome(environment: ProcessEnvironment.values))
+                spool = kept
+                listFile = (kept, "the URL list on standard input")
+            } else {
+                listFile = list.inputFile.map { ($0, "the URL list \($0)") }
+            }
+            try await file.loadNetrc()
+            // The first reading: every line checked and its task made, before anything is added; nothing is kept,
+            // so that a list of a million URLs takes the memory of one part of it.
+            let count = try await check(BatchGet.Entries(arguments: arguments, list: listFile))
+            if count == 0 { throw InputError(listFile.map { "\($0.name) is empty" } ?? "give at least one URL (or -i FILE)") }
+            try file.checkCount(count, remoteName: file.remoteName, arguments: list.urls)
+            if count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
         } catch let error as InputError {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.usage)
+        } catch let error as HaulError {
+            Reporter.printError("haul: error: \(error.line)")
+            throw ExitCode(ExitStatus.code(for: error.kind))
         }
         self.connection.warnIfInsecure()
         do {
             let connection = try await daemon.connect()
-            // Sent in chunks that fit a message each, however many URLs there are.
-            for id in try await connection.add(requests) { print(id) }
+            // The second reading: a part at a time, each sent in messages that fit (its ids printed as it is added).
+            let entries = try BatchGet.Entries(arguments: arguments, list: listFile)
+            let cookies = try file.givenCookies()
+            while true {
+                let part = try entries.next(Self.tasksPerMessage)
+                if part.isEmpty { break }
+                for id in try await connection.add(try part.map { try addition(for: $0, cookies: cookies) }) { print(id) }
+            }
             await connection.close()
         } catch {
             throw CLIFailure.exit(error)
         }
     }
 
-    private func makeRequests() async throws -> [AddTasks.Addition] {
-        let all = try await list.collect()
-        try await file.loadNetrc()
-        try file.checkCount(all.count, remoteName: file.remoteName, arguments: list.urls)
-        if all.count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
+    /// Tasks read and sent at a time.
+    static let tasksPerMessage = 512
+
+    /// Checks every entry as ``addition(for:cookies:)`` makes it; how many there are.
+    private func check(_ entries: BatchGet.Entries) async throws -> Int {
         let cookies = try file.givenCookies()
-        return try all.map { entry in
-            do {
-                var spec = try file.makeSpec(entry: entry, cookies: cookies)
-                try connection.apply(to: &spec)
-                if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
-                try spec.validate()
-                return AddTasks.Addition(DownloadRequest(spec, priority: priority, id: id))
-            } catch let error as InputError where entry.line > 0 {
-                throw InputError("line \(entry.line) of the URL list: \(error.message)")
-            }
+        var count = 0
+        while true {
+            let part = try entries.next(Self.tasksPerMessage)
+            if part.isEmpty { return count }
+            for entry in part { _ = try addition(for: entry, cookies: cookies) }
+            count += part.count
+            // Long lists: the other tasks of this process (signals) get their turn.
+            await Task.yield()
+        }
+    }
+
+    /// The task of one entry, checked.
+    private func addition(for entry: InputList.Entry, cookies: GivenCookies) throws -> AddTasks.Addition {
+        do {
+            var spec = try file.makeSpec(entry: entry, cookies: cookies)
+            try connection.apply(to: &spec)
+            if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
+            try spec.validate()
+            return AddTasks.Addition(DownloadRequest(spec, priority: priority, id: id))
+        } catch let error as InputError where entry.line > 0 {
+            throw InputError("line \(entry.line) of the URL list: \(error.message)")
         }
     }
 }

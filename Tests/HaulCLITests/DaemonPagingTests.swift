@@ -42,6 +42,36 @@ extension DaemonNeighbourTests {
             }
         }
 
+        /// `haul add -i` reads its list twice, a part at a time (so that a million URLs do not sit in memory): a bad line
+        /// anywhere, even after the first parts, adds nothing; a good list from standard input adds every task, in order.
+        @Test func theCLIAddsAListOnlyWhenEveryLineIsGoodReadingItInParts() async throws {
+            try await Sandbox.with { sandbox in
+                let daemon = try await DaemonHarness.start(sandbox)
+                let client = try RawSocketClient(path: DaemonHarness.socket(sandbox))
+                try Self.openStillSession(client, "default")
+                let count = 1_200
+                var lines = (0..<count).map { "http://127.0.0.1:9/part/file-\($0).bin" }
+                lines[1_099] = "ftp://127.0.0.1/not-http"
+                let refused = try await sandbox.start(["add", "-i", "-", "--dir", sandbox.path("out"), "--no-autostart"],
+                                                      input: Data((lines.joined(separator: "\n") + "\n").utf8)).wait(timeout: .seconds(300))
+                #expect(refused.exitCode == 2 && refused.stderr.contains("line 1100"), "\(refused.stderr)")
+                #expect(refused.stdoutLines.isEmpty, "nothing added, no id printed")
+                let none = try await sandbox.run(["ls", "--json", "--no-autostart"], timeout: .seconds(120))
+                #expect(try none.jsonEvents().isEmpty, "\(none.stdout.prefix(500))")
+
+                lines[1_099] = "http://127.0.0.1:9/part/file-1099.bin"
+                let added = try await sandbox.start(["add", "-i", "-", "--dir", sandbox.path("out"), "--no-autostart"],
+                                                    input: Data((lines.joined(separator: "\n") + "\n").utf8)).wait(timeout: .seconds(300))
+                #expect(added.exitCode == 0, "\(added.stderr.suffix(2_000))")
+                #expect(added.stdoutLines.count == count && Set(added.stdoutLines).count == count)
+                let listed = try await sandbox.run(["ls", "--json", "--no-autostart"], timeout: .seconds(120))
+                let tasks = try listed.jsonEvents()
+                #expect(tasks.compactMap { $0["url"] as? String } == lines, "every task once, in the list's order")
+                #expect(tasks.compactMap { $0["id"] as? String } == added.stdoutLines)
+                try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
+            }
+        }
+
         @Test func aJournalOverOneMiBComesInPages() async throws {
             try await Sandbox.with { sandbox in
                 let daemon = try await DaemonHarness.start(sandbox)
