@@ -259,9 +259,20 @@ final class PostgresLink: Sendable {
     static func classify(_ error: any Error) -> any Error {
         if error is StoreUnavailable || error is StoreRefusal || error is SessionStoreError || error is HaulError { return error }
         if let error = error as? PSQLError, error.code == .server, let info = error.serverInfo {
-            return StoreRefusal(sqlState: info[.sqlState] ?? "", message: info[.message] ?? "")
+            let state = info[.sqlState] ?? ""
+            // The server going away answers what is in flight with an error of its own: a shutdown or restart
+            // (57P01 "terminating connection due to administrator command", 57P02, 57P03) or a broken connection
+            // (class 08). The operation may be tried again once it is back: it was not refused.
+            if Self.meansUnavailable(sqlState: state) { return StoreUnavailable(info[.message] ?? "the server closed the connection") }
+            return StoreRefusal(sqlState: state, message: info[.message] ?? "")
         }
         return StoreUnavailable(describe(error))
+    }
+
+    /// Whether an error the server sent with SQL state `sqlState` means it is going away or cannot be used now (a
+    /// connection exception, an operator intervention that ends the session), not that it refused the operation.
+    static func meansUnavailable(sqlState: String) -> Bool {
+        sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03", "57P05"].contains(sqlState)
     }
 
     /// A short reason, without a password (none is ever part of an error of the client or the server).

@@ -37,4 +37,35 @@ import Testing
         await #expect(throws: StoreUnavailable.self) { try await link.transaction { try await $0.execute("SELECT 1") } }
         await link.close()
     }
+
+    /// A statement in flight when the server ends its session, as a shutdown or restart ends every session ("terminating
+    /// connection due to administrator command", SQL state 57P01), finds the store out of reach, to be tried again:
+    /// it is not a refusal. (It was one: a task's conclusion in flight when PostgreSQL stopped was dropped as refused,
+    /// and a resume record being saved failed its download.) The link then goes on with a new connection.
+    @Test(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"))
+    func aStatementCutOffByTheServerEndingItsSessionIsUnavailableNotRefused() async throws {
+        let url = try StoreHarness.database.get()
+        let database = String(url.split(separator: "/").last ?? "")
+        let link = try PostgresLink(address: try PostgresAddress.parse(url), password: nil, node: "cut-off", logger: Logger(label: "test"))
+        let sleeping = Task { try await link.query("SELECT pg_sleep(60)") }
+        var ended = false
+        for _ in 0..<400 where !ended {
+            ended = try PostgresServer.shared().psql("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE application_name = 'haul node cut-off' AND query LIKE 'SELECT pg_sleep%'
+                """, database: database) == "1"
+            if !ended { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(ended, "the statement's session was ended")
+        do {
+            _ = try await sleeping.value
+            Issue.record("the statement went on after its session ended")
+        } catch {
+            #expect(error is StoreUnavailable, "\(error)")
+            #expect(PostgresLink.classify(error) is StoreUnavailable)
+        }
+        let one = try await link.query("SELECT 1 AS one").rows.first?.makeRandomAccess()["one"].decode(Int.self)
+        #expect(one == 1)
+        await link.close()
+    }
 }

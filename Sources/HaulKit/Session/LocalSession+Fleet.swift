@@ -6,6 +6,9 @@ struct FleetBookkeeping {
     var leases: [String: (lease: TaskLease, gate: LeaseGate)] = [:]
     /// Running tasks whose lease was lost: when their download stops, nothing is written about them.
     var lost: Set<String> = []
+    /// Tasks whose download ended and whose end (a stable state) is being written: the lease each ran under, kept
+    /// out of ``leases`` (see ``LocalSession/endRun(_:)``).
+    var ending: [String: EndingRun] = [:]
     /// Running tasks to remove once stopped (another node asked).
     var removals: Set<String> = []
     /// Tasks this node announced as removed when it asked the node running them: the `removed` entry that node
@@ -23,6 +26,15 @@ struct FleetBookkeeping {
     var lastRead: ContinuousClock.Instant?
     /// The renewal and watching loops.
     var loops: [Task<Void, Never>] = []
+
+    /// A task whose download ended, its end not written yet.
+    struct EndingRun {
+        var lease: TaskLease
+        /// Renewals left: the lease is renewed while the store is out of reach (so that no node takes over a task
+        /// whose end is only waiting for the store), and at most this many times more once renewals go through
+        /// again, so that an end the store keeps refusing never holds the task for ever.
+        var renewals: Int
+    }
 
     struct KnownTask {
         var state: TaskState
@@ -215,7 +227,19 @@ extension LocalSession {
     /// Forgets the lease of a task that stopped here.
     func release(_ id: String) {
         fleet.leases[id] = nil
+        fleet.ending[id] = nil
     }
+
+    /// The download of `id` ended: its lease is no longer a running download's (no gate to keep open, nothing to
+    /// stop), only the right to write how it ended. That write is tried until the store takes it (``write(for:retrying:_:)``);
+    /// meanwhile the lease is renewed only while that write waits for the store, a bounded number of times.
+    func endRun(_ id: String) {
+        guard let held = fleet.leases.removeValue(forKey: id) else { return }
+        fleet.ending[id] = .init(lease: held.lease, renewals: Self.endingRenewals)
+    }
+
+    /// How many renewals that go through an ended task's lease still gets: a lease's length (six renewals).
+    static let endingRenewals = 6
 
     /// Whether `id` stopped because its lease was lost (then forgotten).
     func dropLost(_ id: String) -> Bool {
@@ -248,11 +272,18 @@ extension LocalSession {
     func renewLeases(_ shared: any SharedSessionStore) async {
         for (id, held) in fleet.leases where !held.gate.isOpen { loseLease(id) }
         await takeOverWhenDue()
-        let leases = fleet.leases.mapValues(\.lease)
+        // Only the leases still open: a lost one (its download stopping) is never renewed again, and an ended task's
+        // only while its end waits for the store (its renewals counted).
+        var leases = fleet.leases.filter { $0.value.gate.isOpen }.mapValues(\.lease)
+        for (id, run) in fleet.ending where run.renewals > 0 { leases[id] = run.lease }
         guard !leases.isEmpty else { return }
         let sent = ContinuousClock.now
         guard let renewed = try? await shared.renew(leases) else { return }
         for (id, lease) in leases {
+            if let run = fleet.ending[id], run.lease == lease {
+                fleet.ending[id]?.renewals -= 1
+                continue
+            }
             guard let held = fleet.leases[id], held.lease == lease else { continue }
             if renewed.contains(id) { held.gate.renewed(sentAt: sent) } else { loseLease(id) }
         }
@@ -267,33 +298,11 @@ extension LocalSession {
     /// tasks are taken over by a claim made after their leases expired (at most a renewal interval late).
     private func takeOverWhenDue() async {
         guard !isClosed, currentMaxConcurrent > runningCount else { return }
-        guard fleet.known.contains(where: { $0.value.state == .running && fleet.leases[$0.key] == nil }) else { return }
+        // Not a task this node is still writing the end of: it is not dead.
+        guard fleet.known.contains(where: { $0.value.state == .running && fleet.leases[$0.key] == nil && fleet.ending[$0.key] == nil })
+        else { return }
         fleet.mayHaveWork = true
         await schedule()
-    }
-
-    /// Runs a write for task `id` under its lease, if it has one. A lost lease ends the task's bookkeeping here
-    /// (`nil`); in a fleet, a store out of reach is tried again while the lease still allows writing (unless
-    /// `retrying` is false); any other failure gives `nil`, as a failed write always has.
-    func write<T>(for id: String, retrying: Bool = true, _ body: (TaskLease?) async throws -> T) async -> T? {
-        let held = fleet.leases[id]
-        var pause = Duration.milliseconds(200)
-        // Bounded by the lease's deadline (each turn waits), and by a count should the clock stand still.
-        for _ in 0..<10_000 {
-            do {
-                return try await body(held?.lease)
-            } catch SessionStoreError.leaseLost {
-                loseLease(id)
-                return nil
-            } catch SessionStoreError.unavailable {
-                guard retrying, shared != nil, let held, held.gate.isOpen else { return nil }
-                try? await Task.sleep(for: pause)
-                pause = min(pause * 2, .seconds(2))
-            } catch {
-                return nil
-            }
-        }
-        return nil
     }
 
     // MARK: What the other nodes change

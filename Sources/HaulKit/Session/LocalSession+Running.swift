@@ -117,6 +117,10 @@ extension LocalSession {
             return
         }
         guard !isClosed else { return }
+        // In a fleet: whether this node's lease lapsed (the store out of reach until its deadline), and from now on
+        // the lease is only the right to write how the download ended, tried until the store takes it.
+        let lapsed = fleet.leases[id].map { !$0.gate.isOpen } ?? false
+        endRun(id)
         defer { release(id) }
         // Whatever the outcome, it stopped in an orderly way (no crash happened while it ran): each path below
         // forgets its start, in the same transaction as its new state where it can.
@@ -130,6 +134,13 @@ extension LocalSession {
             }
         case .failure(let error):
             let failure = error as? HaulError ?? HaulError(.network, String(describing: error))
+            if failure.kind == .interrupted, intent == nil, lapsed {
+                // Stopped because its lease could not be renewed in time, not by anyone's request: not a pause.
+                // Nothing is written; once the lease expires, a claim takes the task over from its last checkpoint
+                // (and carries out a removal asked meanwhile: it is kept in the store).
+                _ = removing(id)
+                break
+            }
             if failure.kind == .interrupted {
                 try? await store.clearStarts(ids: [id])
                 if let file {

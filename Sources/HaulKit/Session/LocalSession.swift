@@ -234,13 +234,14 @@ package actor LocalSession: SessionBackend {
     }
 
     package func isIdle() -> Bool {
-        running.isEmpty && window.isEmpty && (shared == nil || !fleet.mayHaveWork)
+        running.isEmpty && window.isEmpty && (shared == nil || (!fleet.mayHaveWork && fleet.ending.isEmpty))
     }
 
     /// Tasks running or waiting to run (in a fleet: running here, and one more while a claim may find work; one more,
-    /// too, while waiting tasks are in the store only).
+    /// too, while waiting tasks are in the store only; and those whose end waits to be written).
     package func activeTaskCount() -> Int {
         running.count + window.queue.count + (window.isComplete ? 0 : 1) + (shared != nil && fleet.mayHaveWork ? 1 : 0)
+            + fleet.ending.count
     }
 
     // MARK: Bookkeeping for the running tasks
