@@ -75,6 +75,15 @@ final class DaemonConnection: Sendable {
 
     /// The session's tasks (only those of `ids`, in that order, when given), a page at a time. A session the daemon
     /// does not have is an error, except that `default` (the one the CLI uses unless told) then lists nothing.
+    /// Every task of the session, a page at a time (see ``DaemonClient/eachTaskPage(session:missingSessionIsEmpty:_:)``).
+    func eachTaskPage(_ body: @escaping @Sendable ([TaskSnapshot]) throws -> Void) async throws {
+        do {
+            try await client.eachTaskPage(session: session, missingSessionIsEmpty: session == "default", body)
+        } catch let error as HaulError {
+            throw CLIFailure(error)
+        }
+    }
+
     func tasks(ids: [String]? = nil) async throws -> [TaskSnapshot] {
         do {
             return try await client.tasks(session: session, ids: ids, missingSessionIsEmpty: session == "default")

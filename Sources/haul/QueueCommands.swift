@@ -146,12 +146,17 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let connection = try await daemon.connect()
-            let tasks = try await connection.tasks()
-            await connection.close()
             if json {
-                for task in tasks { print(EventJSON.task(task).serialized) }
+                // A page at a time, printed as it comes: a session of a million tasks is never held whole.
+                try await connection.eachTaskPage { page in
+                    Reporter.write(page.map { EventJSON.task($0).serialized + "\n" }.joined(), to: STDOUT_FILENO)
+                }
+                await connection.close()
                 return
             }
+            // The table's columns are aligned over every task: it holds them all.
+            let tasks = try await connection.tasks()
+            await connection.close()
             // A fleet's tasks show the node that runs them (or ran them last); on one machine there is no such column.
             let rows = tasks.map { task in
                 TaskTable.Row(

@@ -179,6 +179,22 @@ package actor DaemonClient {
 
     private func tasks(session: String, only ids: [String]?, missingSessionIsEmpty: Bool) async throws -> [TaskSnapshot] {
         var tasks: [TaskSnapshot] = []
+        try await eachPage(session: session, only: ids, missingSessionIsEmpty: missingSessionIsEmpty) { tasks += $0 }
+        return tasks
+    }
+
+    /// Every task of the session `session`, in the order added, a page at a time: `body` gets each page as it arrives,
+    /// so that a session of a million tasks is never held whole (`haul ls --json`). With `missingSessionIsEmpty`, a
+    /// session that does not exist has no page.
+    public func eachTaskPage(
+        session: String, missingSessionIsEmpty: Bool = false, _ body: @Sendable ([TaskSnapshot]) throws -> Void
+    ) async throws {
+        try await eachPage(session: session, only: nil, missingSessionIsEmpty: missingSessionIsEmpty, body)
+    }
+
+    private func eachPage(
+        session: String, only ids: [String]?, missingSessionIsEmpty: Bool, _ body: ([TaskSnapshot]) throws -> Void
+    ) async throws {
         var parameters = ListTasks.Parameters(ids: ids, limit: Self.pageSize)
         // Bounded: the daemon's cursor moves forward with every page, and a session holds finitely many tasks.
         for _ in 0..<Self.maxPages {
@@ -186,13 +202,13 @@ package actor DaemonClient {
             do {
                 page = try await call(ListTasks.self, parameters, session: session)
             } catch let error as RPCError {
-                if error.isNoSuchSession, missingSessionIsEmpty { return [] }
+                if error.isNoSuchSession, missingSessionIsEmpty { return }
                 throw error.haulError
             } catch is GarbledAnswer {
                 throw Self.garbledList
             }
-            tasks += page.tasks.map(\.value)
-            guard let next = page.next else { return tasks }
+            try body(page.tasks.map(\.value))
+            guard let next = page.next else { return }
             guard next != parameters.cursor, !page.tasks.isEmpty else { throw Self.garbledList }
             parameters.cursor = next
         }
