@@ -3,10 +3,10 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
-/// One request and its response on a connection of its own (through a proxy): writes the request, completes
-/// ``head`` with the response head and feeds the body into a ``ResponseBody`` with backpressure, reading from the
-/// socket only while the consumer wants more. The connection is closed when the response ends or the consumer
-/// stops; it is never reused.
+/// One request and its response through a proxy, on a connection of its own or as a stream of an HTTP/2 connection
+/// (``TunnelledHTTP2Connection``): writes the request, completes ``head`` with the response head and feeds the body
+/// into a ``ResponseBody`` with backpressure, reading only while the consumer wants more. Its channel (the
+/// connection, or the stream alone) is closed when the response ends or the consumer stops.
 ///
 /// A read that brings nothing within `stallTimeout` fails the response (as AsyncHTTPClient's read timeout does);
 /// the timer runs only while a read is outstanding, so a consumer that pauses (a rate limit) is never taken

@@ -1,0 +1,166 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A batch through squid's `CONNECT` tunnel to an HTTPS nginx that offers HTTP/2: the server chooses `h2` inside the
+/// tunnel, and the files are streams of one tunnelled connection (one `CONNECT`, one connection at nginx), byte-exact.
+/// Resume, a wrong proxy password and a server that speaks only HTTP/1.1 behave as before.
+@Suite(.enabled(if: Squid.enabled, "needs squid (apt-get install squid; scripts/test installs it)"),
+       .enabled(if: HTTPSNginx.enabled, "needs nginx-light and openssl (scripts/test installs them)"))
+struct ProxiedHTTP2Tests {
+    /// `haul get -i LIST` of `urls` through `proxy`, files into `D/`.
+    static func batch(_ box: Sandbox, _ urls: [String], proxy: String, nginx: HTTPSNginx, json: Bool = true) async throws -> HaulResult {
+        try (urls.joined(separator: "\n") + "\n").write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+        return try await box.run(
+            ["get", "-i", box.path("list.txt"), "-j", "6", "--dir", "D", "--cacert", nginx.certificates.caCertificate, "--proxy", proxy]
+                + (json ? ["--json"] : []),
+            timeout: .seconds(90))
+    }
+
+    /// Every file of `bodies` is in `D/`, byte-exact.
+    static func expectExact(_ box: Sandbox, _ bodies: [String: [UInt8]], sourceLocation: SourceLocation = #_sourceLocation) {
+        for (path, body) in bodies {
+            #expect(contentMismatch(box.path("D/" + (path as NSString).lastPathComponent), expected: body) == nil, "\(path)",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    /// The tunnels squid opened to `port` (squid logs a `CONNECT` when its tunnel closes).
+    static func tunnels(_ squid: Squid, to port: Int, atLeast count: Int) async -> [String] {
+        await squid.loggedRequests(atLeast: count).filter { $0.hasPrefix("CONNECT 127.0.0.1:\(port) ") }
+    }
+
+    @Test func aBatchThroughSquidIsStreamsOfOneTunnelledHTTP2Connection() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            let bodies = try HTTP2CLITests.put(nginx, "many", count: 12, size: 40_000, seed: 2500)
+            let squid = try Squid(tlsPorts: [nginx.port(.valid)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                let result = try await Self.batch(box, bodies.keys.sorted().map { nginx.url($0) }, proxy: "http://127.0.0.1:\(squid.port)", nginx: nginx)
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                Self.expectExact(box, bodies)
+                let protocols = try HTTP2CLITests.finishedProtocols(result)
+                #expect(protocols.count == 12 && protocols.allSatisfy { $0 == "HTTP/2" }, "\(protocols)")
+                let served = nginx.accessLog().filter { $0.uri.hasPrefix("/many/") }
+                #expect(served.count == 12 && served.allSatisfy { $0.protocolVersion == "HTTP/2.0" && [200, 206].contains($0.status) }, "\(served)")
+                #expect(Set(served.map(\.connection)).count == 1, "one connection at nginx for all: \(served)")
+                let tunnels = await Self.tunnels(squid, to: nginx.port(.valid), atLeast: 1)
+                #expect(tunnels.count == 1 && tunnels.allSatisfy { $0.hasSuffix(" 200") }, "one CONNECT for all: \(squid.requests())")
+            }
+        }
+    }
+
+    @Test func aBatchKilledPartWayThroughSquidResumesItsStreamWithRangeAndIfRange() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            // Under /slow/ a fresh download crawls (256 KiB/s), its resume does not.
+            let body = TestData.bytes(3 << 20, seed: 2600)
+            try nginx.put("slow/big.bin", body)
+            let small = try HTTP2CLITests.put(nginx, "small", count: 3, size: 10_000, seed: 2610)
+            let squid = try Squid(tlsPorts: [nginx.port(.valid)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                let args = ["get", nginx.url("/slow/big.bin")] + small.keys.sorted().map { nginx.url($0) }
+                    + ["-j", "4", "--dir", "D", "--cacert", nginx.certificates.caCertificate, "--proxy", "127.0.0.1:\(squid.port)"]
+                let run = try box.start(args)
+                @Sendable func recorded() -> Int? {
+                    box.records().first { ($0["destinationPath"] as? String)?.hasSuffix("/D/big.bin") == true }
+                        .flatMap { ($0["offset"] as? NSNumber)?.intValue }
+                }
+                try await signalWhen(run, SIGKILL, "a checkpoint records ≥ 512 KiB", timeout: .seconds(60)) {
+                    (recorded() ?? 0) >= 512 << 10
+                }
+                let killed = try await run.wait(timeout: .seconds(10))
+                #expect(killed.signalled, "\(killed.stderr)")
+                let held = try #require(recorded())
+                let again = try await box.run(args + ["--json"], timeout: .seconds(90))
+                #expect(again.exitCode == 0, "\(again.stderr)")
+                #expect(contentMismatch(box.path("D/big.bin"), expected: body) == nil)
+                let resumed = nginx.accessLog().filter { $0.uri == "/slow/big.bin" && !$0.range.isEmpty }
+                #expect(resumed.contains {
+                    $0.protocolVersion == "HTTP/2.0" && $0.status == 206 && $0.range == "bytes=\(resumeStart(held))-" && !$0.ifRange.isEmpty
+                }, "the rest asked for over HTTP/2 with If-Range, from 64 KiB before the \(held) bytes held: \(resumed)")
+                #expect(try HTTP2CLITests.finishedProtocols(again).allSatisfy { $0 == "HTTP/2" })
+            }
+        }
+    }
+
+    @Test func aWrongProxyPasswordIsStillOneLineAskedOncePerFileAndNeverShown() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            let bodies = try HTTP2CLITests.put(nginx, "viaauth", count: 3, size: 20_000, seed: 2700)
+            let squid = try Squid(tlsPorts: [nginx.port(.valid)], basicAuth: ("pu", "right-pass-25"))
+            defer { squid.stop() }
+            let urls = bodies.keys.sorted().map { nginx.url($0) }
+            try await Sandbox.with { box in
+                let wrong = try await Self.batch(box, urls, proxy: "http://pu:wrong-pass-25@127.0.0.1:\(squid.port)", nginx: nginx, json: false)
+                #expect(wrong.exitCode == 3, "\(wrong.stderr)")
+                // The batch's line for each file that failed: the URL and the proxy's answer, in one line.
+                let errors = wrong.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: error: ") }
+                #expect(errors.count == 3, "one line per file: \(wrong.stderr)")
+                for url in urls {
+                    #expect(errors.filter { $0.contains(url + ": the proxy http://127.0.0.1:\(squid.port) answered 407") && $0.contains("wrong user or password") }.count == 1,
+                            "\(url): \(wrong.stderr)")
+                }
+                #expect(!wrong.stderr.contains("retry"), "\(wrong.stderr)")
+                for output in [wrong.stderr, wrong.stdout] { #expect(!output.contains("wrong-pass-25")) }
+                let refused = await Self.tunnels(squid, to: nginx.port(.valid), atLeast: 3)
+                #expect(refused.count == 3 && refused.allSatisfy { $0.hasSuffix(" 407") }, "each file asks once: \(squid.requests())")
+                #expect(nginx.accessLog().filter { $0.uri.hasPrefix("/viaauth/") }.isEmpty, "nothing got past the proxy")
+            }
+            try await Sandbox.with { box in
+                let right = try await Self.batch(box, urls, proxy: "http://pu:right-pass-25@127.0.0.1:\(squid.port)", nginx: nginx)
+                #expect(right.exitCode == 0, "\(right.stderr)")
+                Self.expectExact(box, bodies)
+                #expect(try HTTP2CLITests.finishedProtocols(right) == ["HTTP/2", "HTTP/2", "HTTP/2"])
+                for output in [right.stderr, right.stdout] { #expect(!output.contains("right-pass-25")) }
+                let served = nginx.accessLog().filter { $0.uri.hasPrefix("/viaauth/") }
+                #expect(served.count == 3 && Set(served.map(\.connection)).count == 1, "\(served)")
+            }
+        }
+    }
+
+    @Test func aServerThatSpeaksOnlyHTTP1BehindTheProxyStillServesEveryFile() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            let bodies = try HTTP2CLITests.put(nginx, "one", count: 6, size: 30_000, seed: 2800)
+            let squid = try Squid(tlsPorts: [nginx.port(.http1Only)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                let urls = bodies.keys.sorted().map { nginx.url($0, .http1Only) }
+                let result = try await Self.batch(box, urls, proxy: "http://127.0.0.1:\(squid.port)", nginx: nginx)
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                Self.expectExact(box, bodies)
+                let protocols = try HTTP2CLITests.finishedProtocols(result)
+                #expect(protocols.count == 6 && protocols.allSatisfy { $0 == "HTTP/1.1" }, "\(protocols)")
+                let served = nginx.accessLog().filter { $0.uri.hasPrefix("/one/") }
+                #expect(served.count == 6 && served.allSatisfy { $0.protocolVersion == "HTTP/1.1" }, "\(served)")
+                // Each over a tunnel of its own, as before.
+                let tunnels = await Self.tunnels(squid, to: nginx.port(.http1Only), atLeast: 6)
+                #expect(tunnels.count == 6, "\(squid.requests())")
+            }
+        }
+    }
+}
+
+/// The same through a SOCKS5 proxy (dante): the files are streams of one connection through it.
+@Suite(.enabled(if: Dante.enabled, "needs danted (apt-get install dante-server; scripts/test installs it)"),
+       .enabled(if: HTTPSNginx.enabled, "needs nginx-light and openssl (scripts/test installs them)"))
+struct SOCKSHTTP2Tests {
+    @Test func aBatchThroughSOCKS5IsStreamsOfOneConnection() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            let bodies = try HTTP2CLITests.put(nginx, "socks", count: 8, size: 30_000, seed: 2900)
+            let dante = try Dante(authenticated: false)
+            defer { dante.stop() }
+            try await Sandbox.with { box in
+                let result = try await ProxiedHTTP2Tests.batch(box, bodies.keys.sorted().map { nginx.url($0) }, proxy: dante.url(scheme: "socks5h"), nginx: nginx)
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                ProxiedHTTP2Tests.expectExact(box, bodies)
+                #expect(try HTTP2CLITests.finishedProtocols(result) == Array(repeating: "HTTP/2", count: 8))
+                let served = nginx.accessLog().filter { $0.uri.hasPrefix("/socks/") }
+                #expect(served.count == 8 && Set(served.map(\.connection)).count == 1, "one connection at nginx for all: \(served)")
+            }
+        }
+    }
+}
