@@ -122,6 +122,77 @@ struct ProxiedHTTP2Tests {
         }
     }
 
+    /// Two downloads in the daemon are streams of one tunnelled connection; pausing one resets its stream only: the
+    /// other finishes on the same connection, and the paused one resumes on it with Range and If-Range.
+    @Test func pausingOneStreamLeavesTheSharedTunnelToTheOthers() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            // Under /crawl/ every request (every stream) is sent at 64 KiB/s: both run for seconds.
+            let bodies = try HTTP2CLITests.put(nginx, "crawl", count: 2, size: 512 << 10, seed: 3000)
+            let squid = try Squid(tlsPorts: [nginx.port(.valid)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                let paths = bodies.keys.sorted()
+                let added = try await box.run(["add"] + paths.map { nginx.url($0) }
+                    + ["--dir", "D", "--cacert", nginx.certificates.caCertificate, "--proxy", "127.0.0.1:\(squid.port)", "--no-autostart"])
+                let ids = added.stdoutLines
+                try #require(ids.count == 2, "add: \(added.stderr)")
+                try await eventuallyAsync("both download", timeout: .seconds(30), step: .milliseconds(100)) {
+                    let tasks = try await box.run(["ls", "--json", "--no-autostart"]).jsonEvents()
+                    return tasks.filter { ids.contains($0["id"] as? String ?? "") && $0["state"] as? String == "running" && ($0["bytes"] as? Int ?? 0) > 0 }.count == 2
+                }
+                #expect(try await box.run(["pause", ids[0], "--no-autostart"]).exitCode == 0)
+                let other = try await box.run(["wait", ids[1], "--no-autostart"], timeout: .seconds(60))
+                #expect(other.exitCode == 0, "\(other.stderr)")
+                let tasks = try await box.run(["ls", "--json", "--no-autostart"]).jsonEvents()
+                #expect(tasks.first { $0["id"] as? String == ids[0] }?["state"] as? String == "paused", "\(tasks)")
+                #expect(try await box.run(["resume", ids[0], "--no-autostart"]).exitCode == 0)
+                let resumed = try await box.run(["wait", ids[0], "--no-autostart"], timeout: .seconds(60))
+                #expect(resumed.exitCode == 0, "\(resumed.stderr)")
+                Self.expectExact(box, bodies)
+                let served = await nginx.loggedRequests(.valid, uri: paths[0], atLeast: 2) + nginx.accessLog(.valid, uri: paths[1])
+                #expect(served.count == 3 && served.allSatisfy { $0.protocolVersion == "HTTP/2.0" }, "\(served)")
+                #expect(Set(served.map(\.connection)).count == 1, "the pause reset a stream, not the connection: \(served)")
+                let rest = served.filter { $0.uri == paths[0] && $0.range != "bytes=0-" && !$0.range.isEmpty }
+                #expect(rest.count == 1 && rest.allSatisfy { $0.status == 206 && !$0.ifRange.isEmpty }, "\(served)")
+                let tunnels = await Self.tunnels(squid, to: nginx.port(.valid), atLeast: 0)
+                #expect(tunnels.isEmpty, "the tunnel is still open (squid logs it when it closes): \(squid.requests())")
+            }
+        }
+    }
+
+    /// Through the proxy too, a large file keeps a connection of its own over HTTP/1.1, credentials go only to their
+    /// origin, and a redirect to another origin is a tunnel (and a connection) of its own.
+    @Test func aLargeFileCredentialsAndRedirectsBehaveAsWithoutTheProxy() async throws {
+        try await HTTPSNginx.with(fileSize: 200_000) { nginx in
+            let big = TestData.bytes(9 << 20, seed: 3100)
+            try nginx.put("auth/big.bin", big)
+            let squid = try Squid(tlsPorts: [nginx.port(.valid), nginx.port(.otherOrigin)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                let urls = [nginx.url("/auth/file.bin"), nginx.url("/auth/moved"), nginx.url("/auth/big.bin")]
+                try (urls.joined(separator: "\n") + "\n").write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let result = try await box.run([
+                    "get", "-i", box.path("list.txt"), "-u", "\(HTTPSNginx.user):\(HTTPSNginx.password)", "-j", "3", "--dir", "D",
+                    "--cacert", nginx.certificates.caCertificate, "--proxy", "127.0.0.1:\(squid.port)", "--json",
+                ], timeout: .seconds(90))
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                #expect(!result.stderr.contains(HTTPSNginx.password) && !result.stdout.contains(HTTPSNginx.password))
+                #expect(try HTTP2CLITests.finishedProtocols(result).sorted() == ["HTTP/1.1", "HTTP/2", "HTTP/2"])
+                #expect(contentMismatch(box.path("D/big.bin"), expected: big) == nil)
+                let small = nginx.accessLog(.valid, uri: "/auth/file.bin")
+                #expect(!small.isEmpty && small.allSatisfy { $0.protocolVersion == "HTTP/2.0" && !$0.authorization.isEmpty }, "\(small)")
+                let large = nginx.accessLog(.valid, uri: "/auth/big.bin")
+                #expect(large.filter { $0.protocolVersion == "HTTP/1.1" }.reduce(0) { $0 + $1.bytesSent } >= big.count * 9 / 10, "\(large)")
+                let redirected = await nginx.loggedRequests(.otherOrigin, uri: "/file.bin")
+                #expect(!redirected.isEmpty && redirected.allSatisfy { $0.authorization.isEmpty && $0.protocolVersion == "HTTP/2.0" },
+                        "no credentials to another origin: \(redirected)")
+                let tunnels = await Self.tunnels(squid, to: nginx.port(.otherOrigin), atLeast: 1)
+                #expect(tunnels.count == 1, "the other origin has a tunnel of its own: \(squid.requests())")
+            }
+        }
+    }
+
     @Test func aServerThatSpeaksOnlyHTTP1BehindTheProxyStillServesEveryFile() async throws {
         try await HTTPSNginx.with(fileSize: 100_000) { nginx in
             let bodies = try HTTP2CLITests.put(nginx, "one", count: 6, size: 30_000, seed: 2800)
