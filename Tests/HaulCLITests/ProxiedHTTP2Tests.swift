@@ -193,6 +193,28 @@ struct ProxiedHTTP2Tests {
         }
     }
 
+    /// A server that allows 2 streams at once per connection: 6 downloads at once through the proxy become 3
+    /// tunnelled connections of 2 streams each, none queued past the server's limit.
+    @Test func theServersStreamLimitOpensAnotherTunnelledConnection() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            // 64 KiB/s per stream under /crawl/: the six run at once for seconds.
+            let bodies = try HTTP2CLITests.put(nginx, "crawl", count: 6, size: 384 << 10, seed: 3200)
+            let squid = try Squid(tlsPorts: [nginx.port(.fewStreams)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                let result = try await Self.batch(box, bodies.keys.sorted().map { nginx.url($0, .fewStreams) }, proxy: "127.0.0.1:\(squid.port)", nginx: nginx)
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                Self.expectExact(box, bodies)
+                #expect(try HTTP2CLITests.finishedProtocols(result) == Array(repeating: "HTTP/2", count: 6))
+                let served = nginx.accessLog().filter { $0.port == nginx.port(.fewStreams) && $0.uri.hasPrefix("/crawl/") }
+                let perConnection = Dictionary(grouping: served, by: \.connection).mapValues(\.count)
+                #expect(served.count == 6 && perConnection.count == 3 && perConnection.values.allSatisfy { $0 == 2 }, "\(served)")
+                let tunnels = await Self.tunnels(squid, to: nginx.port(.fewStreams), atLeast: 3)
+                #expect(tunnels.count == 3, "\(squid.requests())")
+            }
+        }
+    }
+
     @Test func aServerThatSpeaksOnlyHTTP1BehindTheProxyStillServesEveryFile() async throws {
         try await HTTPSNginx.with(fileSize: 100_000) { nginx in
             let bodies = try HTTP2CLITests.put(nginx, "one", count: 6, size: 30_000, seed: 2800)

@@ -51,7 +51,9 @@ extension ProxyTransport {
                     over: channel, target: key.host, https: true, port: key.port, route: route, proxy: key.proxy, settings: settings,
                     offeringHTTP2: true)
                 guard chosen == "h2" else { return (chosen, nil) }
-                let connection = try await TunnelledHTTP2Connection.start(on: channel) { connection in pool.changed(key, connection) }
+                let connection = try await TunnelledHTTP2Connection.start(
+                    on: channel, timeout: .nanoseconds(Int64(settings.headTimeout.seconds * 1e9))
+                ) { connection in pool.changed(key, connection) }
                 return (chosen, connection)
             } onCancel: {
                 channel.close(promise: nil)

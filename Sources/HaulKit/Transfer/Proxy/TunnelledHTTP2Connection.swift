@@ -12,7 +12,7 @@ import NIOHTTP2
 /// What the server allows is learnt from its frames: `SETTINGS_MAX_CONCURRENT_STREAMS`, and a `GOAWAY`, after which
 /// no new stream is opened on it (the streams under way finish).
 final class TunnelledHTTP2Connection: Sendable {
-    /// Streams assumed allowed until the server's SETTINGS say otherwise (RFC 9113 §6.5.2 advises at least 100).
+    /// Streams at once when the server's SETTINGS set no limit (RFC 9113 §6.5.2: unlimited, at least 100 advised).
     static let assumedMaxStreams = 100
     /// Each stream's receive window: how far the server may send ahead of a consumer that reads slowly (a rate limit).
     static let streamWindow = 1 << 20
@@ -37,10 +37,14 @@ final class TunnelledHTTP2Connection: Sendable {
     /// Whether the server sent GOAWAY, or the connection closed: no new stream may start on it.
     var isGoingAway: Bool { state.withLockedValue { $0.goingAway } || !channel.isActive }
 
-    /// Turns `channel` (TLS done, `h2` chosen) into an HTTP/2 connection; `changed` is called (on the event loop)
-    /// when the server's stream limit is learnt or it sends GOAWAY.
-    static func start(on channel: any Channel, changed: @escaping @Sendable (TunnelledHTTP2Connection) -> Void) async throws -> TunnelledHTTP2Connection {
-        try await channel.eventLoop.submit { () throws -> TunnelledHTTP2Connection in
+    /// Turns `channel` (TLS done, `h2` chosen) into an HTTP/2 connection, returned once the server's first SETTINGS
+    /// arrived (within `timeout`): its stream limit is known before any stream is counted against it, as
+    /// AsyncHTTPClient does. `changed` is called (on the event loop) when the limit changes or GOAWAY comes.
+    static func start(
+        on channel: any Channel, timeout: TimeAmount, changed: @escaping @Sendable (TunnelledHTTP2Connection) -> Void
+    ) async throws -> TunnelledHTTP2Connection {
+        let settingsReceived = channel.eventLoop.makePromise(of: Void.self)
+        let connection = try await channel.eventLoop.submit { () throws -> TunnelledHTTP2Connection in
             let sync = channel.pipeline.syncOperations
             var settings = nioDefaultSettings
             settings.append(HTTP2Setting(parameter: .initialWindowSize, value: streamWindow))
@@ -51,12 +55,18 @@ final class TunnelledHTTP2Connection: Sendable {
                 inboundStreamInitializer: { stream in stream.close() })
             let connection = TunnelledHTTP2Connection(channel: channel, multiplexer: NIOLoopBound(multiplexer, eventLoop: channel.eventLoop))
             try sync.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: settings))
-            try sync.addHandler(HTTP2ConnectionWatcher(connection: connection, changed: changed))
+            try sync.addHandler(HTTP2ConnectionWatcher(connection: connection, settingsReceived: settingsReceived, changed: changed))
             try sync.addHandler(multiplexer)
             // What the server sent since the handshake (its SETTINGS, at least) now reaches the HTTP/2 handler.
             TLSHandshakeWaiter.release(from: sync)
             return connection
         }.get()
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) {
+            settingsReceived.fail(HTTPClientError.deadlineExceeded)
+        }
+        defer { deadline.cancel() }
+        try await settingsReceived.futureResult.get()
+        return connection
     }
 
     func learnt(maxStreams: Int) { state.withLockedValue { $0.maxStreams = max(1, maxStreams) } }
@@ -143,11 +153,27 @@ private final class HTTP2ConnectionWatcher: ChannelInboundHandler {
     typealias InboundOut = HTTP2Frame
 
     private let connection: TunnelledHTTP2Connection
+    private let settingsReceived: EventLoopPromise<Void>
     private let changed: @Sendable (TunnelledHTTP2Connection) -> Void
 
-    init(connection: TunnelledHTTP2Connection, changed: @escaping @Sendable (TunnelledHTTP2Connection) -> Void) {
+    init(connection: TunnelledHTTP2Connection, settingsReceived: EventLoopPromise<Void>, changed: @escaping @Sendable (TunnelledHTTP2Connection) -> Void) {
         self.connection = connection
+        self.settingsReceived = settingsReceived
         self.changed = changed
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        settingsReceived.fail(HTTPClientError.remoteConnectionClosed)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        settingsReceived.fail(error)
+        context.fireErrorCaught(error)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        settingsReceived.fail(HTTPClientError.remoteConnectionClosed)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -158,8 +184,10 @@ private final class HTTP2ConnectionWatcher: ChannelInboundHandler {
                 connection.learnt(maxStreams: limit.value)
                 changed(connection)
             }
+            settingsReceived.succeed()
         case .goAway:
             connection.goAwayReceived()
+            settingsReceived.fail(HTTPClientError.remoteConnectionClosed)
             changed(connection)
         default:
             break
