@@ -215,6 +215,25 @@ struct ProxiedHTTP2Tests {
         }
     }
 
+    /// A server that sends GOAWAY after 3 requests on a connection: the connection leaves the pool, the requests it
+    /// refused go on another tunnel, and every file arrives.
+    @Test func aConnectionThatGoesAwayIsReplaced() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            let bodies = try HTTP2CLITests.put(nginx, "away", count: 10, size: 30_000, seed: 3300)
+            let squid = try Squid(tlsPorts: [nginx.port(.fewRequests)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                let result = try await Self.batch(box, bodies.keys.sorted().map { nginx.url($0, .fewRequests) }, proxy: "127.0.0.1:\(squid.port)", nginx: nginx)
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                Self.expectExact(box, bodies)
+                #expect(try HTTP2CLITests.finishedProtocols(result) == Array(repeating: "HTTP/2", count: 10))
+                let served = nginx.accessLog().filter { $0.port == nginx.port(.fewRequests) && $0.uri.hasPrefix("/away/") && $0.status < 300 }
+                let perConnection = Dictionary(grouping: served, by: \.connection).mapValues(\.count)
+                #expect(perConnection.count >= 4 && perConnection.values.allSatisfy { $0 <= 3 }, "\(served)")
+            }
+        }
+    }
+
     @Test func aServerThatSpeaksOnlyHTTP1BehindTheProxyStillServesEveryFile() async throws {
         try await HTTPSNginx.with(fileSize: 100_000) { nginx in
             let bodies = try HTTP2CLITests.put(nginx, "one", count: 6, size: 30_000, seed: 2800)

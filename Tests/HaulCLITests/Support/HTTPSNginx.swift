@@ -19,6 +19,7 @@ import Darwin
 /// | ``Role/clientCertificate`` | `ssl http2` | the valid certificate; every request needs a client certificate signed by the CA (`ssl_verify_client on`), else 400 |
 /// | ``Role/otherOrigin`` | `ssl http2` | the valid certificate: another origin (same host, another port) to redirect to |
 /// | ``Role/http1Only`` | `ssl` | the valid certificate, HTTP/1.1 only (no `h2` by ALPN) |
+/// | ``Role/fewRequests`` | `ssl http2` | the valid certificate; GOAWAY after 3 requests on a connection (`keepalive_requests 3`) |
 /// | ``Role/fewStreams`` | `ssl http2` | the valid certificate; 2 streams at once per connection (`http2_max_concurrent_streams`); `/crawl/` as on ``Role/valid`` |
 /// | ``Role/plain`` | plain HTTP | readiness checks; `/slow/` and `/crawl/` as on ``Role/valid`` |
 ///
@@ -31,7 +32,7 @@ import Darwin
 /// `If-Range` headers as received.
 final class HTTPSNginx: @unchecked Sendable {
     enum Role: String, CaseIterable, Sendable {
-        case valid, expired, wrongName, clientCertificate, otherOrigin, plain, http1Only, fewStreams
+        case valid, expired, wrongName, clientCertificate, otherOrigin, plain, http1Only, fewStreams, fewRequests
     }
 
     static var enabled: Bool { (ExternalTools.nginx != nil && TestCertificates.openssl != nil) || ExternalTools.inCI }
@@ -254,6 +255,10 @@ final class HTTPSNginx: @unchecked Sendable {
                     \(tls(.fewStreams))
                     http2_max_concurrent_streams 2;
                     location /crawl/ { limit_rate 64k; }
+                }
+                server {
+                    \(tls(.fewRequests))
+                    keepalive_requests 3;
                 }
             }
 

@@ -13,22 +13,28 @@ extension ProxyTransport {
         _ url: URL, headers: HTTPHeaders, route: ProxyRoute, key: TunnelPool.Key, pool: TunnelPool, settings: Settings
     ) async throws -> StreamedResponse {
         let request = http2Request(url, headers: headers)
-        var retried = false
+        var retries = 0
         while true {
             switch try await pool.acquire(key) {
             case .stream(let connection):
                 do {
                     return try await send(request, on: connection, key: key, pool: pool, settings: settings)
-                } catch where !retried && connection.isGoingAway && !Task.isCancelled {
-                    // The pooled connection went away (the server's idle timeout, GOAWAY) as the stream started: once
-                    // more, on another connection. A GET is safe to repeat.
-                    retried = true
+                } catch where retries < maxStreamRetries && connection.isGoingAway && !Task.isCancelled {
+                    // The connection went away (GOAWAY past this stream, the server's idle timeout) before the answer
+                    // began: again, on another connection. A GET is safe to repeat, and a refused stream was never
+                    // processed (RFC 9113 §8.7).
+                    retries += 1
                 }
             case .establish(let shared):
                 return try await establish(url, headers: headers, request: request, route: route, key: key, shared: shared, pool: pool, settings: settings)
             }
         }
     }
+
+    /// How often a request is sent again on another connection when its connection goes away before the answer: a
+    /// server that ends each connection after a few requests (nginx's `keepalive_requests`) refuses the streams past
+    /// them, and each new connection serves a few more.
+    static let maxStreamRetries = 3
 
     /// Opens a tunnel for `key` offering HTTP/2, and sends the request on it.
     private static func establish(
