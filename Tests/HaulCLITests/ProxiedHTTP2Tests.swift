@@ -234,6 +234,38 @@ struct ProxiedHTTP2Tests {
         }
     }
 
+    /// Ctrl-C during a batch whose files are streams of one tunnel: the command stops at once (the pooled connection
+    /// does not hold it open), and the next run continues every file with Range and If-Range through the proxy.
+    @Test func ctrlCStopsABatchOfStreamsAtOnceAndTheNextRunResumesThem() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            // Under /slow/ a fresh download crawls (256 KiB/s per stream), the rest of one does not.
+            let bodies = try HTTP2CLITests.put(nginx, "slow", count: 3, size: 2 << 20, seed: 3400)
+            let squid = try Squid(tlsPorts: [nginx.port(.valid)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                let args = ["get"] + bodies.keys.sorted().map { nginx.url($0) }
+                    + ["-j", "3", "--dir", "D", "--cacert", nginx.certificates.caCertificate, "--proxy", "127.0.0.1:\(squid.port)"]
+                let first = try box.start(args)
+                try await signalWhen(first, SIGINT, "every file has ≥ 64 KiB", timeout: .seconds(60)) {
+                    bodies.keys.allSatisfy { path in
+                        (fileSize(box.path("D/" + (path as NSString).lastPathComponent + ".haul-part")) ?? 0) >= 64 << 10
+                    }
+                }
+                let stopped = try await first.wait(timeout: .seconds(10))
+                #expect(stopped.exitCode == 130, "\(stopped.stderr)")
+                let again = try await box.run(args + ["--json"], timeout: .seconds(90))
+                #expect(again.exitCode == 0, "\(again.stderr)")
+                Self.expectExact(box, bodies)
+                #expect(try HTTP2CLITests.finishedProtocols(again) == ["HTTP/2", "HTTP/2", "HTTP/2"])
+                for path in bodies.keys {
+                    let resumed = nginx.accessLog(.valid, uri: path).filter { $0.range != "bytes=0-" && !$0.range.isEmpty }
+                    #expect(resumed.count == 1 && resumed.allSatisfy { $0.status == 206 && !$0.ifRange.isEmpty && $0.protocolVersion == "HTTP/2.0" },
+                            "\(path): \(nginx.accessLog(.valid, uri: path))")
+                }
+            }
+        }
+    }
+
     @Test func aServerThatSpeaksOnlyHTTP1BehindTheProxyStillServesEveryFile() async throws {
         try await HTTPSNginx.with(fileSize: 100_000) { nginx in
             let bodies = try HTTP2CLITests.put(nginx, "one", count: 6, size: 30_000, seed: 2800)
