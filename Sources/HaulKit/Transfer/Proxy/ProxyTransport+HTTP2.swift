@@ -41,6 +41,8 @@ extension ProxyTransport {
         _ url: URL, headers: HTTPHeaders, request: HTTPRequestHead, route: ProxyRoute, key: TunnelPool.Key, shared: Bool, pool: TunnelPool,
         settings: Settings
     ) async throws -> StreamedResponse {
+        // A server known to choose HTTP/1.1: an idle tunnel to it carries the request, if one is open.
+        if !shared, let response = try await overIdleTunnel(url, headers: headers, key: key, pool: pool, settings: settings) { return response }
         let channel: any Channel
         do {
             channel = try await connect(to: key.proxy, family: settings.family, timeout: settings.connectTimeout)
@@ -77,7 +79,8 @@ extension ProxyTransport {
         pool.establishmentEnded(key, shared: shared, serverChoseHTTP1: chosen != "h2")
         return try await withTaskCancellationHandler {
             do {
-                return try await exchange(url, headers: headers, absoluteForm: false, proxy: key.proxy, on: channel, settings: settings)
+                return try await exchange(
+                    url, headers: headers, absoluteForm: false, proxy: key.proxy, on: channel, settings: settings) { pool.park(key, $0) }
             } catch {
                 channel.close(promise: nil)
                 throw error
@@ -85,6 +88,29 @@ extension ProxyTransport {
         } onCancel: {
             channel.close(promise: nil)
         }
+    }
+
+    /// The request on an idle HTTP/1.1 tunnel of `key`, if one is open and answers; `nil`: open a new tunnel. A
+    /// tunnel the server closed while it was idle fails before the answer begins: the request then goes on another
+    /// (a GET is safe to repeat).
+    static func overIdleTunnel(
+        _ url: URL, headers: HTTPHeaders, key: TunnelPool.Key, pool: TunnelPool, settings: Settings
+    ) async throws -> StreamedResponse? {
+        while let channel = pool.takeIdle(key) {
+            do {
+                return try await withTaskCancellationHandler {
+                    try await exchange(
+                        url, headers: headers, absoluteForm: false, proxy: key.proxy, on: channel, settings: settings, reusing: true
+                    ) { pool.park(key, $0) }
+                } onCancel: {
+                    channel.close(promise: nil)
+                }
+            } catch {
+                channel.close(promise: nil)
+                if Task.isCancelled { throw error }
+            }
+        }
+        return nil
     }
 
     /// Sends `request` as a stream of `connection` (whose slot in `pool` is held, and freed when the stream ends).

@@ -54,11 +54,19 @@ struct ProxyTransport {
                 proxy: proxy, socks: route == .socks(proxy), host: target, port: port, trust: settings.trust, family: settings.family)
             return try await multiplexedStream(url, headers: headers, route: route, key: key, pool: pool, settings: settings)
         }
+        // A tunnel's HTTP/1.1 connection may carry the next request of the same key (never a request to the proxy itself).
+        var keepAlive: (@Sendable (any Channel) -> Void)?
+        if route != .forward(proxy), let pool = settings.pool {
+            let key = TunnelPool.Key(
+                proxy: proxy, socks: route == .socks(proxy), tls: https, host: target, port: port, trust: settings.trust, family: settings.family)
+            if let response = try await overIdleTunnel(url, headers: headers, key: key, pool: pool, settings: settings) { return response }
+            keepAlive = { pool.park(key, $0) }
+        }
         let channel = try await connect(to: proxy, family: settings.family, timeout: settings.connectTimeout)
         // Cancelled (Ctrl-C, a paused task) during the handshake or TLS: closing the connection ends the wait at once.
-        return try await withTaskCancellationHandler {
+        return try await withTaskCancellationHandler { [keepAlive] in
             try await converse(over: channel, url: url, target: target, https: https, port: port, headers: headers,
-                               route: route, proxy: proxy, settings: settings)
+                               route: route, proxy: proxy, settings: settings, keepAlive: keepAlive)
         } onCancel: {
             channel.close(promise: nil)
         }
@@ -67,11 +75,12 @@ struct ProxyTransport {
     /// The handshake, TLS and the exchange on a connection to the proxy; closes it when any of them fails.
     private static func converse(
         over channel: any Channel, url: URL, target: String, https: Bool, port: Int, headers: HTTPHeaders, route: ProxyRoute,
-        proxy: ProxyEndpoint, settings: Settings
+        proxy: ProxyEndpoint, settings: Settings, keepAlive: (@Sendable (any Channel) -> Void)?
     ) async throws -> StreamedResponse {
         do {
             _ = try await openTunnel(over: channel, target: target, https: https, port: port, route: route, proxy: proxy, settings: settings)
-            return try await exchange(url, headers: headers, absoluteForm: route == .forward(proxy), proxy: proxy, on: channel, settings: settings)
+            return try await exchange(
+                url, headers: headers, absoluteForm: route == .forward(proxy), proxy: proxy, on: channel, settings: settings, keepAlive: keepAlive)
         } catch {
             channel.close(promise: nil)
             throw error
@@ -245,8 +254,12 @@ struct ProxyTransport {
 
     // MARK: The exchange
 
+    /// Sends the request on `channel` (over HTTP/1.1) and returns once the response head arrived. `keepAlive`: takes
+    /// the connection once the response ended cleanly, if the server keeps it open (`nil`: `Connection: close`);
+    /// `reusing`: the connection carried a request before (its HTTP handlers are in place).
     static func exchange(
-        _ url: URL, headers: HTTPHeaders, absoluteForm: Bool, proxy: ProxyEndpoint, on channel: any Channel, settings: Settings
+        _ url: URL, headers: HTTPHeaders, absoluteForm: Bool, proxy: ProxyEndpoint, on channel: any Channel, settings: Settings,
+        reusing: Bool = false, keepAlive: (@Sendable (any Channel) -> Void)? = nil
     ) async throws -> StreamedResponse {
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: absoluteForm ? absoluteURI(url) : originForm(url))
         if !headers.contains(name: "host") { head.headers.add(name: "Host", value: hostHeader(url)) }
@@ -254,7 +267,7 @@ struct ProxyTransport {
         if absoluteForm, let authorization = proxy.basicAuthorization {
             head.headers.add(name: "Proxy-Authorization", value: authorization)
         }
-        head.headers.add(name: "Connection", value: "close")
+        if keepAlive == nil { head.headers.add(name: "Connection", value: "close") }
         let request = head
         let feeder = ProxiedFeeder()
         let readAhead = ReadAhead(chunks: settings.readAhead)
@@ -264,9 +277,12 @@ struct ProxyTransport {
         let source = made.source
         let stall = TimeAmount.nanoseconds(Int64(settings.stallTimeout.seconds * 1e9))
         let responseHead = try await channel.eventLoop.submit { () throws -> EventLoopFuture<HTTPResponseHead> in
+            // A reused tunnel closed by the server while idle: it would never see the close again.
+            guard channel.isActive else { throw HTTPClientError.remoteConnectionClosed }
+            if reusing { IdleConnectionGuard.release(from: channel.pipeline.syncOperations) }
             let promise = channel.eventLoop.makePromise(of: HTTPResponseHead.self)
-            let exchange = ProxiedExchange(request: request, stallTimeout: stall, source: source, head: promise)
-            try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes)
+            let exchange = ProxiedExchange(request: request, stallTimeout: stall, source: source, head: promise, keepAlive: keepAlive)
+            if !reusing { try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes) }
             try channel.pipeline.syncOperations.addHandler(exchange)
             TLSHandshakeWaiter.release(from: channel.pipeline.syncOperations)
             feeder.attach(NIOLoopBound(exchange, eventLoop: channel.eventLoop))

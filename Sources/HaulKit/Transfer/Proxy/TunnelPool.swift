@@ -13,12 +13,18 @@ import NIOCore
 /// for its key stop waiting (each has a tunnel of its own, as before). A connection that closes or receives GOAWAY
 /// leaves the pool; one without a stream for ``idleTimeout`` is closed (as AsyncHTTPClient's pool does after 60 s);
 /// ``shutdown()`` closes them all.
+///
+/// It keeps HTTP/1.1 tunnels too: one whose response ended cleanly, and whose server did not ask to close it, waits
+/// (``park(_:_:)``, at most `maxConnections` per key, for ``idleTimeout``) for the next HTTP/1.1 request of its key
+/// (``takeIdle(_:)``), which is then sent without a new `CONNECT` and TLS handshake.
 final class TunnelPool: Sendable {
     /// What a connection may be shared by.
     struct Key: Hashable, Sendable {
         /// The proxy, with its user and password: requests with other credentials never share its tunnel.
         var proxy: ProxyEndpoint
         var socks: Bool
+        /// TLS to the server inside the tunnel (`https`; `--proxytunnel` tunnels plain http too).
+        var tls = true
         var host: String
         var port: Int
         var trust: TLSTrust
@@ -63,6 +69,15 @@ final class TunnelPool: Sendable {
         var isShutDown = false
         /// Every connection not yet closed, pooled or not: ``shutdown()`` closes them.
         var open: [ObjectIdentifier: TunnelledHTTP2Connection] = [:]
+        /// Idle HTTP/1.1 tunnels, the last parked last.
+        var idle: [Key: [Parked]] = [:]
+        var parkings = 0
+    }
+
+    private struct Parked {
+        var channel: any Channel
+        /// Which parking this is: an idle timer closes the tunnel only if it was not taken since.
+        var serial: Int
     }
 
     private let state = NIOLockedValueBox(State())
@@ -213,15 +228,64 @@ final class TunnelPool: Sendable {
 
     /// Closes every connection; from now on nothing is pooled.
     func shutdown() {
-        let (connections, waiters) = state.withLockedValue { state in
+        let (connections, idle, waiters) = state.withLockedValue { state in
             state.isShutDown = true
             state.entries = [:]
-            defer { state.waiters = [:] }
-            return (Array(state.open.values), Array(state.waiters.values))
+            defer {
+                state.waiters = [:]
+                state.idle = [:]
+            }
+            return (Array(state.open.values), state.idle.values.flatMap { $0.map(\.channel) }, Array(state.waiters.values))
         }
         connections.forEach { $0.close() }
+        idle.forEach { $0.close(promise: nil) }
         waiters.forEach { $0.continuation.resume(returning: nil) }
     }
+
+    // MARK: Idle HTTP/1.1 tunnels
+
+    /// An idle HTTP/1.1 tunnel for `key` (the one parked last), if any is still open.
+    func takeIdle(_ key: Key) -> (any Channel)? {
+        state.withLockedValue { state in
+            while let parked = state.idle[key]?.popLast() {
+                if state.idle[key]?.isEmpty == true { state.idle.removeValue(forKey: key) }
+                if parked.channel.isActive { return parked.channel }
+            }
+            return nil
+        }
+    }
+
+    /// Keeps `channel` (an HTTP/1.1 tunnel whose response ended cleanly) for the next request of `key`; closes it
+    /// when the pool is shut down or already holds `maxConnections` idle ones for the key.
+    func park(_ key: Key, _ channel: any Channel) {
+        let serial = state.withLockedValue { state -> Int? in
+            guard !state.isShutDown, channel.isActive, state.idle[key, default: []].count < maxConnections else { return nil }
+            state.parkings += 1
+            state.idle[key, default: []].append(Parked(channel: channel, serial: state.parkings))
+            return state.parkings
+        }
+        guard let serial else {
+            channel.close(promise: nil)
+            return
+        }
+        channel.closeFuture.whenComplete { [self] _ in _ = unpark(key, serial: serial) }
+        channel.eventLoop.scheduleTask(in: Self.idleTimeout) { [self] in
+            if unpark(key, serial: serial) { channel.close(promise: nil) }
+        }
+    }
+
+    /// Takes the parking `serial` of `key` out, if it is still idle.
+    private func unpark(_ key: Key, serial: Int) -> Bool {
+        state.withLockedValue { state in
+            guard let index = state.idle[key]?.firstIndex(where: { $0.serial == serial }) else { return false }
+            state.idle[key]?.remove(at: index)
+            if state.idle[key]?.isEmpty == true { state.idle.removeValue(forKey: key) }
+            return true
+        }
+    }
+
+    /// How many HTTP/1.1 tunnels wait idle.
+    var idleTunnels: Int { state.withLockedValue { $0.idle.values.reduce(0) { $0 + $1.count } } }
 
     /// How many connections are open (pooled or finishing their streams after GOAWAY).
     var openConnections: Int { state.withLockedValue { $0.open.count } }
