@@ -290,6 +290,43 @@ struct ProxiedHTTP2Tests {
     }
 }
 
+/// A kept HTTP/1.1 tunnel that the server closes while it waits is not used again: the next download opens another.
+@Suite(.enabled(if: Squid.enabled, "needs squid (apt-get install squid; scripts/test installs it)"),
+       .enabled(if: HTTPSNginx.enabled, "needs nginx-light and openssl (scripts/test installs them)"))
+struct KeptTunnelTests {
+    @Test func aKeptTunnelTheServerClosedIsReplaced() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            let bodies = try HTTP2CLITests.put(nginx, "kept", count: 2, size: 30_000, seed: 3500)
+            let paths = bodies.keys.sorted()
+            let squid = try Squid(tlsPorts: [nginx.port(.http1Only)])
+            defer { squid.stop() }
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                for (index, path) in paths.enumerated() {
+                    let added = try await box.run(["add", nginx.url(path, .http1Only), "--dir", "D", "--cacert", nginx.certificates.caCertificate,
+                                                   "--proxy", "127.0.0.1:\(squid.port)", "--no-autostart"])
+                    let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                    let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                    #expect(waited.exitCode == 0, "\(waited.stderr)")
+                    if index == 0 {
+                        // nginx closes the idle connection after 2 s (keepalive_timeout), and squid the tunnel with it.
+                        try await eventuallyAsync("squid logs the closed tunnel", timeout: .seconds(20), step: .milliseconds(200)) {
+                            Self.closedTunnels(squid, nginx).count == 1
+                        }
+                    }
+                }
+                ProxiedHTTP2Tests.expectExact(box, bodies)
+                let served = nginx.accessLog().filter { $0.uri.hasPrefix("/kept/") }
+                #expect(served.count == 2 && Set(served.map(\.connection)).count == 2, "the closed tunnel was not used: \(served)")
+            }
+        }
+    }
+
+    static func closedTunnels(_ squid: Squid, _ nginx: HTTPSNginx) -> [String] {
+        squid.requests().filter { $0.hasPrefix("CONNECT 127.0.0.1:\(nginx.port(.http1Only)) ") }
+    }
+}
+
 /// The same through a SOCKS5 proxy (dante): the files are streams of one connection through it.
 @Suite(.enabled(if: Dante.enabled, "needs danted (apt-get install dante-server; scripts/test installs it)"),
        .enabled(if: HTTPSNginx.enabled, "needs nginx-light and openssl (scripts/test installs them)"))

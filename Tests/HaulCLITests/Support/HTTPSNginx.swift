@@ -18,7 +18,7 @@ import Darwin
 /// | ``Role/wrongName`` | `ssl http2` | the certificate for `wrong.example` |
 /// | ``Role/clientCertificate`` | `ssl http2` | the valid certificate; every request needs a client certificate signed by the CA (`ssl_verify_client on`), else 400 |
 /// | ``Role/otherOrigin`` | `ssl http2` | the valid certificate: another origin (same host, another port) to redirect to |
-/// | ``Role/http1Only`` | `ssl` | the valid certificate, HTTP/1.1 only (no `h2` by ALPN) |
+/// | ``Role/http1Only`` | `ssl` | the valid certificate, HTTP/1.1 only (no `h2` by ALPN); an idle connection is closed after 2 s (`keepalive_timeout`) |
 /// | ``Role/fewRequests`` | `ssl http2` | the valid certificate; GOAWAY after 3 requests on a connection (`keepalive_requests 3`) |
 /// | ``Role/fewStreams`` | `ssl http2` | the valid certificate; 2 streams at once per connection (`http2_max_concurrent_streams`); `/crawl/` as on ``Role/valid`` |
 /// | ``Role/plain`` | plain HTTP | readiness checks; `/slow/` and `/crawl/` as on ``Role/valid`` |
@@ -250,6 +250,7 @@ final class HTTPSNginx: @unchecked Sendable {
                 }
                 server {
                     listen 127.0.0.1:\(ports[.http1Only]!) ssl;
+                    keepalive_timeout 2s;
                 }
                 server {
                     \(tls(.fewStreams))
