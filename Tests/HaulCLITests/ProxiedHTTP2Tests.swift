@@ -327,6 +327,28 @@ struct KeptTunnelTests {
     }
 }
 
+/// A server behind the proxy that accepts the tunnel and never answers TLS: the handshake fails after the time
+/// allowed (it waited for ever), in one line, so the requests waiting for that tunnel are not held either.
+@Suite(.enabled(if: Squid.enabled, "needs squid (apt-get install squid; scripts/test installs it)"))
+struct SilentServerBehindProxyTests {
+    @Test func aTLSHandshakeThatNeverEndsInsideTheTunnelTimesOut() async throws {
+        let silent = try RefusingPort()
+        defer { silent.close() }
+        try silent.listenSilently()
+        let squid = try Squid(tlsPorts: [silent.port])
+        defer { squid.stop() }
+        try await Sandbox.with { box in
+            let result = try await box.run([
+                "get", "https://127.0.0.1:\(silent.port)/f.bin", "-o", "f.bin", "--proxy", "127.0.0.1:\(squid.port)",
+                "--connect-timeout", "1", "--stall-timeout", "1", "--retries", "0",
+            ], timeout: .seconds(30))
+            #expect(result.exitCode != 0, "\(result.stderr)")
+            #expect(result.stderr.contains("the TLS handshake with 127.0.0.1") && result.stderr.contains("timed out"), "\(result.stderr)")
+            #expect(!fileExists(box.path("f.bin")))
+        }
+    }
+}
+
 /// The same through a SOCKS5 proxy (dante): the files are streams of one connection through it.
 @Suite(.enabled(if: Dante.enabled, "needs danted (apt-get install dante-server; scripts/test installs it)"),
        .enabled(if: HTTPSNginx.enabled, "needs nginx-light and openssl (scripts/test installs them)"))

@@ -232,6 +232,13 @@ struct ProxyTransport {
             let waiter = TLSHandshakeWaiter(eventLoop: channel.eventLoop)
             try channel.pipeline.syncOperations.addHandler(ssl)
             try channel.pipeline.syncOperations.addHandler(waiter)
+            // A server that never finishes the handshake fails it (other requests may be waiting for this tunnel).
+            let completed = waiter.completed
+            let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(settings.headTimeout.seconds * 1e9))) {
+                completed.fail(HTTPClientError.tlsHandshakeTimeout)
+                channel.close(promise: nil)
+            }
+            completed.futureResult.whenComplete { _ in timer.cancel() }
             return waiter.completed.futureResult.assumeIsolated().map { chosen in (ssl.peerCertificate, chosen) }.nonisolated()
         }.get()
         let certificate: NIOSSLCertificate?
