@@ -52,8 +52,9 @@ struct RequestSender: Sendable {
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
     /// `readAhead`: chunks the event loop may read ahead of the consumer; `extra`: headers for the first URL only
-    /// (a timestamping check's `If-Modified-Since`). `multiplexed`: a direct request through the engine's client that
-    /// offers HTTP/2 (``TransferEngine/Configuration/multiplexesHTTP2``), else over HTTP/1.1.
+    /// (a timestamping check's `If-Modified-Since`). `multiplexed`: a request that may be an HTTP/2 stream
+    /// (``TransferEngine/Configuration/multiplexesHTTP2``): direct through the engine's client that offers it, or
+    /// through a proxy's tunnel on a pooled connection; else over HTTP/1.1.
     func send(
         _ plan: RequestPlan, to start: URL, readAhead: Int = ResponseBody.highWatermark, extra: HTTPFields = HTTPFields(),
         multiplexed: Bool = false
@@ -76,7 +77,8 @@ struct RequestSender: Sendable {
                 let settings = ProxyTransport.Settings(
                     trust: tls ?? configuration.tls, tls: tlsConfiguration, contexts: engine.proxyTLSContexts, family: family,
                     connectTimeout: configuration.connectTimeout, stallTimeout: configuration.stallTimeout,
-                    headTimeout: headTimeout, readAhead: readAhead)
+                    headTimeout: headTimeout, readAhead: readAhead, multiplexed: multiplexed && engine.mayMultiplex(url),
+                    pool: engine.proxyTunnels)
                 do {
                     response = try await ProxyTransport.stream(url, headers: headers, route: route, settings: settings)
                 } catch {

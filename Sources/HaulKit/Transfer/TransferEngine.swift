@@ -40,7 +40,8 @@ public final class TransferEngine: Sendable {
 
     /// The direct HTTP/1.1 client; one more per address family a download is limited to (`-4`, `-6`), which binds
     /// its sockets to that family's wildcard address, and one more of each that offers HTTP/2 (below). A proxied
-    /// request does not go through these: ``ProxyTransport`` sends it on a connection of its own.
+    /// request does not go through these: ``ProxyTransport`` sends it on a connection of its own (or as a stream of
+    /// a pooled HTTP/2 connection through the proxy).
     ///
     /// Over HTTP/1.1 each request in flight has a TCP connection of its own. Over HTTP/2 the segments of a file
     /// would become streams of one connection, which a server that limits each connection (most CDNs) throttles
@@ -64,6 +65,8 @@ public final class TransferEngine: Sendable {
     private let tlsConfigurations = NIOLockedValueBox<[TLSTrust: TLSConfiguration]>([:])
     /// The TLS contexts of proxied connections.
     let proxyTLSContexts = TLSContextCache()
+    /// HTTP/2 connections through proxies' tunnels, shared by the requests that may be streams.
+    let proxyTunnels: TunnelPool
     /// The resume records: files under `HAUL_HOME/transfers/`, or a session's store (``SessionRecords``).
     package let store: any ResumeRecords
     let configuration: Configuration
@@ -84,11 +87,12 @@ public final class TransferEngine: Sendable {
         store = records
         self.configuration = configuration
         connections = HostConnections(limit: configuration.maxConnectionsPerHost)
+        proxyTunnels = TunnelPool(maxConnectionsPerKey: configuration.maxConnectionsPerHost)
     }
 
     /// Whether requests for `url` may go as HTTP/2 streams: the engine offers HTTP/2, and the URL is `https`
-    /// (HTTP/2 is chosen by ALPN in the TLS handshake; Haul does not speak cleartext HTTP/2). A proxied request
-    /// goes over Haul's own HTTP/1.1 transport (``ProxyTransport``) whatever this says.
+    /// (HTTP/2 is chosen by ALPN in the TLS handshake; Haul does not speak cleartext HTTP/2). Through a proxy's
+    /// tunnel (`CONNECT`, SOCKS5) such a request offers HTTP/2 too, and shares pooled connections (``TunnelPool``).
     func mayMultiplex(_ url: URL) -> Bool {
         multiplexes && url.scheme?.lowercased() == "https"
     }
@@ -161,6 +165,7 @@ public final class TransferEngine: Sendable {
 
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
+        proxyTunnels.shutdown()
         try await client.shutdown()
         for other in otherClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
         isShutDown.withLockedValue { $0 = true }
@@ -170,6 +175,7 @@ public final class TransferEngine: Sendable {
     /// of leaking them (and tripping AsyncHTTPClient's debug assertion).
     deinit {
         guard !isShutDown.withLockedValue({ $0 }) else { return }
+        proxyTunnels.shutdown()
         for client in [client] + otherClients.withLockedValue({ Array($0.values) }) {
             client.shutdown { _ in }
         }

@@ -18,6 +18,9 @@ import Darwin
 /// | ``Role/wrongName`` | `ssl http2` | the certificate for `wrong.example` |
 /// | ``Role/clientCertificate`` | `ssl http2` | the valid certificate; every request needs a client certificate signed by the CA (`ssl_verify_client on`), else 400 |
 /// | ``Role/otherOrigin`` | `ssl http2` | the valid certificate: another origin (same host, another port) to redirect to |
+/// | ``Role/http1Only`` | `ssl` | the valid certificate, HTTP/1.1 only (no `h2` by ALPN); an idle connection is closed after 2 s (`keepalive_timeout`) |
+/// | ``Role/fewRequests`` | `ssl http2` | the valid certificate; GOAWAY after 3 requests on a connection (`keepalive_requests 3`) |
+/// | ``Role/fewStreams`` | `ssl http2` | the valid certificate; 2 streams at once per connection (`http2_max_concurrent_streams`); `/crawl/` as on ``Role/valid`` |
 /// | ``Role/plain`` | plain HTTP | readiness checks; `/slow/` and `/crawl/` as on ``Role/valid`` |
 ///
 /// Under `/slow/` a fresh download (no `Range`, or `bytes=0-`) is sent at 256 KiB/s (a resume at full speed); under `/crawl/` every
@@ -25,11 +28,11 @@ import Darwin
 ///
 /// `/file.bin` is ``file`` (random bytes; nginx sends a strong ETag and honours ranges); `/auth/file.bin` is
 /// the same bytes behind authentication. Every request is logged, when it ends, in `access.log` (see ``LogEntry``):
-/// the port, nginx's connection serial number, the protocol (`HTTP/1.1`, `HTTP/2.0`) and the `Authorization`
-/// header as received.
+/// the port, nginx's connection serial number, the protocol (`HTTP/1.1`, `HTTP/2.0`), the `Authorization` and
+/// `If-Range` headers as received.
 final class HTTPSNginx: @unchecked Sendable {
     enum Role: String, CaseIterable, Sendable {
-        case valid, expired, wrongName, clientCertificate, otherOrigin, plain
+        case valid, expired, wrongName, clientCertificate, otherOrigin, plain, http1Only, fewStreams, fewRequests
     }
 
     static var enabled: Bool { (ExternalTools.nginx != nil && TestCertificates.openssl != nil) || ExternalTools.inCI }
@@ -85,9 +88,11 @@ final class HTTPSNginx: @unchecked Sendable {
         /// The Authorization header as received, "" when absent.
         var authorization: String
         var bytesSent: Int
+        /// The If-Range header, "" when absent.
+        var ifRange: String
 
         var description: String {
-            "\(port) #\(connection) \(protocolVersion) \(method) \(uri) \(status) range=\(range) auth=\(authorization.isEmpty ? "-" : "(set)") sent=\(bytesSent)"
+            "\(port) #\(connection) \(protocolVersion) \(method) \(uri) \(status) range=\(range) if-range=\(ifRange) auth=\(authorization.isEmpty ? "-" : "(set)") sent=\(bytesSent)"
         }
     }
 
@@ -97,11 +102,11 @@ final class HTTPSNginx: @unchecked Sendable {
         return text.split(separator: "\n").compactMap { line in
             // Tab-separated; `escape=json` turns any tab inside a value into `\t`.
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 9, let port = Int(fields[0]), let connection = Int(fields[1]),
+            guard fields.count == 10, let port = Int(fields[0]), let connection = Int(fields[1]),
                   let status = Int(fields[5]), let sent = Int(fields[8]) else { return nil }
             return LogEntry(
                 port: port, connection: connection, protocolVersion: fields[2], method: fields[3], uri: fields[4],
-                status: status, range: fields[6], authorization: fields[7], bytesSent: sent)
+                status: status, range: fields[6], authorization: fields[7], bytesSent: sent, ifRange: fields[9])
         }
     }
 
@@ -188,7 +193,7 @@ final class HTTPSNginx: @unchecked Sendable {
             http {
                 types { }
                 default_type application/octet-stream;
-                log_format haul escape=json '$server_port\t$connection\t$server_protocol\t$request_method\t$uri\t$status\t$http_range\t$http_authorization\t$body_bytes_sent';
+                log_format haul escape=json '$server_port\t$connection\t$server_protocol\t$request_method\t$uri\t$status\t$http_range\t$http_authorization\t$body_bytes_sent\t$http_if_range';
                 access_log \(prefix)/access.log haul;
                 # Under /slow/, a fresh download (no Range header, or the probe `bytes=0-`) crawls, so that one can be
                 # interrupted part-way; its resume (a Range request) runs at full speed.
@@ -242,6 +247,19 @@ final class HTTPSNginx: @unchecked Sendable {
                 }
                 server {
                     \(tls(.otherOrigin))
+                }
+                server {
+                    listen 127.0.0.1:\(ports[.http1Only]!) ssl;
+                    keepalive_timeout 2s;
+                }
+                server {
+                    \(tls(.fewStreams))
+                    http2_max_concurrent_streams 2;
+                    location /crawl/ { limit_rate 64k; }
+                }
+                server {
+                    \(tls(.fewRequests))
+                    keepalive_requests 3;
                 }
             }
 

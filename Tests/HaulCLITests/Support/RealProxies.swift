@@ -8,7 +8,8 @@ import Glibc
 
 /// squid (Debian's) with its stock `CONNECT` rule, started on a free loopback port: `http_access deny CONNECT
 /// !SSL_ports`, where SSL_ports is 443 and whatever ports a test adds (as an administrator adds a TLS port).
-/// Plain `http://` requests must reach it in absolute form; a tunnel to any other port is refused with 403.
+/// Plain `http://` requests must reach it in absolute form; a tunnel to any other port is refused with 403. With
+/// `basicAuth`, every request needs that user and password (squid's `basic_ncsa_auth`), else 407.
 final class Squid: @unchecked Sendable {
     static let binary = ["/usr/sbin/squid", "/usr/bin/squid"].first { FileManager.default.isExecutableFile(atPath: $0) }
     static var enabled: Bool { binary != nil || ExternalTools.inCI }
@@ -17,11 +18,28 @@ final class Squid: @unchecked Sendable {
     let folder: String
     private let process: ChildProcess
 
-    /// Starts squid allowing `CONNECT` to 443 and `tlsPorts`, answering only 127.0.0.1.
-    init(tlsPorts: [Int] = []) throws {
+    /// Starts squid allowing `CONNECT` to 443 and `tlsPorts`, answering only 127.0.0.1; with `basicAuth`, only to
+    /// that user and password.
+    init(tlsPorts: [Int] = [], basicAuth: (user: String, password: String)? = nil) throws {
         guard let binary = Self.binary else { throw HarnessError("squid is not installed: apt-get install squid") }
         folder = NSTemporaryDirectory() + "haul-squid-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        var authentication = ""
+        var owned = [folder, folder + "/squid.conf"]
+        if let basicAuth {
+            let helper = ["/usr/lib/squid/basic_ncsa_auth", "/usr/lib64/squid/basic_ncsa_auth"].first { FileManager.default.isExecutableFile(atPath: $0) }
+            guard let helper else { throw HarnessError("squid's basic_ncsa_auth helper is missing") }
+            try TestCertificates.htpasswdLine(user: basicAuth.user, password: basicAuth.password, in: folder)
+                .write(toFile: folder + "/passwd", atomically: true, encoding: .utf8)
+            owned.append(folder + "/passwd")
+            authentication = """
+                auth_param basic program \(helper) \(folder)/passwd
+                auth_param basic realm haul
+                acl authenticated proxy_auth REQUIRED
+                http_access deny !authenticated
+
+                """
+        }
         var failures: [String] = []
         for _ in 0..<3 {
             let port = try freeLoopbackPort()
@@ -30,7 +48,7 @@ final class Squid: @unchecked Sendable {
                 acl SSL_ports port \((([443] + tlsPorts).map(String.init)).joined(separator: " "))
                 acl CONNECT method CONNECT
                 http_access deny CONNECT !SSL_ports
-                http_access allow localhost
+                \(authentication)http_access allow localhost
                 http_access deny all
                 cache deny all
                 pid_filename \(folder)/squid.pid
@@ -46,7 +64,7 @@ final class Squid: @unchecked Sendable {
             try config.write(toFile: folder + "/squid.conf", atomically: true, encoding: .utf8)
             // Started as root, squid drops to user `proxy`: its folder must be that user's.
             if geteuid() == 0, let proxyUser = getpwnam("proxy") {
-                for path in [folder, folder + "/squid.conf"] { chown(path, proxyUser.pointee.pw_uid, proxyUser.pointee.pw_gid) }
+                for path in owned { chown(path, proxyUser.pointee.pw_uid, proxyUser.pointee.pw_gid) }
             }
             let process = try launchProcess(binary, ["-N", "-f", folder + "/squid.conf"], logsIn: folder)
             for _ in 0..<500 where process.isRunning {

@@ -3,10 +3,12 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
-/// One request and its response on a connection of its own (through a proxy): writes the request, completes
-/// ``head`` with the response head and feeds the body into a ``ResponseBody`` with backpressure, reading from the
-/// socket only while the consumer wants more. The connection is closed when the response ends or the consumer
-/// stops; it is never reused.
+/// One request and its response through a proxy, on a connection of its own or as a stream of an HTTP/2 connection
+/// (``TunnelledHTTP2Connection``): writes the request, completes ``head`` with the response head and feeds the body
+/// into a ``ResponseBody`` with backpressure, reading only while the consumer wants more. Its channel (the
+/// connection, or the stream alone) is closed when the response ends or the consumer stops; except that an HTTP/1.1
+/// connection given `keepAlive` whose response ended cleanly and allows it (no `Connection: close`) is handed to it
+/// instead, with this handler out of its pipeline, for the next request.
 ///
 /// A read that brings nothing within `stallTimeout` fails the response (as AsyncHTTPClient's read timeout does);
 /// the timer runs only while a read is outstanding, so a consumer that pauses (a rate limit) is never taken
@@ -29,12 +31,20 @@ final class ProxiedExchange: ChannelDuplexHandler, RemovableChannelHandler {
     private var heldRead = false
     private var stallTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// Takes the connection once a response has ended and it may carry another request (`nil`: always closed).
+    private let keepAlive: ((any Channel) -> Void)?
+    /// The response head allows another request on the connection.
+    private var responseAllowsReuse = false
 
-    init(request: HTTPRequestHead, stallTimeout: TimeAmount, source: ResponseBody.Producer.Source, head: EventLoopPromise<HTTPResponseHead>) {
+    init(
+        request: HTTPRequestHead, stallTimeout: TimeAmount, source: ResponseBody.Producer.Source, head: EventLoopPromise<HTTPResponseHead>,
+        keepAlive: ((any Channel) -> Void)? = nil
+    ) {
         self.request = request
         self.stallTimeout = stallTimeout
         self.source = source
         self.head = head
+        self.keepAlive = keepAlive
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -57,6 +67,7 @@ final class ProxiedExchange: ChannelDuplexHandler, RemovableChannelHandler {
             // An informational answer (100 Continue) is not the response.
             if (100..<200).contains(responseHead.status.code), responseHead.status != .switchingProtocols { return }
             headCompleted = true
+            responseAllowsReuse = responseHead.isKeepAlive
             head.succeed(responseHead)
         case .body(let buffer):
             switch source.yield(buffer) {
@@ -65,7 +76,7 @@ final class ProxiedExchange: ChannelDuplexHandler, RemovableChannelHandler {
             case .dropped: finish(context, error: nil)
             }
         case .end:
-            finish(context, error: nil)
+            finish(context, error: nil, reusable: responseAllowsReuse)
         }
     }
 
@@ -117,7 +128,7 @@ final class ProxiedExchange: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Ends the exchange once: the head fails if it never came, the body ends (with `error`, if any), and the
     /// connection closes.
-    private func finish(_ context: ChannelHandlerContext, error: (any Error)?) {
+    private func finish(_ context: ChannelHandlerContext, error: (any Error)?, reusable: Bool = false) {
         guard !ended else { return }
         ended = true
         stallTimer?.cancel()
@@ -127,7 +138,44 @@ final class ProxiedExchange: ChannelDuplexHandler, RemovableChannelHandler {
             head.fail(error ?? HTTPClientError.remoteConnectionClosed)
         }
         if let error { source.finish(error) } else { source.finish() }
+        guard reusable, error == nil, let keepAlive else {
+            context.close(promise: nil)
+            return
+        }
+        // Every byte of the response is read: the connection is idle and may carry the next request. Reading goes on
+        // (so a close by the server is seen) once this handler, which held reads for the consumer, is gone.
+        let channel = context.channel
+        let readWasHeld = heldRead
+        do {
+            try context.pipeline.syncOperations.addHandler(IdleConnectionGuard())
+        } catch {
+            context.close(promise: nil)
+            return
+        }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        if readWasHeld { channel.read() }
+        keepAlive(channel)
+    }
+}
+
+/// Watches an idle HTTP/1.1 connection (kept for the next request): a server that sends anything while no request
+/// is outstanding, or breaks the framing, has the connection closed, so that nothing it sent is read as the answer to
+/// the next request. Taken out (``release(from:)``) before the next request is sent.
+final class IdleConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         context.close(promise: nil)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    /// Takes the guard (if any) out of `pipeline`. On the channel's event loop.
+    static func release(from pipeline: ChannelPipeline.SynchronousOperations) {
+        guard let watcher = try? pipeline.handler(type: IdleConnectionGuard.self) else { return }
+        pipeline.removeHandler(watcher, promise: nil)
     }
 }
 

@@ -14,6 +14,11 @@ import NIOTLS
 /// (which squid's stock rules refuse for any port but 443), has no SOCKS authentication, and reports a proxy's
 /// refusal without its status; so proxied requests do not go through it.
 ///
+/// A request that may be an HTTP/2 stream (``Settings/multiplexed``) to an `https` server through a tunnel offers
+/// `h2` by ALPN inside it, and when the server chooses it, becomes a stream of a connection the engine keeps
+/// (``TunnelPool``) for the next requests to that server through that proxy. Any other request has a connection of
+/// its own, closed after the response.
+///
 /// A proxy's refusal (`403`, `407`, SOCKS authentication refused, a SOCKS rule) is a ``HaulError`` naming the
 /// proxy and its answer, never retried; a proxy that cannot reach the server (`502`–`504`, SOCKS "host
 /// unreachable") is a transient failure.
@@ -29,6 +34,11 @@ struct ProxyTransport {
         var stallTimeout: Duration
         var headTimeout: Duration
         var readAhead: Int
+        /// Offer HTTP/2 inside a tunnel to an `https` server, and share the connection through ``pool`` when the
+        /// server chooses it (a request that may be a stream: see ``TransferEngine/mayMultiplex(_:)``).
+        var multiplexed = false
+        /// The engine's pooled HTTP/2 connections through proxies.
+        var pool: TunnelPool?
     }
 
     /// Sends `GET url` with `headers` (a `Host` is added) along `route`; returns once the response head arrived.
@@ -39,11 +49,24 @@ struct ProxyTransport {
         let target = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let https = url.scheme?.lowercased() == "https"
         let port = url.port ?? (https ? 443 : 80)
+        if https, settings.multiplexed, let pool = settings.pool, route != .forward(proxy) {
+            let key = TunnelPool.Key(
+                proxy: proxy, socks: route == .socks(proxy), host: target, port: port, trust: settings.trust, family: settings.family)
+            return try await multiplexedStream(url, headers: headers, route: route, key: key, pool: pool, settings: settings)
+        }
+        // A tunnel's HTTP/1.1 connection may carry the next request of the same key (never a request to the proxy itself).
+        var keepAlive: (@Sendable (any Channel) -> Void)?
+        if route != .forward(proxy), let pool = settings.pool {
+            let key = TunnelPool.Key(
+                proxy: proxy, socks: route == .socks(proxy), tls: https, host: target, port: port, trust: settings.trust, family: settings.family)
+            if let response = try await overIdleTunnel(url, headers: headers, key: key, pool: pool, settings: settings) { return response }
+            keepAlive = { pool.park(key, $0) }
+        }
         let channel = try await connect(to: proxy, family: settings.family, timeout: settings.connectTimeout)
         // Cancelled (Ctrl-C, a paused task) during the handshake or TLS: closing the connection ends the wait at once.
-        return try await withTaskCancellationHandler {
+        return try await withTaskCancellationHandler { [keepAlive] in
             try await converse(over: channel, url: url, target: target, https: https, port: port, headers: headers,
-                               route: route, proxy: proxy, settings: settings)
+                               route: route, proxy: proxy, settings: settings, keepAlive: keepAlive)
         } onCancel: {
             channel.close(promise: nil)
         }
@@ -52,44 +75,56 @@ struct ProxyTransport {
     /// The handshake, TLS and the exchange on a connection to the proxy; closes it when any of them fails.
     private static func converse(
         over channel: any Channel, url: URL, target: String, https: Bool, port: Int, headers: HTTPHeaders, route: ProxyRoute,
-        proxy: ProxyEndpoint, settings: Settings
+        proxy: ProxyEndpoint, settings: Settings, keepAlive: (@Sendable (any Channel) -> Void)?
     ) async throws -> StreamedResponse {
         do {
-            let handshakeTimeout = TimeAmount.nanoseconds(Int64(settings.headTimeout.seconds * 1e9))
-            switch route {
-            case .direct, .forward:
-                break
-            case .tunnel:
-                let handshake = HTTPConnectHandshake(host: target, port: port, proxyAuthorization: proxy.basicAuthorization)
-                try await negotiate(handshake, on: channel, timeout: handshakeTimeout, proxy: proxy, target: "\(target):\(port)")
-            case .socks:
-                let address: SOCKS5Handshake.Target
-                if let literal = IPAddress(target) {
-                    address = .address(literal)
-                } else if proxy.resolvesNames {
-                    address = .name(target)
-                } else {
-                    // socks5:// resolves here, as curl does (socks5h:// lets the proxy resolve).
-                    let resolved = try await HostResolver.addresses(of: target, port: port, family: settings.family)
-                    guard let first = resolved.first?.ipAddress, let literal = IPAddress(first) else {
-                        throw TransientFailure(reason: "the host name could not be resolved (\(target))")
-                    }
-                    address = .address(literal)
-                }
-                let handshake = SOCKS5Handshake(target: address, port: port, credentials: proxy.credentials)
-                try await negotiate(handshake, on: channel, timeout: handshakeTimeout, proxy: proxy, target: "\(target):\(port)")
-            }
-            if https { try await startTLS(on: channel, host: target, port: port, settings: settings) }
-            return try await exchange(url, headers: headers, absoluteForm: route == .forward(proxy), proxy: proxy, on: channel, settings: settings)
+            _ = try await openTunnel(over: channel, target: target, https: https, port: port, route: route, proxy: proxy, settings: settings)
+            return try await exchange(
+                url, headers: headers, absoluteForm: route == .forward(proxy), proxy: proxy, on: channel, settings: settings, keepAlive: keepAlive)
         } catch {
             channel.close(promise: nil)
             throw error
         }
     }
 
+    /// The proxy's handshake (for a tunnel) and TLS to the server (for `https`) on a connection to the proxy; returns
+    /// the protocol the server chose by ALPN (`h2` only when `offeringHTTP2`). The caller closes the connection if
+    /// this fails.
+    static func openTunnel(
+        over channel: any Channel, target: String, https: Bool, port: Int, route: ProxyRoute, proxy: ProxyEndpoint, settings: Settings,
+        offeringHTTP2: Bool = false
+    ) async throws -> String? {
+        let handshakeTimeout = TimeAmount.nanoseconds(Int64(settings.headTimeout.seconds * 1e9))
+        switch route {
+        case .direct, .forward:
+            break
+        case .tunnel:
+            let handshake = HTTPConnectHandshake(host: target, port: port, proxyAuthorization: proxy.basicAuthorization)
+            try await negotiate(handshake, on: channel, timeout: handshakeTimeout, proxy: proxy, target: "\(target):\(port)")
+        case .socks:
+            let address: SOCKS5Handshake.Target
+            if let literal = IPAddress(target) {
+                address = .address(literal)
+            } else if proxy.resolvesNames {
+                address = .name(target)
+            } else {
+                // socks5:// resolves here, as curl does (socks5h:// lets the proxy resolve).
+                let resolved = try await HostResolver.addresses(of: target, port: port, family: settings.family)
+                guard let first = resolved.first?.ipAddress, let literal = IPAddress(first) else {
+                    throw TransientFailure(reason: "the host name could not be resolved (\(target))")
+                }
+                address = .address(literal)
+            }
+            let handshake = SOCKS5Handshake(target: address, port: port, credentials: proxy.credentials)
+            try await negotiate(handshake, on: channel, timeout: handshakeTimeout, proxy: proxy, target: "\(target):\(port)")
+        }
+        guard https else { return nil }
+        return try await startTLS(on: channel, host: target, port: port, settings: settings, offeringHTTP2: offeringHTTP2)
+    }
+
     // MARK: Connecting to the proxy
 
-    private static func connect(to proxy: ProxyEndpoint, family: IPFamily?, timeout: Duration) async throws -> any Channel {
+    static func connect(to proxy: ProxyEndpoint, family: IPFamily?, timeout: Duration) async throws -> any Channel {
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.nanoseconds(Int64(timeout.seconds * 1e9)))
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
@@ -182,25 +217,34 @@ struct ProxyTransport {
 
     // MARK: TLS to the server, inside the tunnel
 
-    private static func startTLS(on channel: any Channel, host: String, port: Int, settings: Settings) async throws {
+    /// TLS to the server inside the tunnel; returns the protocol it chose by ALPN.
+    private static func startTLS(on channel: any Channel, host: String, port: Int, settings: Settings, offeringHTTP2: Bool) async throws -> String? {
         let literal = IPAddress(host)
         var configuration = settings.tls ?? TLSConfiguration.makeClientConfiguration()
-        configuration.applicationProtocols = ["http/1.1"]
+        configuration.applicationProtocols = offeringHTTP2 ? ["h2", "http/1.1"] : ["http/1.1"]
         // NIOSSL checks an address against the connection's peer, which is the proxy here: the server's
         // address is checked below instead.
         let checkAddress = literal != nil && configuration.certificateVerification == .fullVerification
         if checkAddress { configuration.certificateVerification = .noHostnameVerification }
-        let context = try settings.contexts.context(for: settings.trust, addressCheckedHere: checkAddress) { configuration }
-        let handshake = try await channel.eventLoop.submit { () throws -> EventLoopFuture<NIOSSLCertificate?> in
+        let context = try settings.contexts.context(for: settings.trust, addressCheckedHere: checkAddress, offeringHTTP2: offeringHTTP2) { configuration }
+        let handshake = try await channel.eventLoop.submit { () throws -> EventLoopFuture<(NIOSSLCertificate?, String?)> in
             let ssl = try NIOSSLClientHandler(context: context, serverHostname: literal == nil ? host : nil)
             let waiter = TLSHandshakeWaiter(eventLoop: channel.eventLoop)
             try channel.pipeline.syncOperations.addHandler(ssl)
             try channel.pipeline.syncOperations.addHandler(waiter)
-            return waiter.completed.futureResult.assumeIsolated().map { _ in ssl.peerCertificate }.nonisolated()
+            // A server that never finishes the handshake fails it (other requests may be waiting for this tunnel).
+            let completed = waiter.completed
+            let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(settings.headTimeout.seconds * 1e9))) {
+                completed.fail(HTTPClientError.tlsHandshakeTimeout)
+                channel.close(promise: nil)
+            }
+            completed.futureResult.whenComplete { _ in timer.cancel() }
+            return waiter.completed.futureResult.assumeIsolated().map { chosen in (ssl.peerCertificate, chosen) }.nonisolated()
         }.get()
         let certificate: NIOSSLCertificate?
+        let chosen: String?
         do {
-            certificate = try await handshake.get()
+            (certificate, chosen) = try await handshake.get()
         } catch {
             throw try DownloadJob.classify(error, url: URL(string: "https://\(literal.map { $0.isIPv4 ? $0.description : "[\($0)]" } ?? host):\(port)/") ?? URL(fileURLWithPath: "/"))
         }
@@ -212,12 +256,17 @@ struct ProxyTransport {
                 throw HaulError(.network, "TLS failure with \(host):\(port): the certificate is not for \(host)")
             }
         }
+        return chosen
     }
 
     // MARK: The exchange
 
-    private static func exchange(
-        _ url: URL, headers: HTTPHeaders, absoluteForm: Bool, proxy: ProxyEndpoint, on channel: any Channel, settings: Settings
+    /// Sends the request on `channel` (over HTTP/1.1) and returns once the response head arrived. `keepAlive`: takes
+    /// the connection once the response ended cleanly, if the server keeps it open (`nil`: `Connection: close`);
+    /// `reusing`: the connection carried a request before (its HTTP handlers are in place).
+    static func exchange(
+        _ url: URL, headers: HTTPHeaders, absoluteForm: Bool, proxy: ProxyEndpoint, on channel: any Channel, settings: Settings,
+        reusing: Bool = false, keepAlive: (@Sendable (any Channel) -> Void)? = nil
     ) async throws -> StreamedResponse {
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: absoluteForm ? absoluteURI(url) : originForm(url))
         if !headers.contains(name: "host") { head.headers.add(name: "Host", value: hostHeader(url)) }
@@ -225,7 +274,7 @@ struct ProxyTransport {
         if absoluteForm, let authorization = proxy.basicAuthorization {
             head.headers.add(name: "Proxy-Authorization", value: authorization)
         }
-        head.headers.add(name: "Connection", value: "close")
+        if keepAlive == nil { head.headers.add(name: "Connection", value: "close") }
         let request = head
         let feeder = ProxiedFeeder()
         let readAhead = ReadAhead(chunks: settings.readAhead)
@@ -235,10 +284,14 @@ struct ProxyTransport {
         let source = made.source
         let stall = TimeAmount.nanoseconds(Int64(settings.stallTimeout.seconds * 1e9))
         let responseHead = try await channel.eventLoop.submit { () throws -> EventLoopFuture<HTTPResponseHead> in
+            // A reused tunnel closed by the server while idle: it would never see the close again.
+            guard channel.isActive else { throw HTTPClientError.remoteConnectionClosed }
+            if reusing { IdleConnectionGuard.release(from: channel.pipeline.syncOperations) }
             let promise = channel.eventLoop.makePromise(of: HTTPResponseHead.self)
-            let exchange = ProxiedExchange(request: request, stallTimeout: stall, source: source, head: promise)
-            try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes)
+            let exchange = ProxiedExchange(request: request, stallTimeout: stall, source: source, head: promise, keepAlive: keepAlive)
+            if !reusing { try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes) }
             try channel.pipeline.syncOperations.addHandler(exchange)
+            TLSHandshakeWaiter.release(from: channel.pipeline.syncOperations)
             feeder.attach(NIOLoopBound(exchange, eventLoop: channel.eventLoop))
             let timeout = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(settings.headTimeout.seconds * 1e9))) {
                 promise.fail(HTTPClientError.deadlineExceeded)
@@ -288,47 +341,18 @@ final class TLSContextCache: Sendable {
     private struct Key: Hashable {
         var trust: TLSTrust
         var addressCheckedHere: Bool
+        /// ALPN offers `h2` too (else `http/1.1` only).
+        var offeringHTTP2: Bool
     }
 
     private let contexts = NIOLockedValueBox<[Key: NIOSSLContext]>([:])
 
-    func context(for trust: TLSTrust, addressCheckedHere: Bool, _ configuration: () -> TLSConfiguration) throws -> NIOSSLContext {
-        let key = Key(trust: trust, addressCheckedHere: addressCheckedHere)
+    func context(for trust: TLSTrust, addressCheckedHere: Bool, offeringHTTP2: Bool = false, _ configuration: () -> TLSConfiguration) throws -> NIOSSLContext {
+        let key = Key(trust: trust, addressCheckedHere: addressCheckedHere, offeringHTTP2: offeringHTTP2)
         if let known = contexts.withLockedValue({ $0[key] }) { return known }
         let made = try NIOSSLContext(configuration: configuration())
         contexts.withLockedValue { $0[key] = made }
         return made
-    }
-}
-
-/// Completes ``completed`` when the TLS handshake finishes (or fails); then takes itself out of the pipeline.
-final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
-    let completed: EventLoopPromise<Void>
-
-    init(eventLoop: any EventLoop) { completed = eventLoop.makePromise() }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        context.fireUserInboundEventTriggered(event)
-        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
-            // Completed before the removal, whose handlerRemoved would otherwise fail it first.
-            completed.succeed()
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        completed.fail(error)
-        context.close(promise: nil)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        completed.fail(HTTPClientError.remoteConnectionClosed)
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        completed.fail(HTTPClientError.remoteConnectionClosed)
     }
 }
 
