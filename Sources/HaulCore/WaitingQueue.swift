@@ -2,9 +2,9 @@
 /// in first out), one queue per host, so that choosing what to start next costs as much as the hosts that have
 /// a free slot, not the whole queue.
 ///
-/// ``next(slots:runningPerHost:maxPerHost:)`` chooses exactly what ``Scheduler/tasksToStart(_:maxConcurrent:maxPerHost:)``
-/// would choose from the same waiting tasks: walking them in order and skipping those whose host is full is the
-/// same as taking the first free-slot's worth of each host with room, merged in order.
+/// ``next(slots:runningPerHost:maxPerHost:)`` chooses exactly what the plain rule (kept as a model in the tests,
+/// SchedulerModel.swift) would choose from every task: walking the waiting tasks in order and skipping those whose
+/// host is full is the same as taking the first free-slot's worth of each host with room, merged in order.
 package struct WaitingQueue: Sendable {
     public struct Entry: Equatable, Sendable {
         public var id: String

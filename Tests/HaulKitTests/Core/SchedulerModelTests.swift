@@ -2,7 +2,7 @@ import Testing
 @testable import HaulCore
 @testable import HaulKit
 
-@Suite struct SchedulerTests {
+@Suite struct SchedulerModelTests {
     func entry(_ id: String, _ sequence: Int64, _ state: TaskState = .waiting, priority: Int = 0, host: String = "a") -> SchedulerEntry {
         SchedulerEntry(id: id, state: state, priority: priority, sequence: sequence, host: host)
     }
