@@ -250,10 +250,17 @@ final class PartialFile: Sendable {
         guard fsync(fd) == 0 else { throw POSIX.error("saving", path) }
     }
 
+    /// `UTIME_OMIT` of `<sys/stat.h>`, a macro Swift does not import: leave that time as it is.
+    #if os(Linux)
+    static let omitTime = (1 << 30) - 2
+    #else
+    static let omitTime = -2
+    #endif
+
     /// Sets the modification time (seconds since 1970), leaving the access time; `false` when it could not be set.
     @discardableResult
     func setModificationTime(_ seconds: Int64) -> Bool {
-        var times = [timespec(tv_sec: 0, tv_nsec: RemoteFileTime.omit), timespec(tv_sec: time_t(seconds), tv_nsec: 0)]
+        var times = [timespec(tv_sec: 0, tv_nsec: Self.omitTime), timespec(tv_sec: time_t(seconds), tv_nsec: 0)]
         return futimens(fd, &times) == 0
     }
 

@@ -62,7 +62,7 @@ package struct TransferRecord: Codable, Equatable, Sendable {
     }
 
     /// The key records had before version 2 (URL and destination as given), read once to carry them over.
-    static func legacyKey(url: URL, destination: DownloadOptions.Destination) -> String? {
+    static func legacyKey(url: URL, destination: DownloadSpec.Destination) -> String? {
         let spec: String
         switch destination {
         case .file(let path): spec = "file:" + path

@@ -16,10 +16,4 @@ enum RemoteFileTime {
         file.setModificationTime(Int64(seconds))
     }
 
-    /// `UTIME_OMIT` of `<sys/stat.h>`, a macro Swift does not import: leave that time as it is.
-    #if os(Linux)
-    static let omit = (1 << 30) - 2
-    #else
-    static let omit = -2
-    #endif
 }
