@@ -6,9 +6,12 @@ dashboard stays interactive, and RSS is bounded"). Starts `haul daemon` in a pri
   - the daemon's resident memory (VmRSS, VmHWM from /proc) after the adds and after the listing;
   - `haul ls --json` of every task: its wall time and its own peak memory (GNU time);
   - the dashboard's first call, `tasks.list` of 200 tasks, and a page from the middle of the queue (its cursor),
-    timed over the socket (median of 5), and `daemon.status`.
+    timed over the socket (median of 5), and `daemon.status`;
+  - with --page, the dashboard in headless Chromium (Selenium): its `haul-interactive` mark (first rows drawn and
+    clickable), how many tasks it has listed after --page-seconds, its JS heap, and a click on the first row to its
+    detail panel, timed inside the page.
 
-Usage: bench/daemon_queue.py [--count 1000000] [--haul .build/release/haul]
+Usage: bench/daemon_queue.py [--count 1000000] [--haul .build/release/haul] [--page] [--page-seconds 60]
 """
 import argparse
 import json
@@ -72,6 +75,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--haul", default=os.path.join(ROOT, ".build", "release", "haul"), type=os.path.abspath)
+    parser.add_argument("--page", action="store_true")
+    parser.add_argument("--page-seconds", type=int, default=60)
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="haul-queue-")
     sock = f"{work}/d.sock"
@@ -79,7 +84,8 @@ def main():
     for name in ("HAUL_SOCKET", "XDG_RUNTIME_DIR"):
         env.pop(name, None)
     client = ["--socket", sock, "--no-autostart"]
-    daemon = subprocess.Popen([args.haul, "daemon", "--socket", sock], env=env, stderr=subprocess.DEVNULL)
+    web = ["--web", "127.0.0.1:0"] if args.page else []
+    daemon = subprocess.Popen([args.haul, "daemon", "--socket", sock] + web, env=env, stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
             if os.path.exists(sock + ".pid") and subprocess.run([args.haul, "session", "show"] + client, env=env,
@@ -118,6 +124,8 @@ def main():
         print(f"| `daemon.status` | {1000 * statistics.median(status):.1f} ms |")
         print(f"| `haul ls --json` of every task | {ls_wall:.1f} s, {listed:,} lines, client peak {ls_rss:.0f} MiB, exit {p.returncode} |")
         print(f"| daemon after the listing | RSS {after_ls['VmRSS']:.0f} MiB, peak {after_ls['VmHWM']:.0f} MiB |")
+        if args.page:
+            measure_page(args, env, client, daemon.pid)
     finally:
         subprocess.run([args.haul, "daemon", "stop"] + client, env=env, capture_output=True)
         try:
@@ -125,6 +133,52 @@ def main():
         except subprocess.TimeoutExpired:
             daemon.kill()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_page(args, env, client, pid):
+    login = subprocess.run([args.haul, "web"] + client, env=env, capture_output=True, text=True, timeout=60)
+    if login.returncode != 0:
+        sys.exit("haul web: " + login.stderr.strip())
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("HAUL_CHROMIUM", "/usr/bin/chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=1440,900", "--no-proxy-server", "--no-first-run"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(os.environ.get("HAUL_CHROMEDRIVER", "/usr/bin/chromedriver")),
+                              options=options)
+    try:
+        driver.set_page_load_timeout(120)
+        driver.get(login.stdout.strip())
+        WebDriverWait(driver, 120, poll_frequency=0.05).until(
+            lambda d: d.execute_script("return document.body.dataset.interactive === 'true'"))
+        interactive = driver.execute_script("return (performance.getEntriesByName('haul-interactive')[0] || {}).startTime ?? null")
+        time.sleep(args.page_seconds)
+        listed = driver.execute_script("return window.haulDashboard.taskCount()")
+        loaded = driver.execute_script("return window.haulDashboard.loaded()")
+        heap = driver.execute_script("return performance.memory ? performance.memory.usedJSHeapSize : null")
+        click = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            const row = document.querySelector("#task-list-inner .row[data-index='0']");
+            const id = row.dataset.taskId, detail = document.getElementById('detail'), t0 = performance.now();
+            row.querySelector('.name').click();
+            const check = () => {
+              if (detail.dataset.taskId === id) done(performance.now() - t0);
+              else if (performance.now() - t0 > 30000) done(null);
+              else requestAnimationFrame(check);
+            };
+            requestAnimationFrame(check);
+        """)
+    finally:
+        driver.quit()
+    daemon = memory(pid)
+    print(f"| page interactive (first rows drawn, clickable) | {interactive:.0f} ms |")
+    print(f"| tasks listed by the page after {args.page_seconds} s | {listed:,} ({'all' if loaded else 'still loading'}) |")
+    print(f"| page's JS heap then | {heap / 2**20:.0f} MiB |" if heap else "| page's JS heap | unknown |")
+    print(f"| click on the first row to its detail | {click:.0f} ms |" if click is not None else "| click to detail | over 30 s |")
+    print(f"| daemon with the page | RSS {daemon['VmRSS']:.0f} MiB, peak {daemon['VmHWM']:.0f} MiB |")
 
 
 if __name__ == "__main__":
