@@ -10,6 +10,12 @@ public struct SessionConfiguration: Sendable {
     /// uses one connection, and a node claims a host's task only while the fleet runs fewer than this many of that
     /// host's downloads: ten nodes stay as polite to a server as one. On one machine it caps that machine's.
     public var fleetMaxConnectionsPerHost: Int?
+
+    /// The values ``maxConcurrentDownloads`` may take (0 holds the queue), checked wherever it is set: the protocol
+    /// (`session.configure`), `haul session set --max-concurrent`.
+    public static let maxConcurrentRange = 0...1_000
+    /// The values ``fleetMaxConnectionsPerHost`` may take, checked wherever it is set.
+    public static let fleetMaxPerHostRange = 1...10_000
     /// Retries of each task; a task's own ``DownloadSpec/maxRetries`` and ``DownloadSpec/retryWait`` win.
     public var retry = RetryPolicy()
     /// A download that receives nothing for this long is retried.

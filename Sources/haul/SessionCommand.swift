@@ -108,9 +108,12 @@ struct SessionSetCommand: AsyncParsableCommand {
 
     /// The ranges, and that there is something to change, before the daemon is asked.
     func validate() throws {
-        if let maxConcurrent, !(0...1_000).contains(maxConcurrent) { throw InputError("--max-concurrent must be between 0 and 1000") }
-        if case .count(let count)? = fleetMaxPerHost, !(1...10_000).contains(count) {
-            throw InputError("--fleet-max-per-host must be between 1 and 10000, or none")
+        let concurrent = SessionConfiguration.maxConcurrentRange, perHost = SessionConfiguration.fleetMaxPerHostRange
+        if let maxConcurrent, !concurrent.contains(maxConcurrent) {
+            throw InputError("--max-concurrent must be between \(concurrent.lowerBound) and \(concurrent.upperBound)")
+        }
+        if case .count(let count)? = fleetMaxPerHost, !perHost.contains(count) {
+            throw InputError("--fleet-max-per-host must be between \(perHost.lowerBound) and \(perHost.upperBound), or none")
         }
         guard maxConcurrent != nil || limitRate != nil || onComplete != nil || fleetMaxPerHost != nil else {
             throw InputError("nothing to change: give --max-concurrent, --limit-rate, --on-complete or --fleet-max-per-host (`haul session show` shows the settings)")

@@ -165,7 +165,10 @@ package enum DaemonProtocol {
     /// Applies the members present in `params` to `configuration`.
     public static func apply(_ params: Params, to configuration: inout SessionConfiguration) throws(RPCError) {
         if let count = try params.int("maxConcurrentDownloads") {
-            guard count >= 0 else { throw .invalidParams("\"maxConcurrentDownloads\" must be 0 or more") }
+            let range = SessionConfiguration.maxConcurrentRange
+            guard range.contains(count) else {
+                throw .invalidParams("\"maxConcurrentDownloads\" must be between \(range.lowerBound) and \(range.upperBound)")
+            }
             configuration.maxConcurrentDownloads = count
         }
         if let count = try params.int("maxDownloadsPerHost") {
@@ -174,8 +177,9 @@ package enum DaemonProtocol {
         }
         if params.members["fleetMaxConnectionsPerHost"] != nil {
             let count = try params.int("fleetMaxConnectionsPerHost")
-            if let count, !(1...10_000).contains(count) {
-                throw .invalidParams("\"fleetMaxConnectionsPerHost\" must be between 1 and 10000, or null for none")
+            let range = SessionConfiguration.fleetMaxPerHostRange
+            if let count, !range.contains(count) {
+                throw .invalidParams("\"fleetMaxConnectionsPerHost\" must be between \(range.lowerBound) and \(range.upperBound), or null for none")
             }
             configuration.fleetMaxConnectionsPerHost = count
         }

@@ -164,7 +164,7 @@ import Testing
         #expect(DaemonProtocol.encode(copy) == DaemonProtocol.encode(configuration))
 
         for members: [String: JSONValue] in [
-            ["maxConcurrentDownloads": -1], ["maxDownloadsPerHost": 0], ["rateLimit": 0], ["defaultDirectory": "rel"],
+            ["maxConcurrentDownloads": -1], ["maxConcurrentDownloads": 1_001], ["maxDownloadsPerHost": 0], ["rateLimit": 0], ["defaultDirectory": "rel"],
             ["stallTimeout": 0], ["progressInterval": "fast"], ["fleetMaxConnectionsPerHost": 0], ["fleetMaxConnectionsPerHost": 10_001],
         ] {
             var target = SessionConfiguration()
