@@ -45,7 +45,7 @@ extension DaemonService {
     /// Opens session `name` (when it exists and is not open) so that it claims the tasks waiting in it.
     private func openToClaim(_ name: String) async {
         guard sessions[name] == nil, opening[name] == nil, closing[name] == nil,
-              (try? LocalSession.validate(identifier: name)) != nil else { return }
+              (try? SessionFolder.validate(identifier: name)) != nil else { return }
         do {
             _ = try await session(name)
             logger.info("opened session \(name): the fleet has tasks waiting in it")

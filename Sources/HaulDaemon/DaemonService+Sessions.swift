@@ -8,7 +8,7 @@ extension DaemonService {
     /// running: their tasks resume. The others stay closed until a request names them.
     func restoreSessions() async {
         for name in await catalog.sessionsWithWork() {
-            guard (try? LocalSession.validate(identifier: name)) != nil else { continue }
+            guard (try? SessionFolder.validate(identifier: name)) != nil else { continue }
             do {
                 _ = try await session(name)
                 logger.info("restored session \(name)")

@@ -25,7 +25,7 @@ extension DaemonService {
     /// Every session that exists: open ones and those with a saved configuration, sorted.
     package func knownSessions() async -> [String] {
         var names = Set(sessions.keys)
-        for name in await catalog.sessionNames() where (try? LocalSession.validate(identifier: name)) != nil { names.insert(name) }
+        for name in await catalog.sessionNames() where (try? SessionFolder.validate(identifier: name)) != nil { names.insert(name) }
         return names.sorted()
     }
 

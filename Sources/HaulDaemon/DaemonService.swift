@@ -82,7 +82,7 @@ package actor DaemonService {
             break
         }
         let name = try params.requiredString("session")
-        do { try LocalSession.validate(identifier: name) } catch { throw RPCError.invalidParams("\"session\": \(error.message)") }
+        do { try SessionFolder.validate(identifier: name) } catch { throw RPCError.invalidParams("\"session\": \(error.message)") }
         inUse[name, default: 0] += 1
         defer {
             inUse[name, default: 1] -= 1

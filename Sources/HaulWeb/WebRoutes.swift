@@ -251,7 +251,7 @@ enum WebRoutes {
         }
         guard access.allowsOptionalOrigin(request.header("Origin"), host: host) else { return .full(.error(.forbidden, "foreign origin")) }
         let session = query["session"] ?? "default"
-        guard (try? LocalSession.validate(identifier: session)) != nil else { return .full(.error(.badRequest, "bad session name")) }
+        guard (try? SessionFolder.validate(identifier: session)) != nil else { return .full(.error(.badRequest, "bad session name")) }
         let cursor = request.header("Last-Event-ID") ?? query["lastEventId"]
         return .events(session: session, cursor: cursor.map { WebDashboard.Cursor.header($0) } ?? WebDashboard.Cursor.fresh)
     }

@@ -19,7 +19,7 @@ public actor DownloadSession {
 
     /// Opens (or creates) the session `identifier`: letters, digits, `.`, `_` and `-`.
     public init(identifier: String, configuration: SessionConfiguration = SessionConfiguration()) async throws {
-        try LocalSession.validate(identifier: identifier)
+        try SessionFolder.validate(identifier: identifier)
         self.identifier = identifier
         if let daemon = configuration.daemon {
             backend = try await BackgroundSession(identifier: identifier, configuration: configuration, daemon: daemon)

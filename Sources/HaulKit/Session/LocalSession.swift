@@ -60,8 +60,8 @@ package actor LocalSession: SessionBackend {
     package init(
         identifier: String, configuration: SessionConfiguration, journaling: Bool = false, store: (any SessionStore)? = nil
     ) async throws {
-        try Self.validate(identifier: identifier)
-        let folder = Self.folder(identifier, home: configuration.home)
+        try SessionFolder.validate(identifier: identifier)
+        let folder = SessionFolder.path(identifier, home: configuration.home)
         try POSIX.makePrivateDirectories(folder, root: configuration.home.path)
         self.identifier = identifier
         self.configuration = configuration
@@ -448,26 +448,7 @@ package actor LocalSession: SessionBackend {
 }
 
 extension LocalSession {
-    /// Throws unless `identifier` is letters, digits, `.`, `_` and `-` (not starting with `.`).
-    package static func validate(identifier: String) throws(HaulError) {
-        guard !identifier.isEmpty, identifier.count <= 100,
-              identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }),
-              !identifier.hasPrefix(".") else {
-            throw HaulError(.usage, "session identifier \"\(identifier)\" must be letters, digits, '.', '_' or '-'")
-        }
-    }
-
-    /// The folder of the session's store and lock.
-    package static func folder(_ identifier: String, home: HaulHome) -> String { home.path + "/sessions/" + identifier }
 
     /// A task that this many processes in a row started and died running is failed rather than resumed again.
     static let maxUnendedStarts = 2
-
-    /// Whether the stored session `identifier` has a task waiting or running, read without opening the session
-    /// (false when it has no store).
-    package static func hasWaitingOrRunningTasks(_ identifier: String, home: HaulHome) -> Bool {
-        let path = folder(identifier, home: home) + "/tasks.sqlite"
-        guard FileManager.default.fileExists(atPath: path), let store = try? TaskStore(path: path) else { return false }
-        return (try? store.hasWaitingOrRunningTasks()) ?? false
-    }
 }

@@ -149,7 +149,7 @@ package struct HomeCleaner: Sendable {
     }
 
     private func lockPath(_ key: String) -> String { records.directory + "/" + key + ".lock" }
-    private func sessionFolder(_ name: String) -> String { LocalSession.folder(name, home: home) }
+    private func sessionFolder(_ name: String) -> String { SessionFolder.path(name, home: home) }
 }
 
 private extension String {

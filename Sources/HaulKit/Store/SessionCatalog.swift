@@ -104,7 +104,7 @@ package struct FileSessionCatalog: SessionCatalog {
     package func store(for name: String) -> (any SessionStore)? { nil }
 
     static func settingsPath(_ name: String, home: HaulHome) -> String {
-        LocalSession.folder(name, home: home) + "/daemon.json"
+        SessionFolder.path(name, home: home) + "/daemon.json"
     }
 
     package func settings(of name: String) -> JSONValue? {
@@ -116,7 +116,7 @@ package struct FileSessionCatalog: SessionCatalog {
     }
 
     package func saveSettings(_ settings: JSONValue, for name: String) throws {
-        let folder = LocalSession.folder(name, home: home)
+        let folder = SessionFolder.path(name, home: home)
         try POSIX.makePrivateDirectories(folder, root: home.path)
         let path = Self.settingsPath(name, home: home)
         let text = settings.serialized + "\n"
@@ -131,8 +131,8 @@ package struct FileSessionCatalog: SessionCatalog {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: home.path + "/sessions")) ?? []
         return names.sorted().filter { name in
             FileManager.default.fileExists(atPath: Self.settingsPath(name, home: home))
-                && (try? LocalSession.validate(identifier: name)) != nil
-                && LocalSession.hasWaitingOrRunningTasks(name, home: home)
+                && (try? SessionFolder.validate(identifier: name)) != nil
+                && SessionFolder.hasWaitingOrRunningTasks(name, home: home)
         }
     }
 

@@ -9,7 +9,7 @@ import Testing
 /// across a closed and reopened session exactly as the record files do for `haul get`.
 @Suite struct SessionRecordsTests {
     func storePath(_ sandbox: Sandbox, _ identifier: String) -> String {
-        LocalSession.folder(identifier, home: sandbox.home) + "/tasks.sqlite"
+        SessionFolder.path(identifier, home: sandbox.home) + "/tasks.sqlite"
     }
 
     /// The files under `transfers/` with `suffix`.
