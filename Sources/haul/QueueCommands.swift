@@ -50,6 +50,7 @@ struct AddCommand: AsyncParsableCommand {
         defer { if let spool { unlink(spool) } }
         let arguments = list.urls.map { InputList.Entry(url: $0, line: 0) }
         let listFile: (path: String, name: String)?
+        let cookies: GivenCookies
         do {
             if let inputFile = list.inputFile, URLList.standardInputNames.contains(inputFile) {
                 let kept = try await BatchGet.keepStandardInput(home: HaulHome(environment: ProcessEnvironment.values))
@@ -59,9 +60,11 @@ struct AddCommand: AsyncParsableCommand {
                 listFile = list.inputFile.map { ($0, "the URL list \($0)") }
             }
             try await file.loadNetrc()
+            // Cookie jars read once: the tasks checked are the tasks sent.
+            cookies = try file.givenCookies()
             // The first reading: every line checked and its task made, before anything is added; nothing is kept,
             // so that a list of a million URLs takes the memory of one part of it.
-            let count = try await check(BatchGet.Entries(arguments: arguments, list: listFile))
+            let count = try await check(BatchGet.Entries(arguments: arguments, list: listFile), cookies: cookies)
             if count == 0 { throw InputError(listFile.map { "\($0.name) is empty" } ?? "give at least one URL (or -i FILE)") }
             try file.checkCount(count, remoteName: file.remoteName, arguments: list.urls)
             if count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
@@ -77,7 +80,6 @@ struct AddCommand: AsyncParsableCommand {
             let connection = try await daemon.connect()
             // The second reading: a part at a time, each sent in messages that fit (its ids printed as it is added).
             let entries = try BatchGet.Entries(arguments: arguments, list: listFile)
-            let cookies = try file.givenCookies()
             while true {
                 let part = try entries.next(Self.tasksPerMessage)
                 if part.isEmpty { break }
@@ -93,8 +95,7 @@ struct AddCommand: AsyncParsableCommand {
     static let tasksPerMessage = 512
 
     /// Checks every entry as ``addition(for:cookies:)`` makes it; how many there are.
-    private func check(_ entries: BatchGet.Entries) async throws -> Int {
-        let cookies = try file.givenCookies()
+    private func check(_ entries: BatchGet.Entries, cookies: GivenCookies) async throws -> Int {
         var count = 0
         while true {
             let part = try entries.next(Self.tasksPerMessage)
