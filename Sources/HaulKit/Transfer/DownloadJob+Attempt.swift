@@ -90,12 +90,17 @@ extension DownloadJob {
             if replacingHeldBytes {
                 events(.restarted(reason: "the server sent the whole file instead of the rest"))
             }
-            try await openDestination(finalURL: url, headers: head.headers)
+            let recordExisted = record != nil
             point = ResumePoint(offset: 0, validators: info.validators, totalLength: info.totalLength)
+            try await openDestination(finalURL: url, headers: head.headers)
             try file?.truncate(to: 0)
             hasher = options.checksum.map { Checksummer($0.algorithm) }
-            record?.finalURL = url.absoluteString
-            try await saveRecordNow()
+            // A record made just now by openDestination already says all this (offset 0, this answer's validators
+            // and length, this URL): saved once, not twice (in a batch of tiny answers, a store write per file).
+            if recordExisted {
+                record?.finalURL = url.absoluteString
+                try await saveRecordNow()
+            }
             // Nothing held to compare: the whole body is written.
             _ = try await stream(response.body, overlap: 0)
         case .append(let info, let overlap, let connections):
