@@ -13,12 +13,16 @@ package enum FleetClaim {
         /// The order it was added in.
         public var sequence: Int64
         public var host: String
+        /// The file it is written to when that path is given (a `file` destination); `nil`: a folder's name chosen
+        /// when the answer comes (kept apart by exclusive creation instead), or standard output.
+        public var destinationFile: String?
 
-        public init(id: String, priority: Int, sequence: Int64, host: String) {
+        public init(id: String, priority: Int, sequence: Int64, host: String, destinationFile: String? = nil) {
             self.id = id
             self.priority = priority
             self.sequence = sequence
             self.host = host
+            self.destinationFile = destinationFile
         }
 
         /// Whether `self` is claimed before `other`: higher priority, then added earlier.
@@ -39,6 +43,9 @@ package enum FleetClaim {
         public var fleetRunningPerHost: [String: Int]
         /// The fleet-wide limit of connections per host; `nil`: none.
         public var fleetMaxPerHost: Int?
+        /// The destination files a live download of the fleet writes now (any node, any session): a task to the same
+        /// file waits until it ends, as two downloads on one machine are kept apart by the file's lock.
+        public var busyFiles: Set<String> = []
 
         public init(
             slots: Int, nodeRunningPerHost: [String: Int] = [:], nodeMaxPerHost: Int = 8,
@@ -73,8 +80,11 @@ package enum FleetClaim {
         var taken: [String: Int] = [:]
         var chosen: [Candidate] = []
         var seen = Set<String>()
+        var files = limits.busyFiles
         for candidate in candidates.sorted(by: { $0.precedes($1) }) where chosen.count < limits.slots {
             guard seen.insert(candidate.id).inserted, taken[candidate.host, default: 0] < limits.room(for: candidate.host) else { continue }
+            // One download per destination file at a time: the first in claim order, the others wait.
+            if let file = candidate.destinationFile, !files.insert(file).inserted { continue }
             taken[candidate.host, default: 0] += 1
             chosen.append(candidate)
         }

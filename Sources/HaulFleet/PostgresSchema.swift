@@ -7,7 +7,7 @@ import PostgresNIO
 /// know (written by a newer haul) before writing anything.
 enum PostgresSchema {
     /// The schema this build reads and writes.
-    static let version = 2
+    static let version = 3
     /// The advisory lock taken while migrating (any number: it only has to be the same for every haul).
     static let migrationLock: Int64 = 0x4841_554c_0027
 
@@ -98,6 +98,11 @@ enum PostgresSchema {
                 stopped boolean NOT NULL DEFAULT false
             )
             """,
+        ]),
+        // v3: the destination files being written now, found at each claim (a file is written by one download of the
+        // fleet at a time): a small index of the running tasks' files.
+        (3, [
+            "CREATE INDEX task_running_file ON haul.task (destination_path) WHERE state = 'running' AND destination_kind = 'file'",
         ]),
     ]
 

@@ -38,6 +38,7 @@ extension PostgresSessionStore: SharedSessionStore {
                 let expired = try await candidates(
                     "state = 'running' AND (lease_until IS NULL OR lease_until < now())", excluding: full, limit: limits.slots, transaction)
                 let waiting = try await candidates("state = 'waiting'", excluding: full, limit: limits.slots, transaction)
+                limits.busyFiles = try await busyFiles(among: expired + waiting, transaction)
                 let chosen = FleetClaim.choose(expired + waiting, limits).map(\.id)
                 guard !chosen.isEmpty else { return [] }
                 let takenOver = Set(expired.map(\.id))
@@ -86,7 +87,8 @@ extension PostgresSessionStore: SharedSessionStore {
         binds.append(excluded)
         binds.append(Int64(limit))
         let rows = try await transaction.query("""
-            SELECT id, priority, sequence, host FROM haul.task
+            SELECT id, priority, sequence, host, CASE WHEN destination_kind = 'file' THEN destination_path END AS file
+            FROM haul.task
             WHERE session = $1 AND \(condition) AND NOT (host = ANY($2::text[]))
             ORDER BY priority DESC, sequence LIMIT $3
             FOR UPDATE SKIP LOCKED
@@ -95,8 +97,33 @@ extension PostgresSessionStore: SharedSessionStore {
             let r = row.makeRandomAccess()
             return FleetClaim.Candidate(
                 id: try r["id"].decode(String.self), priority: try r["priority"].decode(Int.self),
-                sequence: try r["sequence"].decode(Int64.self), host: try r["host"].decode(String.self))
+                sequence: try r["sequence"].decode(Int64.self), host: try r["host"].decode(String.self),
+                destinationFile: try r["file"].decode(String?.self))
         }
+    }
+
+    /// Which of the candidates' destination files a live download writes now, on any node and in any session of the
+    /// database. Each node keeps a file's lock in its own `HAUL_HOME`, which another node never sees; here the
+    /// claims of one file take turns instead: each holds an advisory lock on it (taken in one order, so two claims
+    /// never wait on each other) until its transaction ends, by when the download it chose is `running` for the
+    /// next claim to see.
+    private func busyFiles(among candidates: [FleetClaim.Candidate], _ transaction: PostgresLink.Transaction) async throws -> Set<String> {
+        let files = Set(candidates.compactMap(\.destinationFile))
+        guard !files.isEmpty else { return [] }
+        var locks = PostgresBindings()
+        locks.append(Array(files))
+        try await transaction.query("""
+            SELECT pg_advisory_xact_lock(key) FROM (
+                SELECT DISTINCT hashtextextended('haul.file.' || path, 0) AS key FROM unnest($1::text[]) AS path ORDER BY key
+            ) AS keys
+            """, locks)
+        var running = PostgresBindings()
+        running.append(Array(files))
+        let rows = try await transaction.query("""
+            SELECT DISTINCT destination_path FROM haul.task
+            WHERE state = 'running' AND destination_kind = 'file' AND destination_path = ANY($1::text[]) AND lease_until > now()
+            """, running).rows
+        return Set(try rows.map { try $0.makeRandomAccess()["destination_path"].decode(String.self) })
     }
 
     nonisolated(nonsending) package func renew(_ leases: [String: TaskLease]) async throws -> Set<String> {

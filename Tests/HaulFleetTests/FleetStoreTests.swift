@@ -63,6 +63,64 @@ struct FleetStoreTests {
         }
     }
 
+    /// Two tasks with different URLs and one destination file are never written at once, whichever nodes claim
+    /// them: each node locks files in its own `HAUL_HOME`, so the store keeps them apart. Four nodes claim and end
+    /// tasks as fast as they can; a file held by two downloads at once would be seen by the shared ledger.
+    @Test func aDestinationFileIsWrittenByOneNodeAtATime() async throws {
+        try await StoreHarness.with(.postgres) { harness in
+            let stores = try await nodes(harness, 4)
+            func task(_ n: Int, file: String) -> DownloadRequest {
+                DownloadRequest(DownloadSpec(url: URL(string: "https://example.com/\(n).bin")!, destination: .file(harness.root + "/" + file)), id: "t\(n)")
+            }
+            // 3 files, 8 tasks each, one after the other in the queue.
+            _ = try await stores[0].add((0..<24).map { task($0, file: "f\($0 % 3)") })
+            let ledger = FileLedger()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for store in stores {
+                    group.addTask {
+                        // Bounded: 24 tasks, and a claim that finds none for 200 turns gives up.
+                        var idle = 0
+                        while idle < 200 {
+                            let claims = try await store.claim(.init(slots: 2))
+                            if claims.isEmpty { idle += 1; try await Task.sleep(for: .milliseconds(5)); continue }
+                            idle = 0
+                            for claim in claims {
+                                guard case .file(let path)? = claim.task.spec.destination else { continue }
+                                await ledger.take(path, claim.task.id)
+                                await Task.yield()
+                                // Let go in the ledger before the end is committed: the next claim of the file comes after.
+                                await ledger.release(path)
+                                _ = try await store.conclude(
+                                    id: claim.task.id, lease: claim.lease, journaling: nil, payload: { _ in "" }, finalRecord: nil) { $0.state = .finished }
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let overlaps = await ledger.overlaps
+            #expect(overlaps.isEmpty, "files written by two downloads at once: \(overlaps)")
+            #expect(await ledger.taken == 24)
+            let running = try await stores[0].claim(.init(slots: 10))
+            #expect(running.isEmpty, "every task ran once")
+        }
+    }
+
+    /// Which download holds each destination file, as the test's nodes claim and end them.
+    actor FileLedger {
+        private var holders: [String: String] = [:]
+        private(set) var overlaps: [String] = []
+        private(set) var taken = 0
+
+        func take(_ path: String, _ id: String) {
+            if let other = holders[path] { overlaps.append("\(path): \(other) and \(id)") }
+            holders[path] = id
+            taken += 1
+        }
+
+        func release(_ path: String) { holders[path] = nil }
+    }
+
     @Test func aWriteUnderALeaseNoLongerHeldIsRefused() async throws {
         try await StoreHarness.with(.postgres) { harness in
             let (a, b) = try await { let n = try await nodes(harness, 2, lease: .seconds(3)); return (n[0], n[1]) }()

@@ -33,6 +33,33 @@ import Testing
         #expect(FleetClaim.fullHosts(.init(slots: 1, fleetRunningPerHost: ["a": 99])).isEmpty)
     }
 
+    @Test func aDestinationFileIsWrittenByOneDownloadAtATime() {
+        func withFile(_ id: String, _ sequence: Int64, _ file: String?) -> FleetClaim.Candidate {
+            FleetClaim.Candidate(id: id, priority: 0, sequence: sequence, host: "h\(sequence)", destinationFile: file)
+        }
+        let candidates = [withFile("x1", 1, "/d/x"), withFile("x2", 2, "/d/x"), withFile("y", 3, "/d/y"), withFile("dir", 4, nil), withFile("dir2", 5, nil)]
+        #expect(FleetClaim.choose(candidates, .init(slots: 9)).map(\.id) == ["x1", "y", "dir", "dir2"], "the second of a file waits")
+        var busy = FleetClaim.Limits(slots: 9)
+        busy.busyFiles = ["/d/x"]
+        #expect(FleetClaim.choose(candidates, busy).map(\.id) == ["y", "dir", "dir2"], "a file another node writes waits")
+        // Whatever the candidates: no two chosen share a file, none writes a busy one, and one skipped for its file
+        // only is skipped because an earlier one took it.
+        forAll(count: 500, seed: 28) { random in
+            let files = ["/a", "/b", "/c"]
+            let list = (0..<Int.random(in: 0...12, using: &random)).map { n in
+                withFile("t\(n)", Int64(n), Bool.random(using: &random) ? files.randomElement(using: &random) : nil)
+            }
+            var limits = FleetClaim.Limits(slots: 20, nodeMaxPerHost: 64)
+            limits.busyFiles = Set(files.filter { _ in Int.random(in: 0...3, using: &random) == 0 })
+            let chosen = FleetClaim.choose(list, limits)
+            let written = chosen.compactMap(\.destinationFile)
+            #expect(Set(written).count == written.count && limits.busyFiles.isDisjoint(with: written))
+            for skipped in list where !chosen.contains(where: { $0.id == skipped.id }) {
+                #expect(skipped.destinationFile.map { limits.busyFiles.contains($0) || written.contains($0) } == true)
+            }
+        }
+    }
+
     /// Whatever the candidates and counts: never more than the slots, never beyond a host's room on the node or in
     /// the fleet, in claim order, and nothing left out that had room (a task is skipped only for its host).
     @Test func aClaimNeverExceedsALimitAndSkipsOnlyForAFullHost() {
