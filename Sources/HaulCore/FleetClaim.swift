@@ -66,6 +66,15 @@ package enum FleetClaim {
         }
     }
 
+    /// Whether a claim also looks for running tasks whose lease expired (a dead node's), besides the waiting ones:
+    /// when the waiting ones do not fill the slots, or when the last look is `interval` old (a lease's renewal
+    /// interval: a takeover waits that much longer at most). A busy node then asks the store one question less for
+    /// most of its claims.
+    public static func looksForExpired(sinceLastLook: Duration?, waitingFound: Int, slots: Int, interval: Duration) -> Bool {
+        guard let sinceLastLook, waitingFound >= slots else { return true }
+        return sinceLastLook >= interval
+    }
+
     /// The hosts no task may be claimed for now: full on this node, or in the fleet.
     public static func fullHosts(_ limits: Limits) -> Set<String> {
         var hosts = Set(limits.nodeRunningPerHost.keys)

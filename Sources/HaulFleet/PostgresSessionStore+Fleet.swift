@@ -35,9 +35,17 @@ extension PostgresSessionStore: SharedSessionStore {
                     }
                 }
                 let full = Array(FleetClaim.fullHosts(limits))
-                let expired = try await candidates(
-                    "state = 'running' AND (lease_until IS NULL OR lease_until < now())", excluding: full, limit: limits.slots, transaction)
                 let waiting = try await candidates("state = 'waiting'", excluding: full, limit: limits.slots, transaction)
+                let now = ContinuousClock.now
+                let sinceLastLook = lastExpiredLook.withLockedValue { $0.map { $0.duration(to: now) } }
+                var expired: [FleetClaim.Candidate] = []
+                if FleetClaim.looksForExpired(
+                    sinceLastLook: sinceLastLook, waitingFound: waiting.count, slots: limits.slots, interval: fleet.leaseTerms.renewalInterval
+                ) {
+                    expired = try await candidates(
+                        "state = 'running' AND (lease_until IS NULL OR lease_until < now())", excluding: full, limit: limits.slots, transaction)
+                    lastExpiredLook.withLockedValue { $0 = now }
+                }
                 limits.busyFiles = try await busyFiles(among: expired + waiting, transaction)
                 let chosen = FleetClaim.choose(expired + waiting, limits).map(\.id)
                 guard !chosen.isEmpty else { return [] }

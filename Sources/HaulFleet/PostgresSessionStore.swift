@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HaulKit
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// One session of a fleet, kept in PostgreSQL: the same ``SessionStore`` as ``TaskStore``'s SQLite file, shared by
@@ -15,6 +16,8 @@ package final class PostgresSessionStore: SessionStore, Sendable {
     package let session: String
     var link: PostgresLink { fleet.link }
     package var node: String { fleet.node }
+    /// When a claim last looked for tasks whose lease expired (``FleetClaim/looksForExpired(sinceLastLook:waitingFound:slots:interval:)``).
+    let lastExpiredLook = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
 
     init(fleet: PostgresFleet, session: String) {
         self.fleet = fleet

@@ -33,6 +33,14 @@ import Testing
         #expect(FleetClaim.fullHosts(.init(slots: 1, fleetRunningPerHost: ["a": 99])).isEmpty)
     }
 
+    @Test func aClaimLooksForExpiredLeasesWhenIdleOrNowAndThen() {
+        let interval = Duration.seconds(5)
+        #expect(FleetClaim.looksForExpired(sinceLastLook: nil, waitingFound: 8, slots: 8, interval: interval), "the first claim looks")
+        #expect(FleetClaim.looksForExpired(sinceLastLook: .seconds(1), waitingFound: 3, slots: 8, interval: interval), "free slots: look")
+        #expect(!FleetClaim.looksForExpired(sinceLastLook: .seconds(1), waitingFound: 8, slots: 8, interval: interval), "busy: not yet")
+        #expect(FleetClaim.looksForExpired(sinceLastLook: .seconds(5), waitingFound: 8, slots: 8, interval: interval), "busy: now and then")
+    }
+
     @Test func aDestinationFileIsWrittenByOneDownloadAtATime() {
         func withFile(_ id: String, _ sequence: Int64, _ file: String?) -> FleetClaim.Candidate {
             FleetClaim.Candidate(id: id, priority: 0, sequence: sequence, host: "h\(sequence)", destinationFile: file)
