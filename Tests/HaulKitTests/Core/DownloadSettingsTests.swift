@@ -63,8 +63,9 @@ import Testing
         #expect(try JSONValueEncoder.encode(DownloadSettings()) == .object([:]), "nothing said, nothing written")
     }
 
-    /// Spec over session: a local session's settings reach a download through `DownloadDefaults`.
-    @Test func theSpecWinsOverTheSession() {
+    /// Spec over session over engine: a background session's settings reach the daemon with each task, a local
+    /// session's through `DownloadDefaults`, and the engine's when the download runs.
+    @Test func theSpecWinsOverTheSessionWhichWinsOverTheEngine() {
         var spec = DownloadSpec(url: URL(string: "https://example.com/a")!, destination: .file("/d/a"))
         spec.maxRetries = 1
         var defaults = DownloadDefaults()
@@ -73,9 +74,27 @@ import Testing
         defaults.settings.proxyTunnel = true
         let options = DownloadOptions(spec, defaults: defaults)
         #expect(options.retry.maxRetries == 1 && options.minSegmentSize == 1 << 16 && options.proxyTunnel)
+        var engine = DownloadSettings()
+        engine.minSegmentSize = 1
+        engine.maxConnectionsPerHost = 2
+        let running = options.settings.resolved(over: engine)
+        #expect(running.minSegmentSize == 1 << 16 && running.maxConnectionsPerHost == 2 && running.maxRetries == 1)
         // What nobody says is the engine's built-in default.
         let plain = DownloadOptions(url: spec.url, destination: .file("/d/a"))
         #expect(plain.retry.maxRetries == 5 && plain.maxConnectionsPerHost == 8 && plain.keepsRemoteTime && !plain.overwrite)
+    }
+
+    /// A session's `proxies` and `tls` are its settings' (the same value, not a copy that could differ).
+    @Test func aSessionsProxiesAndTrustAreItsSettings() throws {
+        var configuration = SessionConfiguration()
+        #expect(configuration.downloadSettings.isEmpty)
+        configuration.tls = TLSTrust(insecure: true)
+        #expect(configuration.downloadSettings.tls == TLSTrust(insecure: true))
+        configuration.tls = TLSTrust()
+        #expect(configuration.downloadSettings.tls == nil, "the default says nothing")
+        var engine = TransferEngine.Configuration()
+        engine.proxies = ProxyChoice(noProxy: "*")
+        #expect(engine.downloadSettings.proxies == ProxyChoice(noProxy: "*"))
     }
 
     /// One check of the values, whoever gives them: the protocol's messages name the member.
