@@ -16,7 +16,7 @@ extension DownloadSpec: Codable {
     }
 
     /// Reads the shape above and checks every value (``validate()``); the message of the error names the offending
-    /// member.
+    /// member (a setting's under `"options"`).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let text = try container.decode(String.self, forKey: .url)
@@ -37,7 +37,8 @@ extension DownloadSpec: Codable {
         }
         segments = try container.decodeIfPresent(Int.self, forKey: .segments)
         settings = try container.decodeIfPresent(DownloadSettings.self, forKey: .options) ?? DownloadSettings()
-        do { try validate() } catch { throw InputError("\"options\": \(error.message)") }
+        do { try settings.validate() } catch { throw InputError("\"options\": \(error.message)") }
+        try validateOwnMembers()
     }
 
     /// Writes the shape above; `options` only when the settings say something.

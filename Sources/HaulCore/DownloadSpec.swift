@@ -56,16 +56,21 @@ public struct DownloadSpec: Equatable, Sendable {
     /// Checks every value (the settings' by ``DownloadSettings/validate()``, and what depends on the destination);
     /// the message names the offending one.
     public func validate() throws(InputError) {
+        try settings.validate()
+        try validateOwnMembers()
+    }
+
+    /// Checks what the spec holds beside its settings, and what of them depends on the destination.
+    func validateOwnMembers() throws(InputError) {
         switch destination {
         case .file(let path)?: if path.utf8.contains(0) { throw InputError("the destination path has a NUL byte in it") }
         case .directory(let folder)?: if folder.utf8.contains(0) { throw InputError("the destination folder has a NUL byte in it") }
         case .standardOutput?, nil: break
         }
-        try settings.validate()
         let isFile = if case .file? = destination { true } else { false }
         if settings.continuePartial == true, !isFile { throw InputError("continue needs a file path: the partial file to continue") }
         if settings.timestamping == true, !isFile { throw InputError("timestamping needs a file path: the file to compare") }
-        if let segments, !Self.segmentRange.contains(segments) { throw InputError("segments must be between 1 and 64") }
+        if let segments, !Self.segmentRange.contains(segments) { throw InputError("\"segments\" must be between 1 and 64") }
         // Headers checked as `-H` checks them, wherever the spec came from (the protocol, the dashboard, a library):
         // a `Range`, `If-Range` or `Connection` of the user's would go out beside Haul's own.
         for field in headers { _ = try UserInput.header("\(field.name): \(field.value)") }

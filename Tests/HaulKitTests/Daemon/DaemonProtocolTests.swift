@@ -107,7 +107,7 @@ import Testing
             (["url": "ftp://x/y"], "\"url\""),
             (["url": "https://x/y", "path": "relative"], "absolute"),
             (["url": "https://x/y", "path": "/a", "directory": "/b"], "not both"),
-            (["url": "https://x/y", "segments": 0], "segments must be between 1 and 64"),
+            (["url": "https://x/y", "segments": 0], "\"segments\" must be between 1 and 64"),
             (["url": "https://x/y", "checksum": "nope"], "\"checksum\""),
             (["url": "https://x/y", "options": ["proxy": ["url": "ftp://p"]]], "\"proxy.url\""),
             (["url": "https://x/y", "options": ["tls": ["clientKey": "/k"]]], "--key needs --cert"),
