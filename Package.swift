@@ -122,7 +122,7 @@ let package = Package(
             dependencies: ["HaulKit", "HaulFleet"],
             path: "bench/FleetBench"
         ),
-        // A spec's JSON written by hand against synthesized Codable, per spec (issue 28's 2% question).
+        // What a spec's Codable costs per spec, in the store and on the wire (issue 28).
         .executableTarget(
             name: "haul-spec-coding-bench",
             dependencies: ["HaulKit"],

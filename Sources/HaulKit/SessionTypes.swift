@@ -16,16 +16,25 @@ public struct SessionConfiguration: Sendable {
     public static let maxConcurrentRange = 0...1_000
     /// The values ``fleetMaxConnectionsPerHost`` may take, checked wherever it is set.
     public static let fleetMaxPerHostRange = 1...10_000
-    /// Retries of each task; a task's own ``DownloadSpec/maxRetries`` and ``DownloadSpec/retryWait`` win.
+    /// What each task leaves unsaid (retries, proxies, TLS, connections…): a task's own ``DownloadSpec/settings``
+    /// win (``DownloadSettings/resolved(over:)``). A background session sends these with each task it adds.
+    public var downloadSettings = DownloadSettings()
+    /// The backoff of each task (its longest wait), and its retries and first wait when neither the task nor
+    /// ``downloadSettings`` says them.
     public var retry = RetryPolicy()
     /// A download that receives nothing for this long is retried.
     public var stallTimeout: Duration = .seconds(30)
-    /// Which proxy each download goes through (none by default); a task's own ``DownloadSpec/proxies`` win. A
-    /// background session sends these with each task it adds.
-    public var proxies = ProxyChoice()
-    /// Trusted CAs, `insecure` and client certificate for every download (the system's trust store by default);
-    /// a task's own ``DownloadSpec/tls`` wins. A background session sends these with each task it adds.
-    public var tls = TLSTrust()
+    /// Which proxy each download goes through (none by default): ``downloadSettings``' `proxies`.
+    public var proxies: ProxyChoice {
+        get { downloadSettings.proxies ?? ProxyChoice() }
+        set { downloadSettings.proxies = newValue == ProxyChoice() ? nil : newValue }
+    }
+    /// Trusted CAs, `insecure` and client certificate for every download (the system's trust store by default):
+    /// ``downloadSettings``' `tls`.
+    public var tls: TLSTrust {
+        get { downloadSettings.tls ?? TLSTrust() }
+        set { downloadSettings.tls = newValue.isDefault ? nil : newValue }
+    }
     /// Bytes per second for all the session's downloads together, or `nil` for no limit.
     public var rateLimit: Int64?
     /// Headers sent with every task's request (a task's own headers win).

@@ -61,7 +61,7 @@ struct ConnectionOptions: ParsableArguments {
         let proxies = proxies
         _ = try proxies.proxy(for: spec.url)
         spec.proxies = proxies
-        spec.proxyTunnel = proxytunnel
+        if proxytunnel { spec.proxyTunnel = true }
         spec.ipFamily = ipv4 ? .v4 : ipv6 ? .v6 : nil
         let trust = tls
         spec.tls = trust.isDefault ? nil : trust

@@ -94,7 +94,8 @@ extension FileOptions {
         var spec = template
         spec.url = parsedURL
         spec.headers = try requestHeaders(for: parsedURL, extra: entry.headers)
-        spec.cookies = try cookies.cookies(for: parsedURL)
+        let sent = try cookies.cookies(for: parsedURL)
+        spec.cookies = sent.isEmpty ? nil : sent
         spec.destination = try destination(for: parsedURL, entry: entry)
         spec.checksum = try entry.checksum.map { try Checksum(parsing: $0) } ?? checksum
         return spec
@@ -150,21 +151,12 @@ extension FileOptions {
         if timestamping, destination == .standardOutput { throw InputError("-N compares a file; it cannot write to standard output") }
         if continuesPartial, destination == .standardOutput { throw InputError("--continue needs a file; standard output cannot be resumed") }
         var spec = DownloadSpec(url: parsedURL, destination: destination)
-        spec.overwrite = overwrite
-        spec.continuePartial = continuesPartial
-        spec.timestamping = timestamping
+        spec.settings = settings
         spec.checksum = try entry.checksum.map { try Checksum(parsing: $0) } ?? checksum
         spec.headers = try requestHeaders(for: parsedURL, extra: entry.headers)
-        spec.cookies = try cookies.cookies(for: parsedURL)
-        spec.rateLimit = limitRate?.bytesPerSecond
+        let sent = try cookies.cookies(for: parsedURL)
+        spec.cookies = sent.isEmpty ? nil : sent
         spec.segments = segments?.value
-        let defaults = DownloadOptions(url: parsedURL, destination: destination)
-        if connectionsPerHost != defaults.maxConnectionsPerHost { spec.maxConnectionsPerHost = connectionsPerHost }
-        spec.minSegmentSize = minSegmentSize?.bytes
-        spec.allowInsecureRedirects = allowInsecureRedirects
-        if noRemoteTime { spec.keepsRemoteTime = false }
-        if retryCount != defaults.retry.maxRetries { spec.maxRetries = retryCount }
-        if retryWait.duration != defaults.retry.baseDelay { spec.retryWait = retryWait.value }
         return spec
     }
 }

@@ -195,4 +195,23 @@ struct FileOptions: ParsableArguments {
 
     /// `--continue`, or curl's `-C -`.
     var continuesPartial: Bool { continuePartial || continueAt == "-" }
+
+    /// What these flags say of how each file is downloaded; a flag left at its default says nothing (the session's
+    /// or the engine's default applies). Checked by ``validate()``; a flag's meaning for one URL (headers,
+    /// cookies, the destination) is ``makeSpec(entry:cookies:)``'s.
+    var settings: DownloadSettings {
+        var settings = DownloadSettings()
+        if overwrite { settings.overwrite = true }
+        if continuesPartial { settings.continuePartial = true }
+        if timestamping { settings.timestamping = true }
+        settings.rateLimit = limitRate?.bytesPerSecond
+        if connectionsPerHost != Self.defaultConnectionsPerHost { settings.maxConnectionsPerHost = connectionsPerHost }
+        settings.minSegmentSize = minSegmentSize?.bytes
+        if allowInsecureRedirects { settings.allowInsecureRedirects = true }
+        if noRemoteTime { settings.keepsRemoteTime = false }
+        let engine = RetryPolicy()
+        if retryCount != engine.maxRetries { settings.maxRetries = retryCount }
+        if retryWait.duration != engine.baseDelay { settings.retryWait = retryWait.value }
+        return settings
+    }
 }

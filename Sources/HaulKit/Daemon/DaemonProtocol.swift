@@ -155,7 +155,7 @@ package enum DaemonProtocol {
             "rateLimit": configuration.rateLimit.map(JSONValue.init) ?? .null,
             "completionCommand": JSONValue(configuration.completionCommand),
             "defaultDirectory": JSONValue(configuration.defaultDirectory),
-            "defaultHeaders": DownloadSpec.json(configuration.defaultHeaders),
+            "defaultHeaders": .array(configuration.defaultHeaders.fields.map { ["name": .string($0.name), "value": .string($0.value)] }),
             "resumeRunningTasksOnRelaunch": .bool(configuration.resumeRunningTasksOnRelaunch),
             "stallTimeout": .number(configuration.stallTimeout.seconds),
             "progressInterval": .number(configuration.progressInterval.seconds),
@@ -195,7 +195,10 @@ package enum DaemonProtocol {
             if let folder, folder.utf8.contains(0) { throw .invalidParams("\"defaultDirectory\" has a NUL byte in it") }
             configuration.defaultDirectory = folder
         }
-        if let headers = try params.objects("defaultHeaders") { configuration.defaultHeaders = try DownloadSpec.headers(headers, "defaultHeaders") }
+        if let objects = try params.objects("defaultHeaders") {
+            let fields = try objects.map { (object: Params) throws(RPCError) in (name: try object.requiredString("name"), value: try object.requiredString("value")) }
+            do { configuration.defaultHeaders = try DownloadSpec.headers(fields, "defaultHeaders") } catch { throw .invalidParams(error.message) }
+        }
         if let resume = try params.bool("resumeRunningTasksOnRelaunch") { configuration.resumeRunningTasksOnRelaunch = resume }
         if let seconds = try params.double("stallTimeout") {
             guard seconds > 0, seconds < 86_400 else { throw .invalidParams("\"stallTimeout\" must be between 0 and 86400 seconds") }
@@ -244,7 +247,7 @@ package enum DaemonProtocol {
 
     /// A `tasks.add` entry: the request's spec (``DownloadSpec`` in its one JSON shape) with `priority` and `id`.
     public static func encode(_ request: DownloadRequest) -> JSONValue {
-        var object = request.spec.jsonMembers
+        var object = request.spec.json.objectValue ?? [:]
         object["priority"] = JSONValue(request.priority)
         if let id = request.id { object["id"] = .string(id) }
         return .object(object)
@@ -265,7 +268,7 @@ package enum DaemonProtocol {
                 if try tls.string(key)?.utf8.contains(0) == true { throw .invalidParams("\"tls\": \"\(key)\" has a NUL byte in it") }
             }
         }
-        let spec = try DownloadSpec(json: params)
+        let spec = try JSONValueDecoder.decode(DownloadSpec.self, from: .object(params.members))
         guard spec.url.absoluteString.utf8.count <= maxURLBytes else {
             throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes once encoded")
         }
@@ -290,5 +293,13 @@ package enum DaemonProtocol {
             request.id = id
         }
         return request
+    }
+}
+
+extension DownloadSpec {
+    /// The spec in its one JSON shape (its `Codable`), as the protocol carries it.
+    package var json: JSONValue {
+        // JSONValueEncoder refuses no value, and nothing in a spec's encoding throws.
+        (try? JSONValueEncoder.encode(self)) ?? .object([:])
     }
 }

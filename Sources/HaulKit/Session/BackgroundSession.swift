@@ -77,10 +77,12 @@ actor BackgroundSession: SessionBackend {
             var request = request
             // Relative paths, and tasks without a destination, are about this process's folder, not the daemon's.
             request.spec = request.spec.anchored(defaultDirectory: configuration.defaultDirectory ?? ".", absolutePath)
-            // The session's proxies and TLS trust travel with each task: the daemon's own environment is not this
-            // process's. Certificate paths, like destinations, are this process's.
-            if request.proxies == nil, configuration.proxies != ProxyChoice() { request.proxies = configuration.proxies }
-            if request.tls == nil, !configuration.tls.isDefault { request.tls = configuration.tls.mappingPaths(absolutePath) }
+            // The session's download settings (proxies, TLS trust, retries…) travel with each task, resolved under
+            // its own: the daemon's environment is not this process's. Certificate paths, like destinations, are
+            // this process's.
+            var sessions = configuration.downloadSettings
+            sessions.tls = sessions.tls?.mappingPaths(absolutePath)
+            request.spec.settings = request.spec.settings.resolved(over: sessions)
             return AddTasks.Addition(request)
         }
         // Added in chunks that fit a message each, then read back a page at a time.

@@ -15,7 +15,7 @@ package actor LocalSession: SessionBackend {
     nonisolated let records: SessionRecords
     private let lock: FileLock
     private var maxConcurrent: Int
-    /// What a task's spec is merged with to run: the session's folder, headers, retries, shared rate limit.
+    /// What a task's spec is resolved over to run: the session's folder, headers, settings, shared rate limit.
     let downloadDefaults: DownloadDefaults
     private var running: [String: Task<Void, Never>] = [:]
     /// What the user asked of a running task that is stopping.
@@ -74,8 +74,6 @@ package actor LocalSession: SessionBackend {
         self.shared = self.store as? any SharedSessionStore
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
-        engineConfiguration.proxies = configuration.proxies
-        engineConfiguration.tls = configuration.tls
         // Every download the session may run against one host gets a connection (more than 8 would
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)
@@ -90,6 +88,7 @@ package actor LocalSession: SessionBackend {
         defaults.directory = configuration.defaultDirectory ?? "."
         defaults.headers = configuration.defaultHeaders
         defaults.retry = configuration.retry
+        defaults.settings = configuration.downloadSettings
         defaults.sharedRateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
         defaults.progressInterval = configuration.progressInterval
         self.downloadDefaults = defaults

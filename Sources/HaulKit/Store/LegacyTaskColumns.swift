@@ -13,7 +13,7 @@ enum LegacyTaskColumns {
         var minSegmentSize: Int64?
         var maxConnectionsPerHost: Int?
         var allowInsecureRedirects = false
-        var proxies: ProxyChoice?
+        var proxies: LegacyProxies?
         var tls: TLSTrust?
         var credentials: Credentials?
         var keepsRemoteTime: Bool?
@@ -34,12 +34,21 @@ enum LegacyTaskColumns {
             minSegmentSize = try c.decodeIfPresent(Int64.self, forKey: .minSegmentSize)
             maxConnectionsPerHost = try c.decodeIfPresent(Int.self, forKey: .maxConnectionsPerHost)
             allowInsecureRedirects = try c.decodeIfPresent(Bool.self, forKey: .allowInsecureRedirects) ?? false
-            proxies = try c.decodeIfPresent(ProxyChoice.self, forKey: .proxies)
+            proxies = try c.decodeIfPresent(LegacyProxies.self, forKey: .proxies)
             tls = try c.decodeIfPresent(TLSTrust.self, forKey: .tls)
             credentials = try c.decodeIfPresent(Credentials.self, forKey: .credentials)
             keepsRemoteTime = try c.decodeIfPresent(Bool.self, forKey: .keepsRemoteTime)
             completionCommand = try c.decodeIfPresent(String.self, forKey: .completionCommand)
         }
+    }
+
+    /// The former encoding of a ``ProxyChoice`` (its members by their Swift names; the protocol's is another).
+    private struct LegacyProxies: Decodable {
+        var explicit: ProxyEndpoint?
+        var noProxy: String?
+        var environment: [String: String]
+
+        var choice: ProxyChoice { ProxyChoice(explicit: explicit, noProxy: noProxy, environment: environment) }
     }
 
     /// One header field of the `headers` column: `{"name": "...", "value": "..."}`.
@@ -70,15 +79,15 @@ enum LegacyTaskColumns {
         spec.segments = segments
         if let options {
             guard let old = try? JSONDecoder().decode(Options.self, from: Data(options.utf8)) else { return nil }
-            spec.overwrite = old.overwrite
-            spec.continuePartial = old.continuePartial
+            if old.overwrite { spec.overwrite = true }
+            if old.continuePartial { spec.continuePartial = true }
             spec.rateLimit = old.rateLimit
             spec.maxRetries = old.maxRetries
             spec.retryWait = old.retryWait
             spec.minSegmentSize = old.minSegmentSize
             spec.maxConnectionsPerHost = old.maxConnectionsPerHost
-            spec.allowInsecureRedirects = old.allowInsecureRedirects
-            spec.proxies = old.proxies
+            if old.allowInsecureRedirects { spec.allowInsecureRedirects = true }
+            spec.proxies = old.proxies?.choice
             spec.tls = old.tls
             spec.credentials = old.credentials
             spec.keepsRemoteTime = old.keepsRemoteTime

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import NIOConcurrencyHelpers
 
 // Mapping between StoredTask and a row of the `task` table, with explicit column lists and cached
 // statements (no reflection), so that listing thousands of tasks stays cheap.
@@ -92,32 +91,20 @@ struct StoreDecodingError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A task's spec in its column: the spec's one JSON shape. The specs last read are kept by their text, so that a
-/// session reading a task again and again as it runs (to start it, to save its progress, to conclude it) parses its
-/// JSON once, not at every read: for thousands of small files that parsing cost more than the rest. Specs written
-/// are not kept: a list of a million added at once would fill the cache with tasks that run much later (it held
-/// 20,000 specs, about 45 MB, for any list that long).
+/// A task's spec in its column: the spec's one JSON shape (its `Codable`; docs/protocol.md), read and written by
+/// Foundation's JSON coders. Measured (bench/README.md, `haul-spec-coding-bench`), this costs a few microseconds a
+/// file, so the specs read are not kept.
 package enum SpecColumn {
-    private static let recent = NIOLockedValueBox<[String: DownloadSpec]>([:])
-    /// A page of a session's waiting queue and what it runs, with room; when full, the cache starts over.
-    private static let capacity = 8_192
-
     package static func encode(_ spec: DownloadSpec) -> String {
-        spec.json.serialized
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Nothing in a spec's encoding throws.
+        return (try? encoder.encode(spec)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     /// The spec the text describes; `nil` when it is not a valid spec with a destination.
     package static func decode(_ text: String) -> DownloadSpec? {
-        if let known = recent.withLockedValue({ $0[text] }) { return known }
-        guard let spec = DownloadSpec.parse(text), spec.destination != nil else { return nil }
-        remember(text, spec)
+        guard let spec = try? JSONDecoder().decode(DownloadSpec.self, from: Data(text.utf8)), spec.destination != nil else { return nil }
         return spec
-    }
-
-    private static func remember(_ text: String, _ spec: DownloadSpec) {
-        recent.withLockedValue { recent in
-            if recent.count >= capacity { recent.removeAll(keepingCapacity: true) }
-            recent[text] = spec
-        }
     }
 }

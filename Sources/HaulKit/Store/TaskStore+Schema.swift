@@ -81,7 +81,7 @@ extension TaskStore {
                 guard let spec = LegacyTaskColumns.spec(
                     url: row["url"], kind: row["destinationKind"], path: row["destinationPath"], headers: row["headers"],
                     checksum: row["checksum"], segments: row["segments"], options: row["options"]) else { continue }
-                try update.execute(arguments: [spec.json.serialized, id])
+                try update.execute(arguments: [SpecColumn.encode(spec), id])
             }
             try db.execute(sql: """
                 ALTER TABLE task DROP COLUMN headers;

@@ -4,7 +4,10 @@ public struct DownloadDefaults: Sendable {
     public var directory = "."
     /// Sent with the request unless the spec has a field of the same name.
     public var headers = HTTPFields()
-    /// Retries; a spec's ``DownloadSpec/maxRetries`` and ``DownloadSpec/retryWait`` win.
+    /// What each download leaves unsaid (retries, proxies, TLS…); a spec's own ``DownloadSpec/settings`` win.
+    public var settings = DownloadSettings()
+    /// The backoff's shape (longest wait, longest `Retry-After`), and the count and first wait when neither the
+    /// spec nor ``settings`` says them.
     public var retry = RetryPolicy()
     /// A limit shared by all of a session's downloads, used instead of each one's own.
     package var sharedRateLimiter: RateLimiter?
@@ -16,8 +19,8 @@ public struct DownloadDefaults: Sendable {
 }
 
 extension DownloadOptions {
-    /// The engine's options for `spec`: what the spec says, else what `defaults` say, else the engine's defaults.
-    /// The one place where a download's description meets its session's settings.
+    /// The engine's options for `spec`: its settings resolved over `defaults`' (``DownloadSettings/resolved(over:)``),
+    /// its headers over theirs. The one place where a download's description meets its session's settings.
     public init(_ spec: DownloadSpec, defaults: DownloadDefaults = DownloadDefaults()) {
         self.init(url: spec.url, destination: spec.destination ?? .directory(defaults.directory))
         var merged = HTTPFields(defaults.headers.fields.filter { field in
@@ -27,24 +30,9 @@ extension DownloadOptions {
         headers = merged
         checksum = spec.checksum
         segments = spec.segments
-        overwrite = spec.overwrite
-        continuePartial = spec.continuePartial
-        rateLimit = spec.rateLimit
+        retryPacing = defaults.retry
+        settings = spec.settings.resolved(over: defaults.settings)
         sharedRateLimiter = defaults.sharedRateLimiter
-        retry = defaults.retry
-        if let maxRetries = spec.maxRetries { retry.maxRetries = maxRetries }
-        if let retryWait = spec.retryWait { retry.baseDelay = .milliseconds(Int64(retryWait * 1000)) }
-        if let minSegmentSize = spec.minSegmentSize { self.minSegmentSize = minSegmentSize }
-        if let maxConnectionsPerHost = spec.maxConnectionsPerHost { self.maxConnectionsPerHost = maxConnectionsPerHost }
-        allowInsecureRedirects = spec.allowInsecureRedirects
-        proxies = spec.proxies
-        proxyTunnel = spec.proxyTunnel
-        ipFamily = spec.ipFamily
-        cookies = spec.cookies
-        timestamping = spec.timestamping
-        tls = spec.tls
-        credentials = spec.credentials
-        keepsRemoteTime = spec.keepsRemoteTime ?? true
         progressInterval = defaults.progressInterval
     }
 }

@@ -1,7 +1,8 @@
 import struct Foundation.URL
 
-/// What the transfer engine runs: a ``DownloadSpec`` merged with its session's defaults
-/// (``init(_:defaults:)``), plus the engine's own settings (checkpoints, progress events, failing fast).
+/// What the transfer engine runs: a ``DownloadSpec`` with its settings resolved over its session's
+/// (``init(_:defaults:)``) and, as it runs, the engine's, plus what only a run has (checkpoints, progress events,
+/// failing fast, a shared rate limiter).
 ///
 /// A program that drives ``TransferEngine`` itself may also make one directly.
 public struct DownloadOptions: Sendable {
@@ -12,50 +13,24 @@ public struct DownloadOptions: Sendable {
     public var url: URL
     /// Where the file goes.
     public var destination: Destination
-    /// Replace an existing file at the destination path (only once the new one is complete).
-    public var overwrite = false
-    /// Continue a partial file at the destination that Haul did not write, after verifying it.
-    public var continuePartial = false
+    /// How the download is made: its spec's ``DownloadSettings`` resolved over its session's (``init(_:defaults:)``),
+    /// then over the engine's when it runs. What nobody said is the default each member below names.
+    public var settings = DownloadSettings()
     /// The digest the complete file must have; on a mismatch the download fails and nothing is moved to the destination.
     public var checksum: Checksum?
     /// Extra request headers; sent only to the origin of `url`.
     public var headers = HTTPFields()
-    /// Basic authentication for the origin of `url` (default: the URL's own `user:password@`); never sent to
-    /// another origin. An explicit `Authorization` header wins.
-    public var credentials: Credentials?
-    /// Which proxy this download goes through; `nil`: the engine's ``TransferEngine/Configuration/proxies``.
-    public var proxies: ProxyChoice?
-    /// Tunnel plain `http://` through an HTTP proxy with `CONNECT` (curl's `--proxytunnel`).
-    public var proxyTunnel = false
-    /// Connect over IPv4 or IPv6 only (`nil`: either).
-    public var ipFamily: IPFamily?
-    /// Cookies sent where their domain, path and secure flag match, to the origin of `url` only.
-    public var cookies: [Cookie] = []
-    /// When the destination exists, fetch it only if the server's copy is newer (wget's `-N`).
-    public var timestamping = false
-    /// Trusted CAs, `insecure`, client certificate; `nil`: the engine's ``TransferEngine/Configuration/tls``.
-    public var tls: TLSTrust?
-    /// When and how often to retry after a transient failure.
-    public var retry = RetryPolicy()
-    /// Bytes per second for this download (all connections together), or `nil` for no limit.
-    public var rateLimit: Int64?
     /// A limit shared with other downloads; used instead of `rateLimit` when set.
     package var sharedRateLimiter: RateLimiter?
     /// Connections for one file: `nil` chooses (up to 8 for large files, 1 for small ones); 1 never splits.
     public var segments: Int?
-    /// No segment is split below this size.
-    public var minSegmentSize: Int64 = 1 << 20
-    /// At most this many connections to one host.
-    public var maxConnectionsPerHost = 8
-    /// Follow a redirect from HTTPS to plain HTTP (refused by default).
-    public var allowInsecureRedirects = false
+    /// The backoff's shape: its longest wait and longest `Retry-After`, and the count and first wait when the
+    /// settings do not say them.
+    var retryPacing = RetryPolicy()
     /// Before any byte has arrived, a refused connection or an unknown host fails within about a second (two
     /// quick retries) instead of after the whole backoff: right for a person at a terminal (`haul get`), not for
     /// a queue that should wait for a server to come back.
     public var failFastBeforeData = false
-    /// The finished file takes the server's `Last-Modified` as its modification time (like `curl -R` and wget);
-    /// `false` leaves the time it was written.
-    public var keepsRemoteTime = true
     /// Record durable progress at least this often (whichever comes first).
     public var checkpointBytes: Int64 = 16 << 20
     /// Record durable progress at least this often in time (whichever of this and ``checkpointBytes`` comes first).
@@ -73,6 +48,96 @@ public struct DownloadOptions: Sendable {
     public init(url: URL, destination: Destination) {
         self.url = url
         self.destination = destination
+    }
+
+    // The settings as the engine reads them, each with its default.
+
+    /// Replace an existing file at the destination path (only once the new one is complete). Default `false`.
+    public var overwrite: Bool {
+        get { settings.overwrite ?? false }
+        set { settings.overwrite = newValue }
+    }
+    /// Continue a partial file at the destination that Haul did not write, after verifying it. Default `false`.
+    public var continuePartial: Bool {
+        get { settings.continuePartial ?? false }
+        set { settings.continuePartial = newValue }
+    }
+    /// Basic authentication for the origin of `url` (default: the URL's own `user:password@`); never sent to
+    /// another origin. An explicit `Authorization` header wins.
+    public var credentials: Credentials? {
+        get { settings.credentials }
+        set { settings.credentials = newValue }
+    }
+    /// Which proxy this download goes through; `nil`: the engine's ``TransferEngine/Configuration/proxies``.
+    public var proxies: ProxyChoice? {
+        get { settings.proxies }
+        set { settings.proxies = newValue }
+    }
+    /// Tunnel plain `http://` through an HTTP proxy with `CONNECT` (curl's `--proxytunnel`). Default `false`.
+    public var proxyTunnel: Bool {
+        get { settings.proxyTunnel ?? false }
+        set { settings.proxyTunnel = newValue }
+    }
+    /// Connect over IPv4 or IPv6 only (`nil`: either).
+    public var ipFamily: IPFamily? {
+        get { settings.ipFamily }
+        set { settings.ipFamily = newValue }
+    }
+    /// Cookies sent where their domain, path and secure flag match, to the origin of `url` only.
+    public var cookies: [Cookie] {
+        get { settings.cookies ?? [] }
+        set { settings.cookies = newValue }
+    }
+    /// When the destination exists, fetch it only if the server's copy is newer (wget's `-N`). Default `false`.
+    public var timestamping: Bool {
+        get { settings.timestamping ?? false }
+        set { settings.timestamping = newValue }
+    }
+    /// Trusted CAs, `insecure`, client certificate; `nil`: the engine's ``TransferEngine/Configuration/tls``.
+    public var tls: TLSTrust? {
+        get { settings.tls }
+        set { settings.tls = newValue }
+    }
+    /// When and how often to retry after a transient failure: the settings' count (default 5) and first wait
+    /// (default 1 s), doubling up to a minute.
+    public var retry: RetryPolicy {
+        get {
+            var retry = retryPacing
+            if let count = settings.maxRetries { retry.maxRetries = count }
+            if let wait = settings.retryWait { retry.baseDelay = .milliseconds(Int64((wait * 1000).rounded())) }
+            return retry
+        }
+        set {
+            retryPacing = newValue
+            settings.maxRetries = newValue.maxRetries
+            settings.retryWait = newValue.baseDelay.seconds
+        }
+    }
+    /// Bytes per second for this download (all connections together), or `nil` for no limit.
+    public var rateLimit: Int64? {
+        get { settings.rateLimit }
+        set { settings.rateLimit = newValue }
+    }
+    /// No segment is split below this size. Default 1 MiB.
+    public var minSegmentSize: Int64 {
+        get { settings.minSegmentSize ?? 1 << 20 }
+        set { settings.minSegmentSize = newValue }
+    }
+    /// At most this many connections to one host. Default 8.
+    public var maxConnectionsPerHost: Int {
+        get { settings.maxConnectionsPerHost ?? 8 }
+        set { settings.maxConnectionsPerHost = newValue }
+    }
+    /// Follow a redirect from HTTPS to plain HTTP (refused by default).
+    public var allowInsecureRedirects: Bool {
+        get { settings.allowInsecureRedirects ?? false }
+        set { settings.allowInsecureRedirects = newValue }
+    }
+    /// The finished file takes the server's `Last-Modified` as its modification time (like `curl -R` and wget);
+    /// `false` leaves the time it was written. Default `true`.
+    public var keepsRemoteTime: Bool {
+        get { settings.keepsRemoteTime ?? true }
+        set { settings.keepsRemoteTime = newValue }
     }
 }
 

@@ -21,11 +21,20 @@ public final class TransferEngine: Sendable {
         public var maxConnectionsPerHost = 8
         /// The `User-Agent` header sent with every request (a download's own header wins).
         public var userAgent = "haul/\(HaulVersion.string)"
-        /// Which proxy each URL goes through (none by default; `haul get` passes its environment and flags).
-        public var proxies = ProxyChoice()
-        /// Which TLS servers are trusted and the client certificate shown (the system's trust store by default);
-        /// a download's own ``DownloadOptions/tls`` wins.
-        public var tls = TLSTrust()
+        /// What every download leaves unsaid (the last level of ``DownloadSettings/resolved(over:)``: a download's
+        /// over its session's over these); what nobody says is ``DownloadOptions``' default.
+        public var downloadSettings = DownloadSettings()
+        /// Which proxy each URL goes through (none by default): ``downloadSettings``' `proxies`.
+        public var proxies: ProxyChoice {
+            get { downloadSettings.proxies ?? ProxyChoice() }
+            set { downloadSettings.proxies = newValue }
+        }
+        /// Which TLS servers are trusted and the client certificate shown (the system's trust store by default):
+        /// ``downloadSettings``' `tls`; a download's own ``DownloadOptions/tls`` wins.
+        public var tls: TLSTrust {
+            get { downloadSettings.tls ?? TLSTrust() }
+            set { downloadSettings.tls = newValue }
+        }
         /// Receives one debug line per request, response and resume decision.
         public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
         /// Offer HTTP/2 (by ALPN, to `https` servers) so that the engine's downloads from one host share one
@@ -186,6 +195,8 @@ public final class TransferEngine: Sendable {
         _ options: DownloadOptions,
         events: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
     ) async throws -> DownloadResult {
+        var options = options
+        options.settings = options.settings.resolved(over: configuration.downloadSettings)
         switch options.destination {
         case .file(let path), .directory(let path):
             // A C path ends at its first NUL: the bytes would go to the file named by the part before it.

@@ -107,8 +107,8 @@ struct DownloadSpecTests {
         spec.proxies = ProxyChoice(explicit: try ProxyEndpoint(parsing: "http://proxy:3128"))
         let data = try JSONEncoder().encode(spec)
         #expect(try JSONDecoder().decode(DownloadSpec.self, from: data) == spec)
-        #expect(DownloadSpec.parse(String(decoding: data, as: UTF8.self)) == spec)
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(DownloadSpec.self, from: Data(#"{"url":"ftp://x/y"}"#.utf8)) }
+        #expect(SpecColumn.decode(String(decoding: data, as: UTF8.self)) == spec)
+        #expect(throws: (any Error).self) { try JSONDecoder().decode(DownloadSpec.self, from: Data(#"{"url":"ftp://x/y"}"#.utf8)) }
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(DownloadSpec.self, from: Data("[1]".utf8)) }
     }
 }

@@ -154,7 +154,7 @@ struct TaskStoreTests {
         let task = try store.add(DownloadRequest(spec, priority: 3)).task
         #expect(task.destination == .file("/data/a.iso") && task.priority == 3 && task.spec == spec)
         let column = try #require(try store.value(sql: "SELECT spec FROM task"))
-        #expect(column == spec.json.serialized, "the column holds the protocol's JSON shape")
+        #expect(JSONValue.parse(Array(column.utf8)) == spec.json, "the column holds the protocol's JSON shape")
         #expect(try store.value(sql: "SELECT destinationPath FROM task") == "/data/a.iso", "the unique key repeats the destination")
         // Updates change where the task stands, never what it is.
         let updated = try store.update(id: task.id) { $0.spec.url = URL(string: "https://example.com/other")!; $0.bytes = 5 }
