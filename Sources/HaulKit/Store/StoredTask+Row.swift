@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 
 // Mapping between StoredTask and a row of the `task` table, with explicit column lists and cached
 // statements (no reflection), so that listing thousands of tasks stays cheap.
@@ -92,19 +93,54 @@ struct StoreDecodingError: Error, CustomStringConvertible {
 }
 
 /// A task's spec in its column: the spec's one JSON shape (its `Codable`; docs/protocol.md), read and written by
-/// Foundation's JSON coders. Measured (bench/README.md, `haul-spec-coding-bench`), this costs a few microseconds a
-/// file, so the specs read are not kept.
+/// Foundation's JSON coders.
+///
+/// A task's row is read about three times in its life (the queue's page, its start, its end), and `perf` of 5,000 tiny
+/// answers put the decoding at 5.7% of haul's CPU (about 25 µs a read among a busy process's other work, against 6.5 µs
+/// in `haul-spec-coding-bench`'s tight loop). The specs last read are therefore kept, by their text (the same text is
+/// the same spec), a few thousand at most: 2.3% with them.
 package enum SpecColumn {
     package static func encode(_ spec: DownloadSpec) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Nothing in a spec's encoding throws.
-        return (try? encoder.encode(spec)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let text = (try? encoder.encode(spec)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        // A task added is read again when it starts: kept from here (the text reads back as this very spec,
+        // `SpecCompatibilityTests`).
+        if spec.destination != nil { keep(spec, as: text) }
+        return text
     }
 
     /// The spec the text describes; `nil` when it is not a valid spec with a destination.
     package static func decode(_ text: String) -> DownloadSpec? {
-        guard let spec = try? JSONDecoder().decode(DownloadSpec.self, from: Data(text.utf8)), spec.destination != nil else { return nil }
+        if let kept = recent.withLockedValue({ $0[text] }) { return kept }
+        guard let spec = decodeAfresh(text) else { return nil }
+        keep(spec, as: text)
         return spec
     }
+
+    /// ``decode(_:)`` without the specs kept.
+    package static func decodeAfresh(_ text: String) -> DownloadSpec? {
+        // The bytes copied straight from the string's UTF-8: `Data(text.utf8)` goes through a dynamic cast of the
+        // sequence at each call.
+        var bytes = text
+        let data = bytes.withUTF8 { Data($0) }
+        guard let spec = try? decoder.decode(DownloadSpec.self, from: data), spec.destination != nil else { return nil }
+        return spec
+    }
+
+    private static func keep(_ spec: DownloadSpec, as text: String) {
+        recent.withLockedValue { recent in
+            if recent.count >= keptSpecs { recent.removeAll(keepingCapacity: true) }
+            recent[text] = spec
+        }
+    }
+
+    /// One decoder for every row (it keeps no state between calls).
+    private static let decoder = JSONDecoder()
+    /// The specs last read, by their text; emptied when it holds ``keptSpecs``.
+    private static let recent = NIOLockedValueBox<[String: DownloadSpec]>([:])
+    /// At most this many specs are kept: more than a queue's page (4,096), so that a task read with its page is
+    /// usually still there when it starts.
+    static let keptSpecs = 8_192
 }

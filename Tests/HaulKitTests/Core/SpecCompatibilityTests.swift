@@ -188,6 +188,8 @@ enum LegacySpecJSON {
             #expect(spec.json.serialized == text)
             let stored = SpecColumn.encode(spec)
             #expect(JSONValue.parse(Array(stored.utf8)) == JSONValue.parse(Array(text.utf8)), "\(stored)")
+            // The store keeps the spec it wrote as what its text reads back as: so it must be.
+            if spec.destination != nil { #expect(SpecColumn.decodeAfresh(stored) == spec, "\(stored)") }
         }
     }
 }
