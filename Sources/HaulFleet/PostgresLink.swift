@@ -245,6 +245,15 @@ final class PostgresLink: Sendable {
         func execute(_ sql: String) async throws {
             try await query(sql)
         }
+
+        /// The rows of a prepared statement (parsed and planned once per connection).
+        func rows<Text: PreparedText>(_ text: Text.Type, _ binds: PostgresBindings) async throws -> [PostgresRow] {
+            do {
+                return try await connection.rows(text, binds, logger: logger)
+            } catch {
+                throw PostgresLink.classify(error)
+            }
+        }
     }
 
     /// Closes `connection` without waiting, keeping it alive until it is closed (PostgresNIO checks that a connection

@@ -35,15 +35,14 @@ extension PostgresSessionStore: SharedSessionStore {
                     }
                 }
                 let full = Array(FleetClaim.fullHosts(limits))
-                let waiting = try await candidates("state = 'waiting'", excluding: full, limit: limits.slots, transaction)
+                let waiting = try await candidates(WaitingCandidates.self, excluding: full, limit: limits.slots, transaction)
                 let now = ContinuousClock.now
                 let sinceLastLook = lastExpiredLook.withLockedValue { $0.map { $0.duration(to: now) } }
                 var expired: [FleetClaim.Candidate] = []
                 if FleetClaim.looksForExpired(
                     sinceLastLook: sinceLastLook, waitingFound: waiting.count, slots: limits.slots, interval: fleet.leaseTerms.renewalInterval
                 ) {
-                    expired = try await candidates(
-                        "state = 'running' AND (lease_until IS NULL OR lease_until < now())", excluding: full, limit: limits.slots, transaction)
+                    expired = try await candidates(ExpiredCandidates.self, excluding: full, limit: limits.slots, transaction)
                     lastExpiredLook.withLockedValue { $0 = now }
                 }
                 limits.busyFiles = try await busyFiles(among: expired + waiting, transaction)
@@ -56,22 +55,7 @@ extension PostgresSessionStore: SharedSessionStore {
                 binds.append(node)
                 binds.append(leaseMilliseconds)
                 binds.append(Self.notification(session, waiting: false))
-                // The claim, its count of starts and the doorbell in one statement (one round trip; a doorbell rung
-                // for every row is delivered once: PostgreSQL folds equal notifications of one transaction).
-                let rows = try await transaction.query("""
-                    WITH claimed AS (
-                        UPDATE haul.task SET state = 'running', node = $3, epoch = epoch + 1, lease_until = now() + \(leaseInterval(4)),
-                            updated_at = \(Self.now), \(Self.stamp)$3
-                        WHERE session = $1 AND id = ANY($2)
-                        RETURNING \(Self.columns)
-                    ),
-                    counted AS (
-                        INSERT INTO haul.task_start (session, id, unended) SELECT $1, unnest($2::text[]), 1
-                        ON CONFLICT (session, id) DO UPDATE SET unended = haul.task_start.unended + 1
-                        RETURNING id, unended
-                    )
-                    SELECT claimed.*, counted.unended AS unended, pg_notify('\(Self.channel)', $5) FROM claimed JOIN counted USING (id)
-                    """, binds).rows
+                let rows = try await transaction.rows(Claim.self, binds)
                 var claimed: [StoredTask] = []
                 var unended: [String: Int] = [:]
                 for row in rows {
@@ -89,29 +73,67 @@ extension PostgresSessionStore: SharedSessionStore {
         }
     }
 
-    /// Up to `limit` tasks matching `condition`, by priority then age, skipping the hosts `excluded` and any row
-    /// another transaction has locked (another node claiming it now).
-    private func candidates(
-        _ condition: String, excluding excluded: [String], limit: Int, _ transaction: PostgresLink.Transaction
+    /// Up to `limit` tasks `Text` selects, by priority then age, skipping the hosts `excluded` and any row another
+    /// transaction has locked (another node claiming it now).
+    private func candidates<Text: PreparedText>(
+        _ text: Text.Type, excluding excluded: [String], limit: Int, _ transaction: PostgresLink.Transaction
     ) async throws -> [FleetClaim.Candidate] {
         var binds = PostgresBindings()
         binds.append(session)
         binds.append(excluded)
         binds.append(Int64(limit))
-        let rows = try await transaction.query("""
-            SELECT id, priority, sequence, host, CASE WHEN destination_kind = 'file' THEN destination_path END AS file
-            FROM haul.task
-            WHERE session = $1 AND \(condition) AND NOT (host = ANY($2::text[]))
-            ORDER BY priority DESC, sequence LIMIT $3
-            FOR UPDATE SKIP LOCKED
-            """, binds).rows
-        return try rows.map { row in
+        return try await transaction.rows(text, binds).map { row in
             let r = row.makeRandomAccess()
             return FleetClaim.Candidate(
                 id: try r["id"].decode(String.self), priority: try r["priority"].decode(Int.self),
                 sequence: try r["sequence"].decode(Int64.self), host: try r["host"].decode(String.self),
                 destinationFile: try r["file"].decode(String?.self))
         }
+    }
+
+    /// The candidates of a claim: `$1` the session, `$2` the hosts left out, `$3` how many.
+    private static func candidatesSQL(_ condition: String) -> String {
+        """
+        SELECT id, priority, sequence, host, CASE WHEN destination_kind = 'file' THEN destination_path END AS file
+        FROM haul.task
+        WHERE session = $1 AND \(condition) AND NOT (host = ANY($2::text[]))
+        ORDER BY priority DESC, sequence LIMIT $3
+        FOR UPDATE SKIP LOCKED
+        """
+    }
+
+    enum WaitingCandidates: PreparedText {
+        static let name = "haul_waiting_candidates"
+        static let sql = candidatesSQL("state = 'waiting'")
+        static let types: [PostgresDataType] = [.text, .textArray, .int8]
+    }
+
+    enum ExpiredCandidates: PreparedText {
+        static let name = "haul_expired_candidates"
+        static let sql = candidatesSQL("state = 'running' AND (lease_until IS NULL OR lease_until < now())")
+        static let types: [PostgresDataType] = [.text, .textArray, .int8]
+    }
+
+    /// A claim of tasks `$2` of session `$1` by node `$3` for `$4` ms, its count of starts and the doorbell `$5`, in
+    /// one statement (a doorbell rung for every row is delivered once: PostgreSQL folds equal notifications of one
+    /// transaction).
+    enum Claim: PreparedText {
+        static let name = "haul_claim"
+        static let sql = """
+            WITH claimed AS (
+                UPDATE haul.task SET state = 'running', node = $3, epoch = epoch + 1, lease_until = now() + ($4 * interval '1 millisecond'),
+                    updated_at = \(PostgresSessionStore.now), \(PostgresSessionStore.stamp)$3
+                WHERE session = $1 AND id = ANY($2)
+                RETURNING \(PostgresSessionStore.columns)
+            ),
+            counted AS (
+                INSERT INTO haul.task_start (session, id, unended) SELECT $1, unnest($2::text[]), 1
+                ON CONFLICT (session, id) DO UPDATE SET unended = haul.task_start.unended + 1
+                RETURNING id, unended
+            )
+            SELECT claimed.*, counted.unended AS unended, pg_notify('\(PostgresSessionStore.channel)', $5) FROM claimed JOIN counted USING (id)
+            """
+        static let types: [PostgresDataType] = [.text, .textArray, .text, .int8, .text]
     }
 
     /// Which of the candidates' destination files a live download writes now, on any node and in any session of the

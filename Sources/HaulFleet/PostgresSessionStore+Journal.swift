@@ -76,21 +76,8 @@ extension PostgresSessionStore {
                 binds.append(kind)
                 binds.append(kind.map { _ in payload(entry) })
                 binds.append(Self.notification(session, waiting: task.state == .waiting))
-                let result = try await transaction.query("""
-                    WITH saved AS (\(Self.updateSQL) RETURNING \(Self.columns)),
-                    started AS (DELETE FROM haul.task_start WHERE session = $1 AND id = $2),
-                    record AS (
-                        INSERT INTO haul.transfer (session, key, record) SELECT $1, $12, $13 WHERE $12::text IS NOT NULL
-                        ON CONFLICT (session, key) DO UPDATE SET record = EXCLUDED.record
-                    ),
-                    entry AS (
-                        INSERT INTO haul.journal (session, task_id, kind, payload, created_at, change_xid, writer)
-                        SELECT $1, $2, $14, $15, \(Self.now), pg_current_xact_id()::text::bigint, $11 WHERE $14::text IS NOT NULL
-                        RETURNING sequence
-                    )
-                    SELECT saved.*, (SELECT sequence FROM entry) AS journal_sequence, pg_notify('\(Self.channel)', $16) FROM saved
-                    """, binds)
-                guard let row = result.rows.first else { throw SessionStoreError.refused("task \(id) vanished from \(location)") }
+                let rows = try await transaction.rows(Concluded.self, binds)
+                guard let row = rows.first else { throw SessionStoreError.refused("task \(id) vanished from \(location)") }
                 var saved = try Self.task(row)
                 saved.spec = original.spec
                 let sequence = try row.makeRandomAccess()["journal_sequence"].decode(Int64?.self)
@@ -98,6 +85,27 @@ extension PostgresSessionStore {
                 return (original.state, saved, sequence)
             }
         }
+    }
+
+    /// A task's end: its row ($1 to $11), its start forgotten, its final record ($12, $13), its journal entry ($14,
+    /// $15) and the doorbell ($16), in one statement.
+    enum Concluded: PreparedText {
+        static let name = "haul_concluded"
+        static let sql = """
+            WITH saved AS (\(PostgresSessionStore.updateSQL) RETURNING \(PostgresSessionStore.columns)),
+            started AS (DELETE FROM haul.task_start WHERE session = $1 AND id = $2),
+            record AS (
+                INSERT INTO haul.transfer (session, key, record) SELECT $1, $12, $13 WHERE $12::text IS NOT NULL
+                ON CONFLICT (session, key) DO UPDATE SET record = EXCLUDED.record
+            ),
+            entry AS (
+                INSERT INTO haul.journal (session, task_id, kind, payload, created_at, change_xid, writer)
+                SELECT $1, $2, $14, $15, \(PostgresSessionStore.now), pg_current_xact_id()::text::bigint, $11 WHERE $14::text IS NOT NULL
+                RETURNING sequence
+            )
+            SELECT saved.*, (SELECT sequence FROM entry) AS journal_sequence, pg_notify('\(PostgresSessionStore.channel)', $16) FROM saved
+            """
+        static let types = PostgresSessionStore.updateTypes + [.text, .text, .text, .text, .text]
     }
 
     // MARK: Journal

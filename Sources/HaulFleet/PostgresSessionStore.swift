@@ -294,15 +294,25 @@ package final class PostgresSessionStore: SessionStore, Sendable {
     func save(_ task: StoredTask, over original: StoredTask, _ transaction: PostgresLink.Transaction) async throws -> StoredTask {
         var binds = Self.updateBindings(task, over: original, session: session, node: node)
         binds.append(Self.notification(session, waiting: task.state == .waiting))
-        let result = try await transaction.query("""
-            WITH saved AS (\(Self.updateSQL) RETURNING \(Self.columns))
-            SELECT saved.*, pg_notify('\(Self.channel)', $12) FROM saved
-            """, binds)
-        guard let row = result.rows.first else { throw SessionStoreError.refused("task \(original.id) vanished from \(location)") }
+        let rows = try await transaction.rows(SavedTask.self, binds)
+        guard let row = rows.first else { throw SessionStoreError.refused("task \(original.id) vanished from \(location)") }
         var saved = try Self.task(row)
         saved.spec = original.spec
         return saved
     }
+
+    /// A task's row saved, and the doorbell `$12` rung.
+    enum SavedTask: PreparedText {
+        static let name = "haul_saved_task"
+        static let sql = """
+            WITH saved AS (\(PostgresSessionStore.updateSQL) RETURNING \(PostgresSessionStore.columns))
+            SELECT saved.*, pg_notify('\(PostgresSessionStore.channel)', $12) FROM saved
+            """
+        static let types = PostgresSessionStore.updateTypes + [.text]
+    }
+
+    /// The types of ``updateBindings(_:over:session:node:)``'s parameters ($1 to $11).
+    static let updateTypes: [PostgresDataType] = [.text, .text, .int8, .text, .int8, .int8, .text, .text, .text, .text, .text]
 
     /// The update of a task's row by ``updateBindings(_:over:session:node:)`` ($1 to $11).
     static let updateSQL = """
