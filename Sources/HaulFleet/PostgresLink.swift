@@ -209,7 +209,7 @@ final class PostgresLink: Sendable {
         let connection = try await acquire().get()
         let timeout = connection.eventLoop.scheduleTask(in: Self.operationTimeout) { PostgresLink.closeQuietly(connection) }
         defer { timeout.cancel() }
-        let transaction = Transaction(connection: connection, logger: logger)
+        let transaction = Transaction(connection: connection, logger: logger, preparedFailed: NIOLockedValueBox(false))
         do {
             try await transaction.execute("BEGIN")
             if durable { try await transaction.execute("SET LOCAL synchronous_commit TO on") }
@@ -219,7 +219,9 @@ final class PostgresLink: Sendable {
             return value
         } catch {
             let classified = Self.classify(error)
-            var broken = classified is StoreUnavailable
+            // A connection whose prepared statement failed is not used again: PostgresNIO keeps a statement whose
+            // preparation failed as failed on that connection for good.
+            var broken = classified is StoreUnavailable || transaction.preparedFailed.withLockedValue { $0 }
             if !broken { broken = (try? await transaction.execute("ROLLBACK")) == nil }
             release(connection, broken: broken)
             throw classified
@@ -230,6 +232,8 @@ final class PostgresLink: Sendable {
     struct Transaction: Sendable {
         let connection: PostgresConnection
         let logger: Logger
+        /// Whether a prepared statement of this transaction failed.
+        let preparedFailed: NIOLockedValueBox<Bool>
 
         /// Runs one statement; its rows and how many it changed.
         @discardableResult
@@ -247,10 +251,17 @@ final class PostgresLink: Sendable {
         }
 
         /// The rows of a prepared statement (parsed and planned once per connection).
+        ///
+        /// Run in a task of its own, which the caller's cancellation does not reach: PostgresNIO hands a prepared
+        /// statement's rows over as an async sequence, which a cancelled task stops reading with a
+        /// `CancellationError`. A download stopped by a pause or Ctrl-C writes how it ended from its cancelled task,
+        /// and that write must be made (the other statements, on futures, never see a cancellation).
         func rows<Text: PreparedText>(_ text: Text.Type, _ binds: PostgresBindings) async throws -> [PostgresRow] {
+            let connection = self.connection, logger = self.logger
             do {
-                return try await connection.rows(text, binds, logger: logger)
+                return try await Task { try await connection.rows(text, binds, logger: logger) }.value
             } catch {
+                preparedFailed.withLockedValue { $0 = true }
                 throw PostgresLink.classify(error)
             }
         }

@@ -279,7 +279,13 @@ package final class PostgresSessionStore: SessionStore, Sendable {
         var binds = PostgresBindings()
         binds.append(session)
         binds.append(id)
-        return try await transaction.query(Self.select + " WHERE session = $1 AND id = $2 FOR UPDATE", binds).rows.first.map(Self.task)
+        return try await transaction.rows(LockedTask.self, binds).first.map(Self.task)
+    }
+
+    enum LockedTask: PreparedText {
+        static let name = "haul_locked_task"
+        static let sql = PostgresSessionStore.select + " WHERE session = $1 AND id = $2 FOR UPDATE"
+        static let types: [PostgresDataType] = [.text, .text]
     }
 
     /// Throws unless `task` is still held under `lease` (when one is given): the fencing of every write for a task.

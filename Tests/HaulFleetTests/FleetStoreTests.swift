@@ -63,6 +63,33 @@ struct FleetStoreTests {
         }
     }
 
+    /// A download stopped by a pause or Ctrl-C writes how it ended from its own task, which is cancelled by then:
+    /// every write still reaches the store (a prepared statement's rows used to be cut off with a
+    /// `CancellationError`, and the end of a paused task was never written).
+    @Test func writesFromACancelledTaskAreMade() async throws {
+        try await StoreHarness.with(.postgres) { harness in
+            let a = try await nodes(harness, 1)[0]
+            _ = try await a.add([harness.newTask(1, id: "t1"), harness.newTask(2, id: "t2")])
+            let claims = try await a.claim(.init(slots: 2))
+            #expect(claims.count == 2)
+            let ended = Task { () async throws -> [TaskState?] in
+                // Bounded: the task is cancelled right after it is made.
+                for _ in 0..<100_000 where !Task.isCancelled { await Task.yield() }
+                var states: [TaskState?] = []
+                for claim in claims {
+                    let saved = try await a.update(id: claim.task.id, lease: claim.lease) { $0.bytes = 7 }
+                    let done = try await a.conclude(
+                        id: claim.task.id, lease: claim.lease, journaling: "failed", payload: { _ in "{}" }, finalRecord: nil) { $0.state = .paused }
+                    states += [saved?.state, done?.task.state]
+                }
+                return states
+            }
+            ended.cancel()
+            #expect(try await ended.value == [.running, .paused, .running, .paused])
+            #expect(try await a.task(id: "t2")?.state == .paused)
+        }
+    }
+
     /// Two tasks with different URLs and one destination file are never written at once, whichever nodes claim
     /// them: each node locks files in its own `HAUL_HOME`, so the store keeps them apart. Four nodes claim and end
     /// tasks as fast as they can; a file held by two downloads at once would be seen by the shared ledger.

@@ -68,4 +68,22 @@ import Testing
         #expect(one == 1)
         await link.close()
     }
+
+    /// A statement PostgreSQL refused to prepare (here: its table was away for a moment) is prepared again once the
+    /// cause is gone: PostgresNIO keeps a failed preparation as failed on its connection for good, so that connection
+    /// is dropped, not used again.
+    @Test(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"))
+    func aStatementThatCouldNotBePreparedIsPreparedAgainOnAnotherConnection() async throws {
+        let server = try PostgresServer.shared()
+        let url = try server.createDatabase()
+        let database = String(url.split(separator: "/").last ?? "")
+        let fleet = try await PostgresFleet.open(try PostgresAddress.parse(url), node: "n")
+        let store = fleet.store(session: "prepared")
+        _ = try await store.add([DownloadRequest(DownloadSpec(url: URL(string: "https://example.com/a.bin")!, destination: .file("/tmp/a.bin")), id: "t")])
+        try server.psql("ALTER TABLE haul.task RENAME TO task_away", database: database)
+        await #expect(throws: (any Error).self) { try await store.claim(.init(slots: 1)) }
+        try server.psql("ALTER TABLE haul.task_away RENAME TO task", database: database)
+        #expect(try await store.claim(.init(slots: 1)).map(\.task.id) == ["t"])
+        await fleet.close()
+    }
 }
