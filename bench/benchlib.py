@@ -43,3 +43,31 @@ def stop_nginx(work):
             os.kill(int(f.read().strip()), signal.SIGQUIT)
     except (OSError, ValueError):
         pass
+
+
+def headless_chromium(window="1440,900"):
+    """Debian's chromium through chromedriver, headless (HAUL_CHROMIUM and HAUL_CHROMEDRIVER override the paths)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("HAUL_CHROMIUM", "/usr/bin/chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=" + window, "--no-proxy-server", "--no-first-run"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(os.environ.get("HAUL_CHROMEDRIVER", "/usr/bin/chromedriver")), options=options)
+
+
+# From a click on the first row of the dashboard's task list to its detail panel drawn, timed inside the page (not
+# Selenium's round trips): milliseconds, or null after 30 s.
+CLICK_TO_DETAIL_SCRIPT = """
+    const done = arguments[arguments.length - 1];
+    const row = document.querySelector("#task-list-inner .row[data-index='0']");
+    const id = row.dataset.taskId, detail = document.getElementById('detail'), t0 = performance.now();
+    row.querySelector('.name').click();
+    const check = () => {
+      if (detail.dataset.taskId === id) done(performance.now() - t0);
+      else if (performance.now() - t0 > 30000) done(null);
+      else requestAnimationFrame(check);
+    };
+    requestAnimationFrame(check);
+"""

@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from benchlib import CLICK_TO_DETAIL_SCRIPT, headless_chromium
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -139,16 +141,8 @@ def measure_page(args, env, client, pid):
     login = subprocess.run([args.haul, "web"] + client, env=env, capture_output=True, text=True, timeout=60)
     if login.returncode != 0:
         sys.exit("haul web: " + login.stderr.strip())
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
-    options = webdriver.ChromeOptions()
-    options.binary_location = os.environ.get("HAUL_CHROMIUM", "/usr/bin/chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1440,900", "--no-proxy-server", "--no-first-run"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(os.environ.get("HAUL_CHROMEDRIVER", "/usr/bin/chromedriver")),
-                              options=options)
+    driver = headless_chromium()
     try:
         driver.set_page_load_timeout(120)
         driver.get(login.stdout.strip())
@@ -159,18 +153,7 @@ def measure_page(args, env, client, pid):
         listed = driver.execute_script("return window.haulDashboard.taskCount()")
         loaded = driver.execute_script("return window.haulDashboard.loaded()")
         heap = driver.execute_script("return performance.memory ? performance.memory.usedJSHeapSize : null")
-        click = driver.execute_async_script("""
-            const done = arguments[arguments.length - 1];
-            const row = document.querySelector("#task-list-inner .row[data-index='0']");
-            const id = row.dataset.taskId, detail = document.getElementById('detail'), t0 = performance.now();
-            row.querySelector('.name').click();
-            const check = () => {
-              if (detail.dataset.taskId === id) done(performance.now() - t0);
-              else if (performance.now() - t0 > 30000) done(null);
-              else requestAnimationFrame(check);
-            };
-            requestAnimationFrame(check);
-        """)
+        click = driver.execute_async_script(CLICK_TO_DETAIL_SCRIPT)
     finally:
         driver.quit()
     daemon = memory(pid)

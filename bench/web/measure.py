@@ -22,6 +22,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchlib import CLICK_TO_DETAIL_SCRIPT, headless_chromium  # noqa: E402
+
 
 def log(message):
     print("[web-dashboard] " + message, file=sys.stderr, flush=True)
@@ -133,17 +136,9 @@ def main():
         raise RuntimeError("haul web failed: " + login.stderr.strip())
     login_url = login.stdout.strip()
 
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = os.environ.get("HAUL_CHROMIUM", "/usr/bin/chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1440,900", "--no-proxy-server", "--no-first-run"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(os.environ.get("HAUL_CHROMEDRIVER", "/usr/bin/chromedriver")),
-                              options=options)
+    driver = headless_chromium()
     try:
         driver.set_page_load_timeout(120)
         driver.get(login_url)
@@ -157,20 +152,7 @@ def main():
         listed = driver.execute_script("return window.haulDashboard.taskCount()")
         rows = driver.execute_script("return window.haulDashboard.renderedRows()")
         # From a click on the first row to its detail panel drawn, timed inside the page (not Selenium's round trips).
-        click_ms = driver.execute_async_script("""
-            const done = arguments[arguments.length - 1];
-            const row = document.querySelector("#task-list-inner .row[data-index='0']");
-            const id = row.dataset.taskId;
-            const detail = document.getElementById('detail');
-            const t0 = performance.now();
-            row.querySelector('.name').click();
-            const check = () => {
-              if (detail.dataset.taskId === id) done(performance.now() - t0);
-              else if (performance.now() - t0 > 30000) done(null);
-              else requestAnimationFrame(check);
-            };
-            requestAnimationFrame(check);
-        """)
+        click_ms = driver.execute_async_script(CLICK_TO_DETAIL_SCRIPT)
         if click_ms is None:
             raise RuntimeError("a click on the first row did not show its detail within 30 s")
         events_before = driver.execute_script("return window.haulDashboard.eventCount()")
