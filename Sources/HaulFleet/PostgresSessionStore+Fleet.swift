@@ -9,7 +9,7 @@ extension PostgresSessionStore: SharedSessionStore {
     package var quietPollInterval: Duration { fleet.quietPollInterval }
 
     /// The lease's length as SQL (`$n` milliseconds).
-    private func leaseInterval(_ parameter: Int) -> String { "($\(parameter) * interval '1 millisecond')" }
+    private static func leaseInterval(_ parameter: Int) -> String { "($\(parameter) * interval '1 millisecond')" }
 
     private var leaseMilliseconds: Int64 { fleet.leaseMilliseconds }
 
@@ -121,7 +121,7 @@ extension PostgresSessionStore: SharedSessionStore {
         static let name = "haul_claim"
         static let sql = """
             WITH claimed AS (
-                UPDATE haul.task SET state = 'running', node = $3, epoch = epoch + 1, lease_until = now() + ($4 * interval '1 millisecond'),
+                UPDATE haul.task SET state = 'running', node = $3, epoch = epoch + 1, lease_until = now() + \(leaseInterval(4)),
                     updated_at = \(PostgresSessionStore.now), \(PostgresSessionStore.stamp)$3
                 WHERE session = $1 AND id = ANY($2)
                 RETURNING \(PostgresSessionStore.columns)
@@ -144,19 +144,17 @@ extension PostgresSessionStore: SharedSessionStore {
     private func busyFiles(among candidates: [FleetClaim.Candidate], _ transaction: PostgresLink.Transaction) async throws -> Set<String> {
         let files = Set(candidates.compactMap(\.destinationFile))
         guard !files.isEmpty else { return [] }
-        var locks = PostgresBindings()
-        locks.append(Array(files))
+        var binds = PostgresBindings()
+        binds.append(Array(files))
         try await transaction.query("""
             SELECT pg_advisory_xact_lock(key) FROM (
                 SELECT DISTINCT hashtextextended('haul.file.' || path, 0) AS key FROM unnest($1::text[]) AS path ORDER BY key
             ) AS keys
-            """, locks)
-        var running = PostgresBindings()
-        running.append(Array(files))
+            """, binds)
         let rows = try await transaction.query("""
             SELECT DISTINCT destination_path FROM haul.task
             WHERE state = 'running' AND destination_kind = 'file' AND destination_path = ANY($1::text[]) AND lease_until > now()
-            """, running).rows
+            """, binds).rows
         return Set(try rows.map { try $0.makeRandomAccess()["destination_path"].decode(String.self) })
     }
 
@@ -172,7 +170,7 @@ extension PostgresSessionStore: SharedSessionStore {
                 binds.append(mine.keys.map { mine[$0]?.epoch ?? -1 })
                 binds.append(leaseMilliseconds)
                 let rows = try await transaction.query("""
-                    UPDATE haul.task SET lease_until = now() + \(leaseInterval(5))
+                    UPDATE haul.task SET lease_until = now() + \(Self.leaseInterval(5))
                     WHERE session = $1 AND state = 'running' AND node = $2
                         AND (id, epoch) IN (SELECT * FROM unnest($3::text[], $4::bigint[]))
                     RETURNING id

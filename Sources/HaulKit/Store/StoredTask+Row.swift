@@ -95,10 +95,10 @@ struct StoreDecodingError: Error, CustomStringConvertible {
 /// A task's spec in its column: the spec's one JSON shape (its `Codable`; docs/protocol.md), read and written by
 /// Foundation's JSON coders.
 ///
-/// A task's row is read about three times in its life (the queue's page, its start, its end), and `perf` of 5,000 tiny
+/// A task's row is read about three times in its life (its start, its end, a listing), and `perf` of 5,000 tiny
 /// answers put the decoding at 5.7% of haul's CPU (about 25 µs a read among a busy process's other work, against 6.5 µs
-/// in `haul-spec-coding-bench`'s tight loop). The specs last read are therefore kept, by their text (the same text is
-/// the same spec), a few thousand at most: 2.3% with them.
+/// in `haul-spec-coding-bench`'s tight loop). The specs last read or written are therefore kept, by their text (the
+/// same text is the same spec), 8,192 at most whatever the list's length: 3.2% with them.
 package enum SpecColumn {
     package static func encode(_ spec: DownloadSpec) -> String {
         let encoder = JSONEncoder()
