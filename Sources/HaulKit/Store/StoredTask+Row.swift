@@ -101,8 +101,6 @@ struct StoreDecodingError: Error, CustomStringConvertible {
 /// same text is the same spec), 8,192 at most whatever the list's length: 3.2% with them.
 package enum SpecColumn {
     package static func encode(_ spec: DownloadSpec) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Nothing in a spec's encoding throws.
         let text = (try? encoder.encode(spec)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         // A task added is read again when it starts: kept from here (the text reads back as this very spec,
@@ -136,7 +134,12 @@ package enum SpecColumn {
         }
     }
 
-    /// One decoder for every row (it keeps no state between calls).
+    /// One encoder and one decoder for every row (they keep no state between calls).
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
     private static let decoder = JSONDecoder()
     /// The specs last read, by their text; emptied when it holds ``keptSpecs``.
     private static let recent = NIOLockedValueBox<[String: DownloadSpec]>([:])
