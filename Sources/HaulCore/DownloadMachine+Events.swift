@@ -301,6 +301,7 @@ extension DownloadMachine {
         let held = enter(.failed)
         let action = rules.failed(failure, held: bytes)
         switch action {
+        case .requestAgain: state = .ready(held)
         case .retry(let retry): state = .waitingToRetry(held, retry: retry.retry)
         case .giveUp: state = .failed(held)
         }

@@ -12,6 +12,8 @@
 ///   the budget, and one that brought nothing is a failure like any other.
 /// - **Restarts** (the file changed, the bytes held do not match) happen at most ``Configuration/maxRestarts``
 ///   times; after a server's own range answers were inconsistent it is not probed for ranges again.
+/// - **A request the server never acted on** (an HTTP/2 connection it was closing with GOAWAY, RFC 9113 §6.8) is
+///   sent again at once, as curl does, without using the budget: at most ``maxUnprocessedRequests`` times in a run.
 /// - **A redirect's target that refuses** (401/403/404/410) is retried once from the original URL (a signed URL
 ///   that expired).
 package struct RetryRules: Sendable, Equatable {
@@ -43,12 +45,18 @@ package struct RetryRules: Sendable, Equatable {
         package var retryAfter: Duration?
         /// No connection was made at all (refused, unknown host): most likely a typo.
         package var beforeConnecting: Bool
+        /// The server did not act on the request: it was refused by a connection going away, and is safe to send
+        /// again on another.
+        package var notProcessed: Bool
 
-        package init(reason: String, kind: ErrorKind = .network, retryAfter: Duration? = nil, beforeConnecting: Bool = false) {
+        package init(
+            reason: String, kind: ErrorKind = .network, retryAfter: Duration? = nil, beforeConnecting: Bool = false, notProcessed: Bool = false
+        ) {
             self.reason = reason
             self.kind = kind
             self.retryAfter = retryAfter
             self.beforeConnecting = beforeConnecting
+            self.notProcessed = notProcessed
         }
     }
 
@@ -73,6 +81,8 @@ package struct RetryRules: Sendable, Equatable {
 
     /// What to do after a failure.
     package enum FailureAction: Sendable, Equatable {
+        /// Send the request again at once, silently: the server never acted on it.
+        case requestAgain
         case retry(Retry)
         case giveUp(GiveUp)
     }
@@ -112,6 +122,11 @@ package struct RetryRules: Sendable, Equatable {
     package private(set) var fetched: Int64 = 0
     private var fetchedAtRequest: Int64 = 0
     private var retriedOriginalURL = false
+    /// Requests sent again because the server never acted on them.
+    package private(set) var unprocessedRequests = 0
+    /// The most requests of a run sent again for that reason; past it, such a failure counts like any other (a
+    /// server that refuses every request it gets, say).
+    package static let maxUnprocessedRequests = 16
     private var random: SplitMix64
 
     /// A run that starts with `held` bytes held from earlier runs. `seed` drives the backoff's jitter.
@@ -135,6 +150,7 @@ package struct RetryRules: Sendable, Equatable {
     package mutating func endedEarly(held: Int64) -> EarlyEndAction {
         guard fetched > fetchedAtRequest else {
             switch failed(Failure(reason: "the server ended the response early"), held: held) {
+            case .requestAgain: return .requestAgain
             case .retry(let retry): return .retry(retry)
             case .giveUp(let why): return .giveUp(why)
             }
@@ -148,6 +164,10 @@ package struct RetryRules: Sendable, Equatable {
     /// The attempt failed in a way the next may not; `held` bytes are held now.
     package mutating func failed(_ failure: Failure, held: Int64) -> FailureAction {
         noteProgress(held)
+        if failure.notProcessed, unprocessedRequests < Self.maxUnprocessedRequests {
+            unprocessedRequests += 1
+            return .requestAgain
+        }
         failures += 1
         let quick = failure.beforeConnecting && configuration.failFastBeforeData && fetched == 0 && held == 0
         let allowed = quick ? min(configuration.retry.maxRetries, 2) : configuration.retry.maxRetries

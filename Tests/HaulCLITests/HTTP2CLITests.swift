@@ -47,6 +47,32 @@ struct HTTP2CLITests {
         }
     }
 
+    /// A server that sends GOAWAY every few requests (nginx's `keepalive_requests`, 1,000 by default): the requests a
+    /// closing connection never sent are sent again at once on another, as curl does, and every file arrives: none
+    /// ends "paused" (AsyncHTTPClient reports such a request as cancelled), none is retried after a wait.
+    @Test func requestsAConnectionGoingAwayNeverSentAreSentAgain() async throws {
+        try await HTTPSNginx.with(fileSize: 100_000) { nginx in
+            let bodies = try Self.put(nginx, "away", count: 150, size: 2_000, seed: 1350)
+            try await Sandbox.with { box in
+                try (bodies.keys.sorted().map { nginx.url($0, .fewRequests) }.joined(separator: "\n") + "\n")
+                    .write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let result = try await box.run(
+                    ["get", "-i", box.path("list.txt"), "-j", "16", "--dir", "D", "--cacert", nginx.certificates.caCertificate, "--json"],
+                    timeout: .seconds(120))
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                for (path, body) in bodies {
+                    #expect(contentMismatch(box.path("D/" + (path as NSString).lastPathComponent), expected: body) == nil, "\(path)")
+                }
+                let events = try result.jsonEvents()
+                #expect(events.filter { $0["type"] as? String == "finished" }.count == 150)
+                #expect(!events.contains { $0["type"] as? String == "retrying" }, "\(events.filter { $0["type"] as? String == "retrying" })")
+                let served = nginx.accessLog().filter { $0.port == nginx.port(.fewRequests) && $0.uri.hasPrefix("/away/") }
+                #expect(served.count == 150 && served.allSatisfy { $0.status < 300 }, "each file asked for once: \(served.count), \(served.map(\.status).filter { $0 >= 300 })")
+                #expect(Set(served.map(\.connection)).count >= 50, "at most 3 requests a connection")
+            }
+        }
+    }
+
     /// `-j 16` runs 16 at once against one host over HTTP/2; over HTTP/1.1 the per-host limit (8 by default) holds
     /// the rest back, and the tasks say so.
     @Test func theConcurrencyAskedForIsHonouredAndAHeldBackTaskSaysWhy() async throws {

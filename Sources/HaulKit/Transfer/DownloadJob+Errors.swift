@@ -11,6 +11,8 @@ struct TransientFailure: Error {
     var retryAfter: Duration?
     /// No connection was made at all (refused, unknown host): most likely a typo, worth saying at once.
     var beforeConnecting = false
+    /// The server never acted on the request (``RetryRules/Failure/notProcessed``).
+    var notProcessed = false
 
     init(reason: String, kind: HaulError.Kind = .network, retryAfter: Duration? = nil) {
         self.reason = Redaction.text(reason)
@@ -20,7 +22,7 @@ struct TransientFailure: Error {
 
     /// The failure as the retry rules see it.
     var ruleFailure: RetryRules.Failure {
-        RetryRules.Failure(reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting)
+        RetryRules.Failure(reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting, notProcessed: notProcessed)
     }
 
     /// A 408, 429 or 5xx answer, honouring its `Retry-After`.
@@ -40,7 +42,13 @@ extension DownloadJob {
         let host = (url.host ?? Redaction.url(url)) + ":\(url.port ?? defaultPort)"
         if let error = error as? HTTPClientError {
             switch error {
-            case .cancelled: return CancellationError()
+            case .cancelled:
+                // Not this download's cancellation (that was checked above): AsyncHTTPClient gives a request it
+                // handed to an HTTP/2 connection that had just been told to go away (GOAWAY: nginx after
+                // `keepalive_requests`) this error, before any of it was sent.
+                var failure = TransientFailure(reason: "\(host) closed the connection before the request was sent")
+                failure.notProcessed = true
+                return failure
             case .readTimeout: return TransientFailure(reason: "the transfer from \(host) stalled (no data received)")
             case .connectTimeout: return TransientFailure(reason: "connecting to \(host) timed out")
             case .tlsHandshakeTimeout: return TransientFailure(reason: "the TLS handshake with \(host) timed out")

@@ -30,6 +30,8 @@ extension DownloadJob {
                 failure = transient
             }
             switch rules.failed(failure.ruleFailure, held: 0) {
+            case .requestAgain:
+                continue
             case .retry(let retry):
                 events(.retrying(retry: retry.retry, maxRetries: retry.of, delay: retry.after, reason: retry.reason))
                 try await Task.sleep(for: retry.after)

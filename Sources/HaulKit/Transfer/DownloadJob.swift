@@ -131,6 +131,7 @@ final class DownloadJob {
             } catch let failure as TransientFailure {
                 if Task.isCancelled { throw CancellationError() }
                 switch machine.failed(failure.ruleFailure, held: point.offset) {
+                case .requestAgain: next = .requestAgain
                 case .retry(let retry): next = .wait(retry)
                 case .giveUp(let why): next = .giveUp(why, refusal: nil)
                 }

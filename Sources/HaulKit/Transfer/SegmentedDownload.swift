@@ -120,6 +120,7 @@ struct SegmentedDownload: Sendable {
                 await coordinator.release(segment.id)
                 if Task.isCancelled { throw CancellationError() }
                 switch rules.failed(failure.ruleFailure, held: written) {
+                case .requestAgain: next = .requestAgain
                 case .retry(let retry): next = .retry(retry)
                 case .giveUp(let why): next = .giveUp(why)
                 }

@@ -104,6 +104,7 @@ final class StreamDownload {
                 if Task.isCancelled { throw CancellationError() }
                 failure = transient
                 switch rules.failed(transient.ruleFailure, held: written) {
+                case .requestAgain: next = .requestAgain
                 case .retry(let retry): next = .retry(retry)
                 case .giveUp(let why): next = .giveUp(why)
                 }

@@ -33,6 +33,35 @@ import Testing
         #expect(r.failed(drop, held: 0) == .giveUp(.retriesExhausted(drop, retries: 3, heldBytes: false)))
     }
 
+    /// A request a closing HTTP/2 connection never sent goes again at once and silently, without using the budget;
+    /// a server that refuses every request still ends, once the run's allowance of such requests is spent.
+    @Test func aRequestTheServerNeverActedOnIsSentAgainAtOnceWithinABound() {
+        let unsent = Rules.Failure(reason: "h:443 closed the connection before the request was sent", notProcessed: true)
+        var r = rules()
+        for _ in 0..<Rules.maxUnprocessedRequests {
+            r.requestSent()
+            #expect(r.failed(unsent, held: 0) == .requestAgain)
+        }
+        #expect(r.failures == 0)
+        // Between them, other failures keep their own budget.
+        guard case .retry(let first) = r.failed(drop, held: 0) else {
+            Issue.record("expected a retry")
+            return
+        }
+        #expect(first.retry == 1)
+        // Past the allowance, such a request is a failure like any other, and the run gives up in the end.
+        var outcome: Rules.FailureAction?
+        for _ in 0..<10 {
+            outcome = r.failed(unsent, held: 0)
+            if case .giveUp = outcome { break }
+            guard case .retry = outcome else {
+                Issue.record("expected a retry, got \(String(describing: outcome))")
+                return
+            }
+        }
+        #expect(outcome == .giveUp(.retriesExhausted(unsent, retries: 3, heldBytes: false)))
+    }
+
     @Test func retryAfterIsHonoured() {
         var r = rules()
         let busy = Rules.Failure(reason: "503", kind: .httpStatus, retryAfter: .seconds(30))
@@ -191,6 +220,9 @@ import Testing
                         #expect(wait.retry >= 1 && wait.retry <= wait.of && wait.of <= 3)
                         gaveUp = false
                     case .giveUp: gaveUp = true
+                    case .requestAgain:
+                        Issue.record("only a request the server never acted on is sent again without a wait")
+                        gaveUp = false
                     }
                 } else {
                     gaveUp = r.endedEarly(held: held).isGiveUp
