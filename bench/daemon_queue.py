@@ -5,6 +5,9 @@ dashboard stays interactive, and RSS is bounded"). Starts `haul daemon` in a pri
 
   - the daemon's resident memory (VmRSS, VmHWM from /proc) after the adds and after the listing;
   - `haul ls --json` of every task: its wall time and its own peak memory (GNU time);
+  - `haul ls` as a table (every value whole) to a file and to a pipe, and fitted to a terminal of 120 columns (a
+    pty; a session of more than one block is listed twice there, for the ids' unique prefixes): wall time, peak
+    memory, lines, and the widest line on the terminal;
   - the dashboard's first call, `tasks.list` of 200 tasks, and a page from the middle of the queue (its cursor),
     timed over the socket (median of 5), and `daemon.status`;
   - with --page, the dashboard in headless Chromium (Selenium): its `haul-interactive` mark (first rows drawn and
@@ -14,14 +17,18 @@ dashboard stays interactive, and RSS is bounded"). Starts `haul daemon` in a pri
 Usage: bench/daemon_queue.py [--count 1000000] [--haul .build/release/haul] [--page] [--page-seconds 60]
 """
 import argparse
+import fcntl
 import json
 import os
+import pty
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 from benchlib import CLICK_TO_DETAIL_SCRIPT, headless_chromium
@@ -73,6 +80,39 @@ def timed(cmd, env, **kwargs):
     return wall, kib / 1024, p
 
 
+def timed_reading(cmd, env, columns=None):
+    """Runs cmd under GNU time, its stdout a pipe (or, with columns, a pty that wide) read here as it comes;
+    (wall s, peak RSS MiB, exit code, lines, widest line in characters)."""
+    out = tempfile.mktemp(prefix="haul-time-")
+    if columns:
+        reader, writer = pty.openpty()
+        fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    else:
+        reader, writer = os.pipe()
+    start = time.monotonic()
+    p = subprocess.Popen(["/usr/bin/time", "-o", out, "-f", "%M"] + cmd, env=env, stdout=writer, stderr=subprocess.DEVNULL)
+    os.close(writer)
+    lines, widest, rest = 0, 0, b""
+    while True:
+        try:
+            chunk = os.read(reader, 1 << 16)
+        except OSError:    # a pty whose other end is closed
+            break
+        if not chunk:
+            break
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        lines += len(parts)
+        widest = max([widest] + [len(part.rstrip(b"\r").decode("utf-8", "replace")) for part in parts])
+    os.close(reader)
+    code = p.wait(timeout=7200)
+    wall = time.monotonic() - start
+    with open(out) as f:
+        kib = int(f.read().split()[-1])
+    os.unlink(out)
+    return wall, kib / 1024, code, lines, widest
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=1_000_000)
@@ -118,6 +158,11 @@ def main():
             ls_wall, ls_rss, p = timed([args.haul, "ls", "--json"] + client, env, stdout=out, stderr=subprocess.PIPE)
         listed = sum(1 for _ in open(f"{work}/ls.jsonl"))
         after_ls = memory(daemon.pid)
+        with open(f"{work}/ls.txt", "w") as out:
+            file_wall, file_rss, file_p = timed([args.haul, "ls"] + client, env, stdout=out, stderr=subprocess.PIPE)
+        file_lines = sum(1 for _ in open(f"{work}/ls.txt"))
+        pipe = timed_reading([args.haul, "ls"] + client, env)
+        terminal = timed_reading([args.haul, "ls"] + client, env, columns=120)
         print("| what | value |\n|---|---|")
         print(f"| `haul add -i` of {args.count:,} URLs | {add_wall:.1f} s, client peak {add_rss:.0f} MiB |")
         print(f"| daemon after the adds | RSS {after_add['VmRSS']:.0f} MiB, peak {after_add['VmHWM']:.0f} MiB |")
@@ -126,6 +171,10 @@ def main():
         print(f"| `daemon.status` | {1000 * statistics.median(status):.1f} ms |")
         print(f"| `haul ls --json` of every task | {ls_wall:.1f} s, {listed:,} lines, client peak {ls_rss:.0f} MiB, exit {p.returncode} |")
         print(f"| daemon after the listing | RSS {after_ls['VmRSS']:.0f} MiB, peak {after_ls['VmHWM']:.0f} MiB |")
+        print(f"| `haul ls` to a file (every value whole) | {file_wall:.1f} s, {file_lines:,} lines, client peak {file_rss:.0f} MiB, exit {file_p.returncode} |")
+        print(f"| `haul ls` to a pipe | {pipe[0]:.1f} s, {pipe[3]:,} lines, client peak {pipe[1]:.0f} MiB, exit {pipe[2]} |")
+        print(f"| `haul ls` on a terminal of 120 columns (listed twice) | {terminal[0]:.1f} s, {terminal[3]:,} lines "
+              f"(widest {terminal[4]}), client peak {terminal[1]:.0f} MiB, exit {terminal[2]} |")
         if args.page:
             measure_page(args, env, client, daemon.pid)
     finally:

@@ -56,43 +56,14 @@ package enum TaskTable {
     /// The table with every value whole (control characters shown as `?`, so a task stays on one line): a
     /// header and one line per task, columns padded to the widest value.
     public static func full(_ rows: [Row]) -> [String] {
-        let fleet = rows.contains { $0.node != nil }
-        let header = ["ID", "STATE", "BYTES", "TOTAL", "SPEED"] + (fleet ? ["NODE"] : []) + ["PATH", "NOTE"]
-        let cells = rows.map { row in
-            [clean(row.id), row.state, ByteFormat.string(row.bytes), totalText(row), speedText(row)] + (fleet ? [clean(row.node ?? "-")] : [])
-                + [clean(row.path), clean(row.note ?? "")]
-        }
-        return aligned([header] + cells)
+        var blocks = Blocks()
+        return fullBlock(rows, carrying: &blocks)
     }
 
     /// The table in at most `width` columns per line (an empty list for a width below 1).
     public static func fitted(_ rows: [Row], width: Int) -> [String] {
-        guard width > 0 else { return [] }
-        let ids = uniquePrefixes(rows.map { clean($0.id) })
-        let notes = rows.map { row in
-            row.note.map { clean(BatchReport.withoutURL($0, row.url)) }.flatMap { $0.isEmpty ? nil : $0 }
-        }
-        let paths = rows.map { clean($0.path) }
-        let pathWidth = paths.map(TerminalText.width).max() ?? 0
-        let wantedPath = min(max(pathWidth, 4), readablePath)
-        let noteWidth = notes.compactMap { $0.map(TerminalText.width) }.max()
-        for columns in columnChoices(rows) {
-            let fixed = [Column(header: "ID", cells: ids), Column(header: "STATE", cells: rows.map(\.state))] + columns
-            let fixedWidth = fixed.reduce(0) { $0 + $1.width + gap.count }
-            let room = width - fixedWidth
-            if let noteWidth, room - gap.count - noteWidth >= wantedPath {
-                let pathRoom = min(room - gap.count - noteWidth, max(pathWidth, 4))
-                return layout(fixed, paths: paths, pathRoom: pathRoom, notes: notes, inline: true, width: width)
-            }
-            if room >= wantedPath {
-                return layout(fixed, paths: paths, pathRoom: min(room, max(pathWidth, 4)), notes: notes, inline: false, width: width)
-            }
-        }
-        // Narrower still: the id and state, and what is left of the path; every line cut at the end.
-        let fixed = [Column(header: "ID", cells: ids), Column(header: "STATE", cells: rows.map(\.state))]
-        let room = width - fixed.reduce(0) { $0 + $1.width + gap.count }
-        return layout(fixed, paths: paths, pathRoom: max(room, 1), notes: notes, inline: false, width: width)
-            .map { TerminalText.fit($0, width: width, cut: .end) }
+        var blocks = Blocks()
+        return fittedBlock(rows, ids: uniquePrefixes(rows.map { clean($0.id) }), width: width, carrying: &blocks)
     }
 
     /// For each id, its shortest prefix that no other id starts with, of at least `minimum` characters (the whole
@@ -115,38 +86,53 @@ package enum TaskTable {
 
     /// A column other than the path and note, its cells already the text they show.
     struct Column {
-        var header: String
-        var cells: [String]
-        var rightAligned = false
-        var width: Int { ([header] + cells).map(TerminalText.width).max() ?? 0 }
+        let header: String
+        let cells: [String]
+        let rightAligned: Bool
+        /// The width of this column in the blocks before (see ``Blocks``).
+        var minimum: Int
+        /// Its widest cell or header (measured once: a block has thousands of rows).
+        let natural: Int
+        var width: Int { max(minimum, natural) }
+
+        init(header: String, cells: [String], rightAligned: Bool = false, minimum: Int = 0) {
+            self.header = header
+            self.cells = cells
+            self.rightAligned = rightAligned
+            self.minimum = minimum
+            natural = cells.reduce(TerminalText.width(header)) { max($0, TerminalText.width($1)) }
+        }
     }
 
-    /// The columns between STATE and PATH, richest first (a fleet's NODE goes last, with the byte counts).
-    static func columnChoices(_ rows: [Row]) -> [[Column]] {
-        let choices = byteColumnChoices(rows)
-        guard rows.contains(where: { $0.node != nil }) else { return choices }
+    /// The columns between STATE and PATH, richest first (a fleet's NODE goes last, with the byte counts). A SPEED
+    /// column of dashes only says nothing: it is there when a task is `moving`; NODE when a task has a node (`fleet`).
+    static func columnChoices(_ rows: [Row], moving: Bool, fleet: Bool) -> [[Column]] {
+        let choices = byteColumnChoices(rows, moving: moving)
+        guard fleet else { return choices }
         let node = Column(header: "NODE", cells: rows.map { clean($0.node ?? "-") })
         return choices.dropLast().map { $0 + [node] } + [[node], []]
     }
 
-    static func byteColumnChoices(_ rows: [Row]) -> [[Column]] {
+    static func byteColumnChoices(_ rows: [Row], moving: Bool) -> [[Column]] {
         let bytes = Column(header: "BYTES", cells: rows.map { ByteFormat.string($0.bytes) }, rightAligned: true)
         let total = Column(header: "TOTAL", cells: rows.map(totalText), rightAligned: true)
         let done = Column(header: "DONE", cells: rows.map(doneText), rightAligned: true)
-        // A speed column of dashes only says nothing: it is left out when no task is moving.
-        let speeds = rows.map(speedText)
-        let speed = speeds.contains { $0 != "-" } ? [Column(header: "SPEED", cells: speeds, rightAligned: true)] : []
+        let speed = moving ? [Column(header: "SPEED", cells: rows.map(speedText), rightAligned: true)] : []
         return [[bytes, total] + speed, [done] + speed, [done], []]
     }
 
-    static func layout(_ fixed: [Column], paths: [String], pathRoom: Int, notes: [String?], inline: Bool, width: Int) -> [String] {
+    /// The lines of a block (its header first), and the width each of its columns took, by header.
+    static func layout(
+        _ fixed: [Column], paths: [String], pathRoom: Int, notes: [String?], inline: Bool, width: Int, pathMinimum: Int = 0
+    ) -> (lines: [String], widths: [String: Int]) {
         let shownPaths = paths.map { TerminalText.fitPath($0, width: pathRoom) }
-        let pathColumn = Column(header: "PATH", cells: shownPaths)
+        let pathColumn = Column(header: "PATH", cells: shownPaths, minimum: min(pathMinimum, pathRoom))
         var columns = fixed + [pathColumn]
         if inline { columns.append(Column(header: "NOTE", cells: notes.map { $0 ?? "" })) }
         var lines = aligned([columns.map(\.header)] + shownPaths.indices.map { row in columns.map { $0.cells[row] } },
-                            rightAligned: columns.map(\.rightAligned))
-        guard !inline else { return lines }
+                            rightAligned: columns.map(\.rightAligned), minimums: columns.map(\.minimum))
+        let widths = Dictionary(columns.map { ($0.header, $0.width) }, uniquingKeysWith: max)
+        guard !inline else { return (lines, widths) }
         // Notes on lines of their own, under the STATE column (or nearly flush left when that leaves too little).
         let underState = fixed[0].width + gap.count
         let indent = width - underState >= readableNote ? underState : min(2, width - 1)
@@ -157,14 +143,16 @@ package enum TaskTable {
                 result.append(String(repeating: " ", count: indent) + TerminalText.fit(note, width: width - indent, cut: .end))
             }
         }
-        return result
+        return (result, widths)
     }
 
-    /// Rows of cells padded to each column's width (in display columns), the last cell of a line unpadded and no
-    /// trailing spaces.
-    package static func aligned(_ table: [[String]], rightAligned: [Bool] = []) -> [String] {
+    /// Rows of cells padded to each column's width (in display columns, and at least its `minimums`), the last cell of
+    /// a line unpadded and no trailing spaces.
+    package static func aligned(_ table: [[String]], rightAligned: [Bool] = [], minimums: [Int] = []) -> [String] {
         let count = table.first?.count ?? 0
-        let widths = (0..<count).map { column in table.map { TerminalText.width($0[column]) }.max() ?? 0 }
+        let widths = (0..<count).map { column in
+            max(column < minimums.count ? minimums[column] : 0, table.map { TerminalText.width($0[column]) }.max() ?? 0)
+        }
         return table.map { row in
             var text = ""
             for (column, cell) in row.enumerated() {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulKit
+import NIOConcurrencyHelpers
 
 struct AddCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -127,7 +128,9 @@ struct ListCommand: AsyncParsableCommand {
         discussion: """
             On a terminal the table fits its width: ids are their shortest unique prefixes (8 characters at least; \
             any command takes them), paths are shortened in their folders and a long note gets a line of its own. \
-            Output that is not a terminal, and --wide, keep every value whole, one task per line.
+            Output that is not a terminal, and --wide, keep every value whole, one task per line. A session of more \
+            than 10,000 tasks is shown in blocks of 10,000, each aligned on its own (columns only widen from one to \
+            the next); on a terminal it is listed twice, to find the ids' unique prefixes over the whole session.
 
             """ + HelpText.examples(
             "haul ls",
@@ -155,23 +158,37 @@ struct ListCommand: AsyncParsableCommand {
                 await connection.close()
                 return
             }
-            // The table's columns are aligned over every task: it holds them all.
-            let tasks = try await connection.tasks()
-            await connection.close()
-            // A fleet's tasks show the node that runs them (or ran them last); on one machine there is no such column.
-            let rows = tasks.map { task in
-                TaskTable.Row(
-                    id: task.id, state: task.state.rawValue, bytes: task.bytes, total: task.total,
-                    bytesPerSecond: task.bytesPerSecond, path: task.filePath ?? Redaction.url(task.url),
-                    // Why it failed, or why a running task is not moving.
-                    note: task.error.map { $0.line(task: task.id) } ?? task.note, url: Redaction.url(task.url), node: task.node)
+            // The table: one aligned over every task up to TaskListing.blockSize of them, else in blocks; fitted to a
+            // terminal, a large session is listed twice (ids first, for their unique prefixes). Never held whole.
+            let listing = NIOLockedValueBox(TaskListing(width: wide ? nil : Self.terminalWidth()))
+            for _ in 0..<2 {
+                try await connection.eachTaskPage { page in
+                    let rows = page.map(Self.row)
+                    Self.show(listing.withLockedValue { $0.take(rows) })
+                }
+                Self.show(listing.withLockedValue { $0.end() })
+                guard listing.withLockedValue(\.needsSecondListing) else { break }
             }
-            let width = wide ? nil : Self.terminalWidth()
-            let lines = width.map { TaskTable.fitted(rows, width: $0) } ?? TaskTable.full(rows)
-            Reporter.write(lines.map { $0 + "\n" }.joined(), to: STDOUT_FILENO)
+            await connection.close()
         } catch {
             throw CLIFailure.exit(error)
         }
+    }
+
+    /// A task as the table shows it. A fleet's tasks show the node that runs them (or ran them last); on one machine
+    /// there is no such column.
+    static func row(_ task: TaskSnapshot) -> TaskTable.Row {
+        TaskTable.Row(
+            id: task.id, state: task.state.rawValue, bytes: task.bytes, total: task.total,
+            bytesPerSecond: task.bytesPerSecond, path: task.filePath ?? Redaction.url(task.url),
+            // Why it failed, or why a running task is not moving.
+            note: task.error.map { $0.line(task: task.id) } ?? task.note, url: Redaction.url(task.url), node: task.node)
+    }
+
+    /// Writes the lines at once, if any.
+    static func show(_ lines: [String]) {
+        guard !lines.isEmpty else { return }
+        Reporter.write(lines.map { $0 + "\n" }.joined(), to: STDOUT_FILENO)
     }
 
     /// The width of the terminal standard output is, or nil when it is not one (a pipe, a file).
