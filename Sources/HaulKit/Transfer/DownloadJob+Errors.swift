@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
+import NIOHTTP2
 import NIOSSL
 
 /// A transient failure: the next attempt may succeed.
@@ -62,6 +63,13 @@ extension DownloadJob {
                 return HaulError(.network, "the proxy asks for a user and password (407)", reason: .proxyAuthenticationRequired)
             default: break
             }
+        }
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
+            // RST_STREAM with REFUSED_STREAM: the server did no work on the request (RFC 9113 §8.7), so it may go again
+            // at once, as curl sends it (Go's and h2o's servers refuse streams past their limits).
+            var failure = TransientFailure(reason: "\(host) refused the request before acting on it (REFUSED_STREAM)")
+            failure.notProcessed = true
+            return failure
         }
         let cause = TransportError(error)
         switch cause {
