@@ -40,23 +40,7 @@ struct RefusedStreamTests {
 
 /// The server: TLS with `h2` by ALPN, the files of `root`, every `n`th stream refused before any work.
 struct RefusingHTTP2Server {
-    static let python: String? = {
-        guard let python = ExternalTools.python3 else { return nil }
-        let process = ChildProcess()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import h2.connection"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while process.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
-        if process.isRunning {
-            process.terminate()
-            return nil
-        }
-        return process.terminationStatus == 0 ? python : nil
-    }()
+    static let python = RealServerTools.pythonImporting("h2.connection")
     static var enabled: Bool { (python != nil && TestCertificates.openssl != nil) || ExternalTools.inCI }
 
     let folder: String

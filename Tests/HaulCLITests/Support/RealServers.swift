@@ -70,11 +70,14 @@ enum RealServerTools {
     static let apacheModules = ["/usr/lib/apache2/modules", "/usr/lib64/httpd/modules", "/usr/libexec/apache2"]
         .first { fileExists($0 + "/mod_ratelimit.so") }
     /// The `python3` on PATH, when it can import Twisted's web server (`pip install twisted`).
-    static let twistedPython: String? = {
+    static let twistedPython = pythonImporting("twisted.web.static")
+
+    /// The `python3` on PATH, when it can import `module` (bounded: 20 s).
+    static func pythonImporting(_ module: String) -> String? {
         guard let python = ExternalTools.python3 else { return nil }
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import twisted.web.static"]
+        process.arguments = ["-c", "import " + module]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -86,7 +89,7 @@ enum RealServerTools {
             return nil
         }
         return process.terminationStatus == 0 ? python : nil
-    }()
+    }
 }
 
 /// Runs `body` with a fresh Apache serving `<prefix>/www`: `apache2 -X -f CONFIG`, one process (with mpm_event's
