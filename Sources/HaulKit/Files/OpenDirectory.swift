@@ -162,17 +162,29 @@ final class OpenDirectory: Sendable {
         _ = unlinkat(fd, name, 0)
     }
 
-    /// Renames `from` to `to` in this folder. Without `replacing`, an existing `to` is never replaced: `false` is
-    /// returned and nothing moved.
-    func rename(_ from: String, to: String, replacing: Bool) throws(HaulError) -> Bool {
+    /// What ``rename(_:to:replacing:)`` did.
+    enum Renamed: Equatable {
+        case moved
+        /// Without `replacing`, `to` exists: nothing moved.
+        case destinationExists
+        /// Nothing is named `from` (another program moved it away): nothing moved.
+        case sourceGone
+    }
+
+    /// Renames `from` to `to` in this folder. Without `replacing`, an existing `to` is never replaced.
+    func rename(_ from: String, to: String, replacing: Bool) throws(HaulError) -> Renamed {
+        let code: Int32
         if replacing {
-            guard renameat(fd, from, fd, to) == 0 else { throw POSIX.error("moving the download to", pathOf(to)) }
-            return true
+            code = renameat(fd, from, fd, to) == 0 ? 0 : errno
+        } else {
+            code = Self.renameNoReplace(fd, from, to)
         }
-        switch Self.renameNoReplace(fd, from, to) {
-        case 0: return true
-        case EEXIST: return false
-        case let code: throw POSIX.error("moving the download to", pathOf(to), errno: code)
+        switch code {
+        case 0: return .moved
+        case EEXIST where !replacing: return .destinationExists
+        // The folder is held open, so a missing name can only be `from`'s.
+        case ENOENT: return .sourceGone
+        default: throw POSIX.error("moving the download to", pathOf(to), errno: code)
         }
     }
 

@@ -95,7 +95,9 @@ extension DownloadJob {
     /// publish checks them again).
     func adoptVerifiedFile(_ path: String) async throws {
         guard var record, let folder else { return }
-        _ = try folder.rename(Self.name(path), to: Self.name(record.partialPath), replacing: true)
+        guard try folder.rename(Self.name(path), to: Self.name(record.partialPath), replacing: true) == .moved else {
+            throw POSIX.error("moving the download to", record.partialPath, errno: ENOENT)
+        }
         record.adopted = false
         self.record = record
         try hashHeldBytes()

@@ -72,15 +72,18 @@ extension DownloadJob {
             throw replaced(folder.pathOf(source))
         }
         guard source != destination else { return }
-        let moved: Bool
+        let renamed: OpenDirectory.Renamed
         do {
-            moved = try folder.rename(source, to: destination, replacing: replacing)
+            renamed = try folder.rename(source, to: destination, replacing: replacing)
         } catch {
             // Moved away between the check and the rename: not the file Haul wrote any more.
             guard folder.status(source)?.isSameFile(as: written) == true else { throw replaced(folder.pathOf(source)) }
             throw error
         }
-        guard moved else {
+        // Moved away between the check and the rename (even if it is back by now): what was checked is not what
+        // would have moved.
+        guard renamed != .sourceGone else { throw replaced(folder.pathOf(source)) }
+        guard renamed == .moved else {
             throw HaulError(.usage, "\(folder.pathOf(destination)) appeared while downloading and was left as it is; the download is kept in \(folder.pathOf(source)): move the other file away and run the same command again",
                             reason: .destinationExists(path: folder.pathOf(destination)))
         }

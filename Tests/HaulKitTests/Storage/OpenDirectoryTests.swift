@@ -123,13 +123,27 @@ import Testing
             let folder = try OpenDirectory.open(root, create: false)
             FileManager.default.createFile(atPath: root + "/from", contents: Data("from".utf8))
             FileManager.default.createFile(atPath: root + "/to", contents: Data("to".utf8))
-            #expect(try folder.rename("from", to: "to", replacing: false) == false)
+            #expect(try folder.rename("from", to: "to", replacing: false) == .destinationExists)
             #expect(FileManager.default.contents(atPath: root + "/to") == Data("to".utf8))
-            #expect(try folder.rename("from", to: "free", replacing: false))
+            #expect(try folder.rename("from", to: "free", replacing: false) == .moved)
             #expect(FileManager.default.contents(atPath: root + "/free") == Data("from".utf8))
             #expect(!FileManager.default.fileExists(atPath: root + "/from"))
-            #expect(try folder.rename("free", to: "to", replacing: true))
+            #expect(try folder.rename("free", to: "to", replacing: true) == .moved)
             #expect(FileManager.default.contents(atPath: root + "/to") == Data("from".utf8))
+        }
+    }
+
+    /// A name another program moved away is said to be gone, whether or not the move may replace: the publish tells
+    /// it from a failure of the disk.
+    @Test func renamingANameThatIsGoneSaysSo() throws {
+        try withFolder { root in
+            let folder = try OpenDirectory.open(root, create: false)
+            FileManager.default.createFile(atPath: root + "/to", contents: Data("to".utf8))
+            #expect(try folder.rename("gone", to: "to", replacing: false) == .sourceGone)
+            #expect(try folder.rename("gone", to: "to", replacing: true) == .sourceGone)
+            #expect(try folder.rename("gone", to: "free", replacing: false) == .sourceGone)
+            #expect(FileManager.default.contents(atPath: root + "/to") == Data("to".utf8))
+            #expect(!FileManager.default.fileExists(atPath: root + "/free"))
         }
     }
 }
