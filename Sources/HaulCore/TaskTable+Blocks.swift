@@ -40,10 +40,9 @@ extension TaskTable {
             [clean(row.id), row.state, ByteFormat.string(row.bytes), totalText(row), speedText(row)] + (fleet ? [clean(row.node ?? "-")] : [])
                 + [clean(row.path), clean(row.note ?? "")]
         }
-        let minimums = header.map { blocks.widths[$0] ?? 0 }
         let table = [header] + cells
-        let widths = header.indices.map { column in max(minimums[column], table.map { TerminalText.width($0[column]) }.max() ?? 0) }
-        let lines = aligned(table, minimums: minimums)
+        let widths = columnWidths(table, minimums: header.map { blocks.widths[$0] ?? 0 })
+        let lines = aligned(table, rightAligned: [], widths: widths)
         return blocks.shown(lines, headers: header, widths: Dictionary(zip(header, widths), uniquingKeysWith: max))
     }
 

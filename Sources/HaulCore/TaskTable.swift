@@ -129,8 +129,9 @@ package enum TaskTable {
         let pathColumn = Column(header: "PATH", cells: shownPaths, minimum: min(pathMinimum, pathRoom))
         var columns = fixed + [pathColumn]
         if inline { columns.append(Column(header: "NOTE", cells: notes.map { $0 ?? "" })) }
+        // Each column measured its cells once already (its `width`).
         var lines = aligned([columns.map(\.header)] + shownPaths.indices.map { row in columns.map { $0.cells[row] } },
-                            rightAligned: columns.map(\.rightAligned), minimums: columns.map(\.minimum))
+                            rightAligned: columns.map(\.rightAligned), widths: columns.map(\.width))
         let widths = Dictionary(columns.map { ($0.header, $0.width) }, uniquingKeysWith: max)
         guard !inline else { return (lines, widths) }
         // Notes on lines of their own, under the STATE column (or nearly flush left when that leaves too little).
@@ -149,10 +150,19 @@ package enum TaskTable {
     /// Rows of cells padded to each column's width (in display columns, and at least its `minimums`), the last cell of
     /// a line unpadded and no trailing spaces.
     package static func aligned(_ table: [[String]], rightAligned: [Bool] = [], minimums: [Int] = []) -> [String] {
-        let count = table.first?.count ?? 0
-        let widths = (0..<count).map { column in
+        aligned(table, rightAligned: rightAligned, widths: columnWidths(table, minimums: minimums))
+    }
+
+    /// Each column's widest cell (in display columns), and at least its `minimums`.
+    static func columnWidths(_ table: [[String]], minimums: [Int] = []) -> [Int] {
+        (0..<(table.first?.count ?? 0)).map { column in
             max(column < minimums.count ? minimums[column] : 0, table.map { TerminalText.width($0[column]) }.max() ?? 0)
         }
+    }
+
+    /// ``aligned(_:rightAligned:minimums:)`` with the columns' `widths` already measured.
+    static func aligned(_ table: [[String]], rightAligned: [Bool], widths: [Int]) -> [String] {
+        let count = widths.count
         return table.map { row in
             var text = ""
             for (column, cell) in row.enumerated() {
