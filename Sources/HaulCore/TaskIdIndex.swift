@@ -1,7 +1,7 @@
 /// Every id of a session, sorted and compact, to give any one id its shortest unique prefix by binary search: how
 /// `haul ls` names tasks when a session is too large to hold its rows at once (see ``TaskListing``). Pure.
 ///
-/// The prefixes are those of ``TaskTable/uniquePrefixes(_:minimum:)`` over the same ids: at least `minimum`
+/// The one implementation of the rule (``TaskTable/uniquePrefixes(_:minimum:)`` uses it too): at least `minimum`
 /// characters, one more than the longest common prefix with any other id (which, in sorted order, is shared with a
 /// neighbour), the whole id when it is the start of another. An id in canonical UUID form (36 characters, lower-case
 /// hex and hyphens, as the daemon makes them) is held as 16 bytes; any other id as its string. A million UUIDs take
@@ -86,7 +86,7 @@ package struct TaskIdIndex: Sendable {
     public mutating func sort() {
         guard !sorted else { return }
         uuids.sort()
-        // The order of `uniquePrefixes`: character by character.
+        // Character by character, as ids are compared when typed.
         others.sort { $0.lexicographicallyPrecedes($1) }
         sorted = true
     }

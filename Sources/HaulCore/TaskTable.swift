@@ -67,19 +67,11 @@ package enum TaskTable {
     }
 
     /// For each id, its shortest prefix that no other id starts with, of at least `minimum` characters (the whole
-    /// id when shorter, or when it is itself the start of another: typing it whole names it).
+    /// id when shorter, or when it is itself the start of another: typing it whole names it). The rule is
+    /// ``TaskIdIndex``'s, which a listing too large to hold uses over the whole session.
     public static func uniquePrefixes(_ ids: [String], minimum: Int = 8) -> [String] {
-        let characters = ids.map(Array.init)
-        let order = characters.indices.sorted { characters[$0].lexicographicallyPrecedes(characters[$1]) }
-        var needed = [Int](repeating: max(minimum, 1), count: ids.count)
-        // In sorted order, the longest common prefix an id shares with any other is shared with a neighbour.
-        for (position, index) in order.enumerated() where position > 0 {
-            let previous = order[position - 1]
-            let common = commonPrefixLength(characters[previous], characters[index])
-            needed[index] = max(needed[index], common + 1)
-            needed[previous] = max(needed[previous], common + 1)
-        }
-        return ids.indices.map { String(characters[$0].prefix(needed[$0])) }
+        let index = TaskIdIndex(ids)
+        return ids.map { index.prefix(of: $0, minimum: minimum) }
     }
 
     // MARK: Layout
@@ -195,11 +187,5 @@ package enum TaskTable {
     static func doneText(_ row: Row) -> String {
         guard let total = row.total, total > 0 else { return row.state == "finished" ? "100%" : ByteFormat.string(row.bytes) }
         return "\(Int(min(max(Double(row.bytes) / Double(total) * 100, 0), 100)))%"
-    }
-
-    static func commonPrefixLength(_ a: [Character], _ b: [Character]) -> Int {
-        var length = 0
-        while length < a.count, length < b.count, a[length] == b[length] { length += 1 }
-        return length
     }
 }

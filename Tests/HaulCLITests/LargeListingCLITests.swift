@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import HaulKit
+import HaulTestSupport
 import Testing
 
 /// Issue 25: `haul ls` as a table of a session larger than one block (TaskListing.blockSize), a real daemon's:
@@ -54,7 +55,7 @@ import Testing
             #expect(tooWide.isEmpty, "\(tooWide.count) lines wider than 72 columns: \(tooWide.prefix(3))")
             let taskLines = lines.filter { !$0.hasPrefix(" ") && !$0.hasPrefix("ID ") }
             let shown = taskLines.map { String($0.prefix { $0 != " " }) }
-            #expect(shown == TaskTable.uniquePrefixes(ids), "each task once, in order, its id's shortest unique prefix over the session")
+            #expect(shown == UniquePrefixModel.uniquePrefixes(ids), "each task once, in order, its id's shortest unique prefix over the session")
             try #require(shown.count == ids.count)
             #expect(shown[0].count >= 15 && shown[count].count >= 15, "the twins, alike for 14 characters: \(shown[0]) \(shown[count])")
             #expect(shown.suffix(2) == ["my-download-000001", "my-download-000002"])

@@ -1,3 +1,4 @@
+import HaulTestSupport
 import PropertyBased
 import Testing
 @testable import HaulCore
@@ -85,11 +86,12 @@ import Testing
             let ids = Self.rows(specs, base: Self.uuid(base)).map(\.id)
             let index = TaskIdIndex(ids.shuffled())
             #expect(index.count == ids.count)
-            #expect(ids.map { index.prefix(of: $0) } == TaskTable.uniquePrefixes(ids), "\(ids)")
+            #expect(ids.map { index.prefix(of: $0) } == UniquePrefixModel.uniquePrefixes(ids), "\(ids)")
+            #expect(TaskTable.uniquePrefixes(ids) == UniquePrefixModel.uniquePrefixes(ids), "\(ids)")
             // A task added after the ids were read: its prefix among them and itself.
             let new = Self.id(added, base: Self.uuid(base))
             if !new.isEmpty, !ids.contains(new) {
-                #expect(index.prefix(of: new) == TaskTable.uniquePrefixes(ids + [new]).last, "\(new) among \(ids)")
+                #expect(index.prefix(of: new) == UniquePrefixModel.uniquePrefixes(ids + [new]).last, "\(new) among \(ids)")
             }
         }
     }
@@ -110,7 +112,7 @@ import Testing
             // Wide enough that no id is cut and notes are indented: a task's line starts with its prefix.
             guard width >= 60 else { return }
             #expect(lines.first?.hasPrefix("ID ") == true, "\(lines.prefix(2))")
-            let prefixes = TaskTable.uniquePrefixes(rows.map(\.id))
+            let prefixes = UniquePrefixModel.uniquePrefixes(rows.map(\.id))
             let shown = lines.filter { !$0.hasPrefix(" ") && !$0.hasPrefix("ID ") }
             #expect(shown.count == rows.count, "\(shown.count) task lines for \(rows.count) tasks")
             for (line, prefix) in zip(shown, prefixes) { #expect(line.hasPrefix(prefix + " "), "\(prefix): \(line)") }
