@@ -12,8 +12,9 @@
 ///   the budget, and one that brought nothing is a failure like any other.
 /// - **Restarts** (the file changed, the bytes held do not match) happen at most ``Configuration/maxRestarts``
 ///   times; after a server's own range answers were inconsistent it is not probed for ranges again.
-/// - **A request the server never acted on** (an HTTP/2 connection it was closing with GOAWAY, RFC 9113 §6.8) is
-///   sent again at once, as curl does, without using the budget: at most ``maxUnprocessedRequests`` times in a run.
+/// - **A request the server never acted on** (one an HTTP/2 connection it was closing with GOAWAY never sent, RFC
+///   9113 §6.8, or a stream it refused, §8.7) is sent again at once, as curl does, without using the budget: at most
+///   ``maxUnprocessedRequests`` times in a run.
 /// - **A redirect's target that refuses** (401/403/404/410) is retried once from the original URL (a signed URL
 ///   that expired).
 package struct RetryRules: Sendable, Equatable {
@@ -45,8 +46,8 @@ package struct RetryRules: Sendable, Equatable {
         package var retryAfter: Duration?
         /// No connection was made at all (refused, unknown host): most likely a typo.
         package var beforeConnecting: Bool
-        /// The server did not act on the request: it was refused by a connection going away, and is safe to send
-        /// again on another.
+        /// The server did not act on the request (a connection going away never sent it, or the server refused its
+        /// stream): it is safe to send again.
         package var notProcessed: Bool
 
         package init(

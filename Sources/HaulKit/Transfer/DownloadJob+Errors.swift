@@ -26,6 +26,13 @@ struct TransientFailure: Error {
         RetryRules.Failure(reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting, notProcessed: notProcessed)
     }
 
+    /// A request the server never acted on (``RetryRules/Failure/notProcessed``): sent again at once.
+    static func notProcessed(_ reason: String) -> TransientFailure {
+        var failure = TransientFailure(reason: reason)
+        failure.notProcessed = true
+        return failure
+    }
+
     /// A 408, 429 or 5xx answer, honouring its `Retry-After`.
     static func status(_ status: Int, _ phrase: String, from url: URL, retryAfter: String?) -> TransientFailure {
         let wait = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
@@ -47,9 +54,7 @@ extension DownloadJob {
                 // Not this download's cancellation (that was checked above): AsyncHTTPClient gives a request it
                 // handed to an HTTP/2 connection that had just been told to go away (GOAWAY: nginx after
                 // `keepalive_requests`) this error, before any of it was sent.
-                var failure = TransientFailure(reason: "\(host) closed the connection before the request was sent")
-                failure.notProcessed = true
-                return failure
+                return TransientFailure.notProcessed("\(host) closed the connection before the request was sent")
             case .readTimeout: return TransientFailure(reason: "the transfer from \(host) stalled (no data received)")
             case .connectTimeout: return TransientFailure(reason: "connecting to \(host) timed out")
             case .tlsHandshakeTimeout: return TransientFailure(reason: "the TLS handshake with \(host) timed out")
@@ -67,9 +72,7 @@ extension DownloadJob {
         if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
             // RST_STREAM with REFUSED_STREAM: the server did no work on the request (RFC 9113 §8.7), so it may go again
             // at once, as curl sends it (Go's and h2o's servers refuse streams past their limits).
-            var failure = TransientFailure(reason: "\(host) refused the request before acting on it (REFUSED_STREAM)")
-            failure.notProcessed = true
-            return failure
+            return TransientFailure.notProcessed("\(host) refused the request before acting on it (REFUSED_STREAM)")
         }
         let cause = TransportError(error)
         switch cause {
