@@ -68,16 +68,21 @@ def rpc(path, method, params):
                     return message["result"], time.monotonic() - start
 
 
+def peak_mib(out):
+    """The peak RSS GNU time wrote to `out` (`-f %M`, KiB), in MiB; `out` is removed."""
+    with open(out) as f:
+        kib = int(f.read().split()[-1])
+    os.unlink(out)
+    return kib / 1024
+
+
 def timed(cmd, env, **kwargs):
     """Runs cmd under GNU time; (wall s, peak RSS MiB, completed process)."""
     out = tempfile.mktemp(prefix="haul-time-")
     start = time.monotonic()
     p = subprocess.run(["/usr/bin/time", "-o", out, "-f", "%M"] + cmd, env=env, timeout=7200, **kwargs)
     wall = time.monotonic() - start
-    with open(out) as f:
-        kib = int(f.read().split()[-1])
-    os.unlink(out)
-    return wall, kib / 1024, p
+    return wall, peak_mib(out), p
 
 
 def timed_reading(cmd, env, columns=None):
@@ -107,10 +112,7 @@ def timed_reading(cmd, env, columns=None):
     os.close(reader)
     code = p.wait(timeout=7200)
     wall = time.monotonic() - start
-    with open(out) as f:
-        kib = int(f.read().split()[-1])
-    os.unlink(out)
-    return wall, kib / 1024, code, lines, widest
+    return wall, peak_mib(out), code, lines, widest
 
 
 def main():
