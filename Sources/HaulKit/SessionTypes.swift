@@ -22,6 +22,10 @@ public struct SessionConfiguration: Sendable {
     /// The backoff of each task (its longest wait), and its retries and first wait when neither the task nor
     /// ``downloadSettings`` says them.
     public var retry = RetryPolicy()
+    /// Before any byte of a task has arrived, a refused connection or an unknown host fails it after two quick
+    /// retries instead of the whole backoff (``retry``): right for a person waiting at a terminal (`haul get -i`), as
+    /// curl and wget give up on such a URL at once; not for a queue that should wait for its server to come back.
+    public var failsFastBeforeData = false
     /// A download that receives nothing for this long is retried.
     public var stallTimeout: Duration = .seconds(30)
     /// Which proxy each download goes through (none by default): ``downloadSettings``' `proxies`.

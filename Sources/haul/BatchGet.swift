@@ -66,6 +66,9 @@ struct BatchGet {
         // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
         configuration.maxDownloadsPerHost = command.file.connectionsPerHost
         configuration.stallTimeout = command.stallTimeout.duration
+        // A person waits at the terminal, as for one URL: a host that refuses or does not resolve fails each of its
+        // URLs within about a second (as curl and wget do at once), instead of after a minute of backoff each.
+        configuration.failsFastBeforeData = true
         configuration.rateLimit = command.file.limitRate?.bytesPerSecond
         let hook = OnComplete(command.onComplete, toStandardError: command.json)
         if let hook { configuration.onCompletion = { hook.run(for: $0, session: identifier) } }

@@ -182,6 +182,27 @@ import Glibc
         }
     }
 
+    @Test func aBatchFromAHostThatRefusesFailsEachURLAfterTwoQuickRetries() async throws {
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        try await Sandbox.with { box in
+            let urls = (0..<24).map { "http://127.0.0.1:\(refusing.port)/f\($0).bin\n" }.joined()
+            try urls.write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+            let result = try await box.run(["get", "-i", "list.txt", "-j", "16", "--dir", "D", "--json"], timeout: .seconds(120))
+            #expect(result.exitCode == 3, "\(result.stderr)")
+            // As for one URL: two quick retries each, not the whole backoff (5 retries from 1 s, doubling), which
+            // made a list from a host that is down take minutes where curl and wget give up at once.
+            let failed = try result.jsonEvents().filter { $0["type"] as? String == "failed" }
+            #expect(failed.count == 24)
+            for event in failed {
+                let error = (event["task"] as? [String: Any])?["error"] as? [String: Any]
+                let unreachable = (error?["failure"] as? [String: Any])?["unreachable"] as? [String: Any]
+                #expect((unreachable?["retries"] as? NSNumber)?.intValue == 2, "\(event)")
+                #expect((error?["message"] as? String)?.contains("127.0.0.1:\(refusing.port)") == true, "\(event)")
+            }
+        }
+    }
+
     @Test func maxTimeStopsAndKeepsTheStateToResume() async throws {
         try await withTestServer { server in
             let body = TestData.bytes(2 << 20, seed: 137)

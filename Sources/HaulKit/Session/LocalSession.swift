@@ -91,6 +91,7 @@ package actor LocalSession: SessionBackend {
         defaults.settings = configuration.downloadSettings
         defaults.sharedRateLimiter = configuration.rateLimit.map { RateLimiter(bytesPerSecond: $0) }
         defaults.progressInterval = configuration.progressInterval
+        defaults.failFastBeforeData = configuration.failsFastBeforeData
         self.downloadDefaults = defaults
         // Tasks still stored as running were running when the last process stopped. One that two processes in
         // a row died running (it may be what kills them) fails instead of being resumed a third time. In a fleet,

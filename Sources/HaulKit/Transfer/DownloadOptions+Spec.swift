@@ -13,6 +13,8 @@ public struct DownloadDefaults: Sendable {
     package var sharedRateLimiter: RateLimiter?
     /// How often progress events are emitted at most.
     public var progressInterval: Duration = .milliseconds(250)
+    /// ``DownloadOptions/failFastBeforeData`` for every download.
+    public var failFastBeforeData = false
 
     /// The defaults of a download outside any session: the current folder, no extra headers, 5 retries from 1 s.
     public init() {}
@@ -34,5 +36,6 @@ extension DownloadOptions {
         settings = spec.settings.resolved(over: defaults.settings)
         sharedRateLimiter = defaults.sharedRateLimiter
         progressInterval = defaults.progressInterval
+        failFastBeforeData = defaults.failFastBeforeData
     }
 }
