@@ -82,6 +82,14 @@ package enum BatchReport {
         return lines
     }
 
+    /// The line of a batch stopped by Ctrl-C or SIGTERM: how many downloads were left paused and how many had failed
+    /// (the same command resumes the one and retries the other).
+    public static func interruptedLine(paused: Int, failed: Int) -> String {
+        let downloads = paused == 1 ? "1 download" : "\(paused) downloads"
+        guard failed > 0 else { return "paused \(downloads); run the same command again to resume" }
+        return "paused \(downloads), \(failed) failed; run the same command again to resume and retry them"
+    }
+
     /// `text` without `url` where it names it, when something names the URL already (a line of its own, a
     /// column): "http://h/f answered 404" → "answered 404", "retry 1/5 in 3 s: http://h/f answered 503" → "retry
     /// 1/5 in 3 s: answered 503". Unchanged when nothing would be left.

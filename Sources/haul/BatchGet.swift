@@ -151,13 +151,14 @@ struct BatchGet {
         signals.stop()
         let interrupted = waiter.isCancelled
         // The outcome, read a page at a time: counts, the first failures and the first one's kind.
-        var finished = 0, unfinished = 0
+        var finished = 0, unfinished = 0, failed = 0
         var failures: [TaskSnapshot] = []
         try await session.forEachTask { task in
             if task.state == .finished {
                 finished += 1
             } else {
                 unfinished += 1
+                if task.state == .failed { failed += 1 }
                 if failures.count < BatchReport.namedFailures { failures.append(task) }
             }
         }
@@ -169,7 +170,7 @@ struct BatchGet {
         reporter.finish()
         if !interrupted { await hook?.waitForAll() }
         if interrupted {
-            Reporter.printError("haul: paused \(unfinished) downloads; run the same command again to resume")
+            Reporter.printError("haul: " + BatchReport.interruptedLine(paused: unfinished - failed, failed: failed))
             throw ExitCode(ExitStatus.interrupted)
         }
         if mode != .quiet && mode != .json {

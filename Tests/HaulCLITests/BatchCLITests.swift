@@ -245,6 +245,26 @@ import Glibc
         }
     }
 
+    @Test func anInterruptedBatchCountsWhatItPausedApartFromWhatHadFailed() async throws {
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        try await withTestServer { server in
+            let files = BatchFiles(server, prefix: "p", count: 3, size: 400 * 1024, seed: 4_100, rate: 32 * 1024)
+            try await Sandbox.with { box in
+                let out = box.path("out")
+                let refused = (0..<2).map { "http://127.0.0.1:\(refusing.port)/gone\($0).bin" }
+                let first = try box.start(["get"] + files.urls + refused + ["-j", "8", "--dir", out])
+                try await signalWhen(first, SIGINT, "both refused URLs failed while the others crawl", timeout: .seconds(30)) {
+                    ((try? StoreRows.read(box)) ?? []).filter { $0.state == "failed" }.count == 2 && finals(out).isEmpty
+                }
+                let stopped = try await first.wait(timeout: .seconds(10))
+                #expect(stopped.exitCode == 130, "\(stopped.stderr)")
+                #expect(stopped.stderr.contains("haul: paused 3 downloads, 2 failed; run the same command again to resume and retry them"),
+                        "the failed are not counted as paused: \(stopped.stderr)")
+            }
+        }
+    }
+
     // MARK: 5. -i - (URLs on stdin)
 
     /// The same command again after a finished file was deleted or moved: it is fetched again (as wget and curl

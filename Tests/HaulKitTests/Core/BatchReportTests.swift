@@ -24,6 +24,12 @@ import Testing
         #expect(fitted[1].hasPrefix("  http://") && fitted[1].contains("/batch/file-1.bin: answered 404"), "the URL's end kept: \(fitted[1])")
     }
 
+    @Test func anInterruptedBatchSaysWhatItPausedAndWhatHadFailed() {
+        #expect(BatchReport.interruptedLine(paused: 3, failed: 0) == "paused 3 downloads; run the same command again to resume")
+        #expect(BatchReport.interruptedLine(paused: 1, failed: 0) == "paused 1 download; run the same command again to resume")
+        #expect(BatchReport.interruptedLine(paused: 286, failed: 214) == "paused 286 downloads, 214 failed; run the same command again to resume and retry them")
+    }
+
     @Test func aFailureIsNamedByItsFileWhenItHasOne() {
         let failure = BatchReport.Failure(url: "http://h/x?sig=***", path: "/data/out/report-2024.pdf", message: "connection refused (h:80)")
         #expect(BatchReport.failureLine(failure, width: 80) == "report-2024.pdf: connection refused (h:80)")
