@@ -299,6 +299,13 @@ extension DownloadMachine {
     /// The attempt failed in a way the next may not; `held` bytes are held.
     package mutating func failed(_ failure: RetryRules.Failure, held bytes: Int64) -> RetryRules.FailureAction {
         let held = enter(.failed)
+        if failure.requiresHTTP1, usesHTTP2 {
+            // The server did not act on it and asks for HTTP/1.1 (RFC 9113 §7): the same request over HTTP/1.1, at once
+            // and outside the retry budget, as curl does. Once: every later request of the download is HTTP/1.1.
+            usesHTTP2 = false
+            state = .ready(held)
+            return .requestAgain
+        }
         let action = rules.failed(failure, held: bytes)
         switch action {
         case .requestAgain: state = .ready(held)

@@ -15,6 +15,8 @@
 /// - **A request the server never acted on** (one an HTTP/2 connection it was closing with GOAWAY never sent, RFC
 ///   9113 §6.8, or a stream it refused, §8.7) is sent again at once, as curl does, without using the budget: at most
 ///   ``maxUnprocessedRequests`` times in a run.
+/// - **A stream the server wants over HTTP/1.1** (`HTTP_1_1_REQUIRED`, RFC 9113 §7) is sent again at once over
+///   HTTP/1.1, without using the budget (``DownloadMachine/failed(_:held:)``), as curl does; once per download.
 /// - **A redirect's target that refuses** (401/403/404/410) is retried once from the original URL (a signed URL
 ///   that expired).
 package struct RetryRules: Sendable, Equatable {
@@ -49,15 +51,20 @@ package struct RetryRules: Sendable, Equatable {
         /// The server did not act on the request (a connection going away never sent it, or the server refused its
         /// stream): it is safe to send again.
         package var notProcessed: Bool
+        /// The server reset the request's HTTP/2 stream with `HTTP_1_1_REQUIRED` (RFC 9113 §7): it did not act on it,
+        /// and asks for it over HTTP/1.1 (IIS does so for authentication that HTTP/2 cannot carry).
+        package var requiresHTTP1: Bool
 
         package init(
-            reason: String, kind: ErrorKind = .network, retryAfter: Duration? = nil, beforeConnecting: Bool = false, notProcessed: Bool = false
+            reason: String, kind: ErrorKind = .network, retryAfter: Duration? = nil, beforeConnecting: Bool = false, notProcessed: Bool = false,
+            requiresHTTP1: Bool = false
         ) {
             self.reason = reason
             self.kind = kind
             self.retryAfter = retryAfter
             self.beforeConnecting = beforeConnecting
             self.notProcessed = notProcessed
+            self.requiresHTTP1 = requiresHTTP1
         }
     }
 

@@ -14,6 +14,8 @@ struct TransientFailure: Error {
     var beforeConnecting = false
     /// The server never acted on the request (``RetryRules/Failure/notProcessed``).
     var notProcessed = false
+    /// The server asks for the request over HTTP/1.1 (``RetryRules/Failure/requiresHTTP1``).
+    var requiresHTTP1 = false
 
     init(reason: String, kind: HaulError.Kind = .network, retryAfter: Duration? = nil) {
         self.reason = Redaction.text(reason)
@@ -23,7 +25,9 @@ struct TransientFailure: Error {
 
     /// The failure as the retry rules see it.
     var ruleFailure: RetryRules.Failure {
-        RetryRules.Failure(reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting, notProcessed: notProcessed)
+        RetryRules.Failure(
+            reason: reason, kind: kind, retryAfter: retryAfter, beforeConnecting: beforeConnecting, notProcessed: notProcessed,
+            requiresHTTP1: requiresHTTP1)
     }
 
     /// A request the server never acted on (``RetryRules/Failure/notProcessed``): sent again at once.
@@ -69,10 +73,22 @@ extension DownloadJob {
             default: break
             }
         }
-        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
-            // RST_STREAM with REFUSED_STREAM: the server did no work on the request (RFC 9113 §8.7), so it may go again
-            // at once, as curl sends it (Go's and h2o's servers refuse streams past their limits).
-            return TransientFailure.notProcessed("\(host) refused the request before acting on it (REFUSED_STREAM)")
+        if let closed = error as? NIOHTTP2Errors.StreamClosed {
+            let name = HTTP2ErrorName.of(closed.errorCode.networkCode)
+            switch closed.errorCode {
+            case .refusedStream:
+                // RST_STREAM with REFUSED_STREAM: the server did no work on the request (RFC 9113 §8.7), so it may go
+                // again at once, as curl sends it (Go's and h2o's servers refuse streams past their limits).
+                return TransientFailure.notProcessed("\(host) refused the request before acting on it (\(name))")
+            case .http11Required:
+                var failure = TransientFailure(reason: "\(host) asks for this request over HTTP/1.1 (\(name))")
+                failure.requiresHTTP1 = true
+                return failure
+            default:
+                // Reset instead of ended (by the server, or by NIO for a body longer or shorter than its
+                // Content-Length): in curl's words, with the code's name rather than the library's description.
+                return TransientFailure(reason: "the HTTP/2 stream from \(host) was not closed cleanly: \(name)")
+            }
         }
         let cause = TransportError(error)
         switch cause {

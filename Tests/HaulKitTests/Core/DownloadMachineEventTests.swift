@@ -134,6 +134,33 @@ import Testing
         #expect(!next.http2)
     }
 
+    @Test func aStreamTheServerWantsOverHTTP1IsSentAgainOverHTTP1AtOnceAndOnlyOnce() {
+        var machine = Machine(T.configuration(segments: nil, multiplexable: true), seed: 1)
+        machine.prepared(.none, heldBytes: 0, replacesDestination: false)
+        guard case .request(let request) = machine.attemptStarts(ResumePoint()) else { return }
+        #expect(request.http2)
+        let required = RetryRules.Failure(reason: "h:443 asks for this request over HTTP/1.1 (HTTP_1_1_REQUIRED)", requiresHTTP1: true)
+        // At once, without a retry of the budget, and every later request of the download is HTTP/1.1.
+        #expect(machine.failed(required, held: 0) == .requestAgain)
+        #expect(!machine.usesHTTP2)
+        guard case .request(let next) = machine.attemptStarts(ResumePoint()) else { return }
+        #expect(!next.http2)
+        // Asked again over HTTP/1.1 (a server that cannot make up its mind): a failure like any other.
+        guard case .retry(let retry) = machine.failed(required, held: 0) else {
+            Issue.record("a second HTTP_1_1_REQUIRED must use the retry budget")
+            return
+        }
+        #expect(retry.retry == 1)
+        // Without HTTP/2 in the first place there is nothing to fall back from.
+        var plain = Machine(T.configuration(segments: nil, multiplexable: false), seed: 1)
+        plain.prepared(.none, heldBytes: 0, replacesDestination: false)
+        _ = plain.attemptStarts(ResumePoint())
+        guard case .retry = plain.failed(required, held: 0) else {
+            Issue.record("over HTTP/1.1 it is retried as a failure")
+            return
+        }
+    }
+
     @Test func theWholeFileReplacesWhateverWasHeld() {
         let info = ResourceInfo(validators: T.strong, totalLength: 1_000, acceptsRanges: false)
         for held in [Held.none, .own(unknownTotal: true)] {

@@ -309,3 +309,16 @@ extension RetryRules.EarlyEndAction {
         }
     }
 }
+
+@Suite struct HTTP2ErrorNameTests {
+    @Test func everyCodeOfRFC9113HasItsNameAndOthersTheirNumber() {
+        #expect(HTTP2ErrorName.of(0x0) == "NO_ERROR")
+        #expect(HTTP2ErrorName.of(0x1) == "PROTOCOL_ERROR")
+        #expect(HTTP2ErrorName.of(0x2) == "INTERNAL_ERROR")
+        #expect(HTTP2ErrorName.of(0x7) == "REFUSED_STREAM")
+        #expect(HTTP2ErrorName.of(0xb) == "ENHANCE_YOUR_CALM")
+        #expect(HTTP2ErrorName.of(0xd) == "HTTP_1_1_REQUIRED")
+        #expect(HTTP2ErrorName.of(0xe) == "error code 0xe")
+        #expect(HTTP2ErrorName.of(0x1234) == "error code 0x1234")
+    }
+}
