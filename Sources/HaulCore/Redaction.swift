@@ -55,7 +55,7 @@ package enum Redaction {
 
     /// `text` with the authority's userinfo of its one URL replaced.
     private static func maskingUserinfo(_ text: String) -> String {
-        guard let schemeEnd = text.range(of: "://") else { return text }
+        guard let schemeEnd = text.firstRange(of: "://") else { return text }
         let afterScheme = text[schemeEnd.upperBound...]
         let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
         let authority = afterScheme[..<authorityEnd]
@@ -67,7 +67,7 @@ package enum Redaction {
     private static func maskingAllUserinfo(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
-        while let schemeEnd = rest.range(of: "://") {
+        while let schemeEnd = rest.firstRange(of: "://") {
             result += rest[..<schemeEnd.upperBound]
             rest = rest[schemeEnd.upperBound...]
             let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0 == " " || $0 == "\"" || $0 == "'" || $0 == ")" } ?? rest.endIndex

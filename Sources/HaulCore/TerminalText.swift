@@ -9,7 +9,15 @@ package enum TerminalText {
 
     /// Columns `text` takes on a terminal.
     public static func width(_ text: some StringProtocol) -> Int {
-        text.reduce(0) { $0 + width(of: $1) }
+        // ASCII, most of what a table shows (ids, URLs, states), by its bytes: a printable one takes a column, a
+        // control character none, exactly as character by character, whose Unicode property lookups were half of
+        // `haul ls`'s time.
+        var columns = 0
+        for byte in text.utf8 {
+            guard byte < 0x80 else { return text.reduce(0) { $0 + width(of: $1) } }
+            if byte >= 0x20, byte != 0x7F { columns += 1 }
+        }
+        return columns
     }
 
     /// Columns one character (grapheme cluster) takes: 2 for East Asian wide and fullwidth characters and
