@@ -136,17 +136,7 @@ struct HTTP2CLITests {
             try await Sandbox.with { box in
                 let args = ["get", nginx.url("/slow/big.bin")] + small.keys.sorted().map { nginx.url($0) }
                     + ["-j", "4", "--dir", "D", "--cacert", nginx.certificates.caCertificate]
-                let run = try box.start(args)
-                @Sendable func recorded() -> Int? {
-                    return box.records().first { ($0["destinationPath"] as? String)?.hasSuffix("/D/big.bin") == true }
-                        .flatMap { ($0["offset"] as? NSNumber)?.intValue }
-                }
-                try await signalWhen(run, SIGKILL, "a checkpoint records ≥ 512 KiB", timeout: .seconds(30)) {
-                    (recorded() ?? 0) >= 512 << 10
-                }
-                let killed = try await run.wait(timeout: .seconds(10))
-                #expect(killed.signalled, "\(killed.stderr)")
-                let held = try #require(recorded())
+                let held = try await killOnceRecorded(box, args, destinationSuffix: "/D/big.bin", atLeast: 512 << 10)
                 let again = try await box.run(args, timeout: .seconds(60))
                 #expect(again.exitCode == 0, "\(again.stderr)")
                 #expect(contentMismatch(box.path("D/big.bin"), expected: body) == nil)

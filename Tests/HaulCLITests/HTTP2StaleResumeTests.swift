@@ -57,18 +57,8 @@ struct HTTP2StaleResumeTests {
                 list += small.keys.sorted().map { nginx.url($0) + "\n" }.joined()
                 try list.write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
                 let args = ["get", "-i", "list.txt", "-j", "4", "--dir", "D", "--cacert", nginx.certificates.caCertificate, "--json"]
-                let run = try box.start(args)
-                @Sendable func recorded() -> Int? {
-                    box.records().first { ($0["destinationPath"] as? String)?.hasSuffix("/D/big.bin") == true }
-                        .flatMap { ($0["offset"] as? NSNumber)?.intValue }
-                }
                 // Past 512 KiB, so that the overlap and the bytes before it are both whole.
-                try await signalWhen(run, SIGKILL, "a checkpoint records ≥ 512 KiB", timeout: .seconds(30)) {
-                    (recorded() ?? 0) >= 512 << 10
-                }
-                let killed = try await run.wait(timeout: .seconds(10))
-                #expect(killed.signalled, "\(killed.stderr)")
-                let held = try #require(recorded())
+                let held = try await killOnceRecorded(box, args, destinationSuffix: "/D/big.bin", atLeast: 512 << 10)
                 let partial = box.path("D/big.bin.haul-part")
                 #expect(!fileExists(box.path("D/big.bin")))
 

@@ -21,13 +21,7 @@ struct HTTP2StreamResetTests {
             defer { server.stop() }
             let bodies = try Self.serve(30, size: 3_000, seed: 3_700, from: server, listIn: box)
             // No retry at all allowed: a refused stream spending one would fail its download.
-            let result = try await box.run(
-                ["get", "-i", box.path("list.txt"), "-j", "8", "--retries", "0", "--dir", "D", "--cacert", server.caCertificate, "--json"],
-                timeout: .seconds(120))
-            #expect(result.exitCode == 0, "\(result.stderr)")
-            for (name, body) in bodies {
-                #expect(contentMismatch(box.path("D/" + name), expected: body) == nil, "\(name)")
-            }
+            _ = try await Self.fetchEveryFile(bodies, from: server, in: box, jobs: 8)
             let refused = server.logged("refused ")
             #expect(refused >= 10, "every second stream was refused: \(refused)")
         }
@@ -46,19 +40,25 @@ struct HTTP2StreamResetTests {
         return bodies
     }
 
+    /// `haul get -i list.txt` with no retry allowed, which must end with every file of `bodies` exactly.
+    static func fetchEveryFile(_ bodies: [String: [UInt8]], from server: MisbehavingHTTP2Server, in box: Sandbox, jobs: Int) async throws -> HaulResult {
+        let result = try await box.run(
+            ["get", "-i", box.path("list.txt"), "-j", String(jobs), "--retries", "0", "--dir", "D", "--cacert", server.caCertificate, "--json"],
+            timeout: .seconds(120))
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        for (name, body) in bodies {
+            #expect(contentMismatch(box.path("D/" + name), expected: body) == nil, "\(name)")
+        }
+        return result
+    }
+
     @Test func aStreamTheServerWantsOverHTTP1IsSentAgainOverHTTP1() async throws {
         try await Sandbox.with { box in
             let server = try await MisbehavingHTTP2Server.start(in: box.path("h2"), .requireHTTP1)
             defer { server.stop() }
             let bodies = try Self.serve(12, size: 4_000, seed: 3_800, from: server, listIn: box)
             // No retry allowed: falling back must not spend one.
-            let result = try await box.run(
-                ["get", "-i", box.path("list.txt"), "-j", "4", "--retries", "0", "--dir", "D", "--cacert", server.caCertificate, "--json"],
-                timeout: .seconds(120))
-            #expect(result.exitCode == 0, "\(result.stderr)")
-            for (name, body) in bodies {
-                #expect(contentMismatch(box.path("D/" + name), expected: body) == nil, "\(name)")
-            }
+            let result = try await Self.fetchEveryFile(bodies, from: server, in: box, jobs: 4)
             #expect(server.logged("http1-required ") >= 1, "asked over HTTP/2 first")
             #expect(server.logged("http1 ") >= bodies.count, "each file served over HTTP/1.1")
             let protocols = try HTTP2CLITests.finishedProtocols(result)

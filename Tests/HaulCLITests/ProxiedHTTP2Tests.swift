@@ -65,17 +65,7 @@ struct ProxiedHTTP2Tests {
             try await Sandbox.with { box in
                 let args = ["get", nginx.url("/slow/big.bin")] + small.keys.sorted().map { nginx.url($0) }
                     + ["-j", "4", "--dir", "D", "--cacert", nginx.certificates.caCertificate, "--proxy", "127.0.0.1:\(squid.port)"]
-                let run = try box.start(args)
-                @Sendable func recorded() -> Int? {
-                    box.records().first { ($0["destinationPath"] as? String)?.hasSuffix("/D/big.bin") == true }
-                        .flatMap { ($0["offset"] as? NSNumber)?.intValue }
-                }
-                try await signalWhen(run, SIGKILL, "a checkpoint records ≥ 512 KiB", timeout: .seconds(60)) {
-                    (recorded() ?? 0) >= 512 << 10
-                }
-                let killed = try await run.wait(timeout: .seconds(10))
-                #expect(killed.signalled, "\(killed.stderr)")
-                let held = try #require(recorded())
+                let held = try await killOnceRecorded(box, args, destinationSuffix: "/D/big.bin", atLeast: 512 << 10, timeout: .seconds(60))
                 let again = try await box.run(args + ["--json"], timeout: .seconds(90))
                 #expect(again.exitCode == 0, "\(again.stderr)")
                 #expect(contentMismatch(box.path("D/big.bin"), expected: body) == nil)

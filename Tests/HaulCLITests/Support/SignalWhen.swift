@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -45,4 +46,23 @@ func signalWhen(
         thread.start()
     }
     if let outcome { throw HarnessError(outcome) }
+}
+
+/// Starts `args` in `box`, SIGKILLs it once its resume record for the destination ending in `suffix` counts at least
+/// `bytes` (a checkpoint: bytes past it are not durable and are rightly dropped on resume), and returns the offset
+/// recorded, the bytes a rerun holds.
+func killOnceRecorded(
+    _ box: Sandbox, _ args: [String], destinationSuffix suffix: String, atLeast bytes: Int, timeout: Duration = .seconds(30)
+) async throws -> Int {
+    let run = try box.start(args)
+    @Sendable func recorded() -> Int? {
+        box.records().first { ($0["destinationPath"] as? String)?.hasSuffix(suffix) == true }
+            .flatMap { ($0["offset"] as? NSNumber)?.intValue }
+    }
+    try await signalWhen(run, SIGKILL, "a checkpoint of \(suffix) records ≥ \(bytes) bytes", timeout: timeout) {
+        (recorded() ?? 0) >= bytes
+    }
+    let killed = try await run.wait(timeout: .seconds(10))
+    #expect(killed.signalled, "\(killed.stderr)")
+    return try #require(recorded())
 }
