@@ -59,7 +59,10 @@ struct HTTP2StreamResetTests {
             let bodies = try Self.serve(12, size: 4_000, seed: 3_800, from: server, listIn: box)
             // No retry allowed: falling back must not spend one.
             let result = try await Self.fetchEveryFile(bodies, from: server, in: box, jobs: 4)
-            #expect(server.logged("http1-required ") >= 1, "asked over HTTP/2 first")
+            // Asked over HTTP/2 first, by the downloads that started before the first answer; the later ones ask
+            // over HTTP/1.1 at once.
+            let refused = server.logged("http1-required ")
+            #expect(refused >= 1 && refused <= 4, "\(refused) streams refused")
             #expect(server.logged("http1 ") >= bodies.count, "each file served over HTTP/1.1")
             let protocols = try HTTP2CLITests.finishedProtocols(result)
             #expect(protocols.count == bodies.count && protocols.allSatisfy { $0 == "HTTP/1.1" }, "\(protocols)")

@@ -130,6 +130,7 @@ final class DownloadJob {
                 next = afterAttempt(try await attempt())
             } catch let failure as TransientFailure {
                 if Task.isCancelled { throw CancellationError() }
+                if failure.requiresHTTP1 { engine.noteWantsHTTP1(options.url) }
                 switch machine.failed(failure.ruleFailure, held: point.offset) {
                 case .requestAgain: next = .requestAgain
                 case .retry(let retry): next = .wait(retry)

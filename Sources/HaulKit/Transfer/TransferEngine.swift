@@ -60,6 +60,8 @@ public final class TransferEngine: Sendable {
     /// Whether the engine offers HTTP/2 (``Configuration/multiplexesHTTP2``): many small files from one host become
     /// streams of one connection, each costing a round trip less than a request waiting for a free connection.
     private let multiplexes: Bool
+    /// The origins of downloads whose server reset a stream with `HTTP_1_1_REQUIRED`: later ones do not offer HTTP/2.
+    private let originsWantingHTTP1 = NIOLockedValueBox<Set<Origin>>([])
     private let otherClients = NIOLockedValueBox<[DirectClientKey: HTTPClient]>([:])
 
     private struct DirectClientKey: Hashable {
@@ -103,7 +105,16 @@ public final class TransferEngine: Sendable {
     /// (HTTP/2 is chosen by ALPN in the TLS handshake; Haul does not speak cleartext HTTP/2). Through a proxy's
     /// tunnel (`CONNECT`, SOCKS5) such a request offers HTTP/2 too, and shares pooled connections (``TunnelPool``).
     func mayMultiplex(_ url: URL) -> Bool {
-        multiplexes && url.scheme?.lowercased() == "https"
+        guard multiplexes, url.scheme?.lowercased() == "https" else { return false }
+        guard let origin = Origin(url) else { return true }
+        return !originsWantingHTTP1.withLockedValue { $0.contains(origin) }
+    }
+
+    /// A download of `url` was asked to use HTTP/1.1 (`HTTP_1_1_REQUIRED`): the engine's later downloads of its origin
+    /// go over HTTP/1.1 from their first request instead of each being refused once.
+    func noteWantsHTTP1(_ url: URL) {
+        guard let origin = Origin(url) else { return }
+        originsWantingHTTP1.withLockedValue { _ = $0.insert(origin) }
     }
 
     /// How a request for `url` travels: through the proxy chosen for it (by `proxies`, else the engine's), else
