@@ -84,6 +84,10 @@ extension DownloadJob {
                 var failure = TransientFailure(reason: "\(host) asks for this request over HTTP/1.1 (\(name))")
                 failure.requiresHTTP1 = true
                 return failure
+            case .cancel:
+                // Not this download's own cancellation (checked first): the server cancelled the stream, or closed the
+                // connection under it (NIO cancels the streams of a connection that got GOAWAY with an error).
+                return TransientFailure(reason: "\(host) cancelled the HTTP/2 stream or closed its connection before the transfer completed (\(name))")
             default:
                 // Reset instead of ended (by the server, or by NIO for a body longer or shorter than its
                 // Content-Length): in curl's words, with the code's name rather than the library's description.
