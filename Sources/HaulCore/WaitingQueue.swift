@@ -124,17 +124,26 @@ package struct WaitingQueue: Sendable {
 
     /// ``next(slots:runningPerHost:maxPerHost:)`` with a cap of its own for each host (a host that speaks HTTP/2
     /// runs its downloads as streams of one connection, and is capped only by the session's `slots`).
-    public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: (String) -> Int) -> [Entry] {
+    ///
+    /// The downloads of a host in `unreachable` (its last connection was refused, or its name did not resolve) go
+    /// last, whatever their priority: a slot that frees up goes to another host's
+    /// download while there is one, instead of to the next download of a host that is down, which would hold it for
+    /// its whole backoff. With nothing else waiting they start as before.
+    public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: (String) -> Int, unreachable: Set<String> = []) -> [Entry] {
         guard slots > 0 else { return [] }
         var candidates: [Entry] = []
+        var last: [Entry] = []
         for (host, queue) in hosts {
             let cap = max(1, maxPerHost(host), queue.entries[queue.start].hostLimit ?? 0)
             let room = min(cap - runningPerHost[host, default: 0], slots)
             guard room > 0 else { continue }
-            candidates += queue.entries[queue.start..<(queue.start + min(room, queue.count))]
+            let entries = queue.entries[queue.start..<(queue.start + min(room, queue.count))]
+            if unreachable.contains(host) { last += entries } else { candidates += entries }
         }
         candidates.sort { $0.precedes($1) }
-        return Array(candidates.prefix(slots))
+        guard candidates.count < slots, !last.isEmpty else { return Array(candidates.prefix(slots)) }
+        last.sort { $0.precedes($1) }
+        return candidates + last.prefix(slots - candidates.count)
     }
 }
 

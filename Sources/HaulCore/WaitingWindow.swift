@@ -58,8 +58,10 @@ package struct WaitingWindow: Sendable {
     /// The waiting tasks to start, in order, as ``WaitingQueue/next(slots:runningPerHost:maxPerHost:)`` chooses them
     /// from the tasks held; while a page is read, only those up to the boundary (a task held beyond it may come after
     /// tasks the page brings).
-    public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: (String) -> Int) -> [WaitingQueue.Entry] {
-        let chosen = queue.next(slots: slots, runningPerHost: runningPerHost, maxPerHost: maxPerHost)
+    public func next(
+        slots: Int, runningPerHost: [String: Int], maxPerHost: (String) -> Int, unreachable: Set<String> = []
+    ) -> [WaitingQueue.Entry] {
+        let chosen = queue.next(slots: slots, runningPerHost: runningPerHost, maxPerHost: maxPerHost, unreachable: unreachable)
         guard isRefilling, !isComplete else { return chosen }
         return chosen.filter { isWithinBoundary($0.position) }
     }

@@ -304,7 +304,9 @@ package actor LocalSession: SessionBackend {
 
     /// The waiting tasks to start now, in order (still queued), from the window.
     func nextToStart() -> [WaitingQueue.Entry] {
-        window.next(slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(), maxPerHost: maxDownloads(to:))
+        window.next(
+            slots: currentMaxConcurrent - runningCount, runningPerHost: runningPerHost(), maxPerHost: maxDownloads(to:),
+            unreachable: engine.unreachableHosts)
     }
 
     /// How many of the session's downloads may run against `host` at once: its per-host limit, or, for a host that

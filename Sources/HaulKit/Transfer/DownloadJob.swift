@@ -131,6 +131,9 @@ final class DownloadJob {
             } catch let failure as TransientFailure {
                 if Task.isCancelled { throw CancellationError() }
                 if failure.requiresHTTP1 { engine.noteWantsHTTP1(options.url) }
+                // Its session starts the host's other downloads after other hosts' until one gets a response: they
+                // would only hold their slots through the same backoff.
+                if failure.beforeConnecting { engine.noteReachable(host, false) }
                 switch machine.failed(failure.ruleFailure, held: point.offset) {
                 case .requestAgain: next = .requestAgain
                 case .retry(let retry): next = .wait(retry)

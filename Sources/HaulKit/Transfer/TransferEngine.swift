@@ -60,6 +60,9 @@ public final class TransferEngine: Sendable {
     /// Whether the engine offers HTTP/2 (``Configuration/multiplexesHTTP2``): many small files from one host become
     /// streams of one connection, each costing a round trip less than a request waiting for a free connection.
     private let multiplexes: Bool
+    /// The hosts (`host:port`, as ``HostConnections`` counts them) whose last connection failed before connecting (the
+    /// host refused it, or its name did not resolve), until a download of theirs gets a response.
+    private let unreachable = NIOLockedValueBox<Set<String>>([])
     /// The origins of downloads whose server reset a stream with `HTTP_1_1_REQUIRED`: later ones do not offer HTTP/2.
     private let originsWantingHTTP1 = NIOLockedValueBox<Set<Origin>>([])
     private let otherClients = NIOLockedValueBox<[DirectClientKey: HTTPClient]>([:])
@@ -108,6 +111,19 @@ public final class TransferEngine: Sendable {
         guard multiplexes, url.scheme?.lowercased() == "https" else { return false }
         guard let origin = Origin(url) else { return true }
         return !originsWantingHTTP1.withLockedValue { $0.contains(origin) }
+    }
+
+    /// A download could not connect to `host` (`false`: it got a response from it).
+    func noteReachable(_ host: String, _ reachable: Bool) {
+        unreachable.withLockedValue { hosts in
+            if reachable { hosts.remove(host) } else { hosts.insert(host) }
+        }
+    }
+
+    /// The hosts that could not be reached at the last try: a session starts their downloads after those of other
+    /// hosts meanwhile (``WaitingQueue/next(slots:runningPerHost:maxPerHost:unreachable:)``).
+    package var unreachableHosts: Set<String> {
+        unreachable.withLockedValue { $0 }
     }
 
     /// A download of `url` was asked to use HTTP/1.1 (`HTTP_1_1_REQUIRED`): the engine's later downloads of its origin
