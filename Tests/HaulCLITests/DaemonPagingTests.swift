@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import Glibc
+import HaulTestSupport
 import HaulKit
 import Testing
 

@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import Glibc
+import HaulTestSupport
 import Testing
 
 /// The `haul daemon` wire protocol (docs/protocol.md) against the real binary over raw Unix sockets: socket

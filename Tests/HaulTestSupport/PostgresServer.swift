@@ -244,17 +244,8 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// A loopback port nothing listens on (bound, read and released).
     public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ChildProcessError("socket() failed") }
-        defer { _ = Glibc.close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw ChildProcessError("bind(127.0.0.1:0) failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let held = try RefusingPort()
+        defer { held.close() }
+        return held.port
     }
 }

@@ -4,28 +4,14 @@ import Testing
 @testable import HaulCore
 @testable import HaulKit
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A session whose queue starts with many downloads from a host that refuses connections: once one was refused, a slot
 /// that frees up goes to another host's download, not to the next download of the host that is down (each would hold
 /// its slot for a whole backoff, and a live host's download would wait for all of them).
 @Suite struct UnreachableHostSessionTests {
     @Test func aLiveHostsDownloadStartsBeforeTheRestOfAHostThatIsDown() async throws {
-        // A loopback port bound but never listening: connections to it are refused.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound)
-        let deadPort = Int(UInt16(bigEndian: address.sin_port))
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let deadPort = refusing.port
 
         try await withHarness { server, _, sandbox in
             let body = TestData.bytes(10_000, seed: 77)

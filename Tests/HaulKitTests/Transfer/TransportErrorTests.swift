@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HaulTestSupport
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -16,30 +17,8 @@ import Glibc
 @Suite struct TransportErrorTests {
     let url = URL(string: "http://127.0.0.1:8080/f")!
 
-    /// A loopback port bound but not listening: every connection to it is refused.
-    final class ClosedPort {
-        let port: Int
-        private let fd: Int32
-
-        init() throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let descriptor = fd
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-            }
-            guard fd >= 0, bound else { throw HaulError(.fileSystem, "cannot bind a loopback port: errno \(errno)") }
-            port = Int(UInt16(bigEndian: address.sin_port))
-        }
-
-        deinit { close(fd) }
-    }
-
     @Test func aRefusedPortIsRefusedThroughNIOAndAsyncHTTPClient() async throws {
-        let closed = try ClosedPort()
+        let closed = try RefusingPort()
         do {
             _ = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: closed.port).get()
             Issue.record("a closed port accepted a connection")
