@@ -126,9 +126,9 @@ package struct WaitingQueue: Sendable {
     /// runs its downloads as streams of one connection, and is capped only by the session's `slots`).
     ///
     /// The downloads of a host in `unreachable` (its last connection was refused, or its name did not resolve) go
-    /// last, whatever their priority: a slot that frees up goes to another host's
-    /// download while there is one, instead of to the next download of a host that is down, which would hold it for
-    /// its whole backoff. With nothing else waiting they start as before.
+    /// last, whatever their priority: a slot that frees up goes to another host's download while there is one,
+    /// instead of to the next download of a host that is down, which would hold it for its whole backoff. With nothing
+    /// else waiting they start as before.
     public func next(slots: Int, runningPerHost: [String: Int], maxPerHost: (String) -> Int, unreachable: Set<String> = []) -> [Entry] {
         guard slots > 0 else { return [] }
         var candidates: [Entry] = []

@@ -38,7 +38,7 @@ extension DownloadJob {
         if let reason = request.singleConnection { events(.singleConnection(reason: reason)) }
         if !request.http2 { try await holdConnection() }
         var (response, url) = try await sender.send(request.plan, to: requestURL, multiplexed: request.http2)
-        engine.noteReachable(host, true)
+        engine.noteReachable(host)
         if response.isHTTP2 {
             // The host speaks HTTP/2: this download and the others waiting to be streams need no connection of their own.
             engine.connections.markMultiplexed(host, by: connectionID)

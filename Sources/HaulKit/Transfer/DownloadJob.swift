@@ -133,7 +133,7 @@ final class DownloadJob {
                 if failure.requiresHTTP1 { engine.noteWantsHTTP1(options.url) }
                 // Its session starts the host's other downloads after other hosts' until one gets a response: they
                 // would only hold their slots through the same backoff.
-                if failure.beforeConnecting { engine.noteReachable(host, false) }
+                if failure.beforeConnecting { engine.noteUnreachable(host) }
                 switch machine.failed(failure.ruleFailure, held: point.offset) {
                 case .requestAgain: next = .requestAgain
                 case .retry(let retry): next = .wait(retry)

@@ -113,11 +113,14 @@ public final class TransferEngine: Sendable {
         return !originsWantingHTTP1.withLockedValue { $0.contains(origin) }
     }
 
-    /// A download could not connect to `host` (`false`: it got a response from it).
-    func noteReachable(_ host: String, _ reachable: Bool) {
-        unreachable.withLockedValue { hosts in
-            if reachable { hosts.remove(host) } else { hosts.insert(host) }
-        }
+    /// A download could not connect to `host`: the host refused the connection, or its name did not resolve.
+    func noteUnreachable(_ host: String) {
+        unreachable.withLockedValue { _ = $0.insert(host) }
+    }
+
+    /// A download got a response from `host`.
+    func noteReachable(_ host: String) {
+        unreachable.withLockedValue { _ = $0.remove(host) }
     }
 
     /// The hosts that could not be reached at the last try: a session starts their downloads after those of other
