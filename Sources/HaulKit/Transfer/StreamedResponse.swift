@@ -60,12 +60,10 @@ extension HTTPClient {
         let producer = bridge.makeSequence(readAhead)
         let task = execute(request: request, delegate: bridge, eventLoop: .indifferent)
         bridge.attach(task)
-        let timeout = task.eventLoop.scheduleTask(in: .nanoseconds(Int64(headTimeout.seconds * 1e9))) {
-            bridge.headTimedOut()
-        }
-        defer { timeout.cancel() }
+        let timeout = HeadDeadlines.shared.add(after: headTimeout) { bridge.headTimedOut() }
+        defer { HeadDeadlines.shared.remove(timeout) }
         let head = try await withTaskCancellationHandler {
-            try await bridge.head.futureResult.get()
+            try await bridge.head()
         } onCancel: {
             task.cancel()
         }
@@ -117,34 +115,45 @@ final class BodyBridge: HTTPClientResponseDelegate, BodyFeeder {
         var demanded = false
         /// The consumer has stopped.
         var terminated = false
-        /// `head` is completed (or being completed by whoever set this).
-        var headCompleted = false
+        /// The response head, or why there is none, once known.
+        var head: Result<HTTPResponseHead, any Error>?
+        /// Who waits for the head.
+        var headWaiter: CheckedContinuation<HTTPResponseHead, any Error>?
         /// AHC finished the request or reported its error: there is nothing left to cancel.
         var requestEnded = false
     }
 
     private let state = NIOLockedValueBox(State())
-    /// Completed when the head arrives, or failed.
-    let head: EventLoopPromise<HTTPResponseHead>
-
-    init() {
-        head = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: HTTPResponseHead.self)
-    }
 
     deinit {
-        // Every promise is completed, whichever way the request ended. Only the ones still open: completing one
-        // from off its event loop costs a wake-up of that loop even when it is already complete.
-        completeHead(.failure(HTTPClientError.cancelled))
+        // Every promise is completed, whichever way the request ended.
         state.withLockedValue { $0.paused }?.fail(HTTPClientError.cancelled)
     }
 
-    /// Completes `head` the first time only.
-    private func completeHead(_ result: Result<HTTPResponseHead, any Error>) {
-        let first = state.withLockedValue { state -> Bool in
-            defer { state.headCompleted = true }
-            return !state.headCompleted
+    /// The response head, once it arrives; throws when the request failed (or timed out) first.
+    ///
+    /// Not an event loop's future: waiting on one from a task registers a callback on its loop, and completing it
+    /// from another loop wakes that loop, two thread wake-ups per request for a value that one lock can hand over.
+    func head() async throws -> HTTPResponseHead {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
+            let known = state.withLockedValue { state -> Result<HTTPResponseHead, any Error>? in
+                if let head = state.head { return head }
+                state.headWaiter = continuation
+                return nil
+            }
+            if let known { continuation.resume(with: known) }
         }
-        if first { head.completeWith(result) }
+    }
+
+    /// Settles the head the first time only.
+    private func completeHead(_ result: Result<HTTPResponseHead, any Error>) {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
+            guard state.head == nil else { return nil }
+            state.head = result
+            defer { state.headWaiter = nil }
+            return state.headWaiter
+        }
+        waiter?.resume(with: result)
     }
 
     /// Makes the body's producer; call before the request starts, so that no body part finds it missing.
