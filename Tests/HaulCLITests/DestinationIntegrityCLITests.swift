@@ -81,6 +81,49 @@ import Glibc
         }
     }
 
+    /// Two batches whose HAUL_HOMEs differ (two accounts, or a daemon and a batch of different homes) share no
+    /// locks, and fetch the same list into one folder at once. Each must still get every file, under a name of its
+    /// own: the URL's name, or its next free one. A name the other batch published between this batch's looks and its
+    /// create used to fail the download ("appeared while downloading"), or its create ("File exists").
+    @Test func batchesOfTwoHomesIntoOneFolderEachGetEveryFileUnderAFreeName() async throws {
+        try await withTestServer { server in
+            var bodies: [String: [UInt8]] = [:]
+            for index in 0..<150 {
+                let body = TestData.bytes(500 + index * 13, seed: UInt64(4_000 + index))
+                bodies["f\(index)"] = body
+                server.serve("/f\(index).bin", Resource(body: body, etag: "\"f\(index)\""))
+            }
+            try await Sandbox.with { box in
+                let list = bodies.keys.sorted().map { server.url("/\($0).bin") }.joined(separator: "\n") + "\n"
+                try list.write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let other = box.root + "/other-home"
+                try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+                // A few rounds, each into a folder of its own: the race is a matter of timing.
+                for round in 0..<3 {
+                    let folder = "D\(round)"
+                    let arguments = ["get", "-i", "list.txt", "--dir", folder, "-j", "8"]
+                    let first = try box.start(arguments)
+                    let second = try box.start(arguments, environment: ["HAUL_HOME": other])
+                    for (run, name) in [(first, "first"), (second, "second")] {
+                        let result = try await run.wait(timeout: .seconds(120))
+                        #expect(result.exitCode == 0, "round \(round), \(name): \(result.stderr)")
+                    }
+                    let names = try FileManager.default.contentsOfDirectory(atPath: box.path(folder))
+                    #expect(names.count == 2 * bodies.count, "\(names.filter { !$0.hasSuffix(".bin") })")
+                    var copies: [String: Int] = [:]
+                    for name in names {
+                        // "f7.bin" or "f7 (1).bin": the URL's name, or the next free one.
+                        let stem = String(name.prefix { $0 != "." && $0 != " " })
+                        #expect(name == "\(stem).bin" || name == "\(stem) (1).bin", "\(name)")
+                        #expect(readBytes(box.path(folder + "/" + name)) == bodies[stem], "\(name) holds its URL's bytes")
+                        copies[stem, default: 0] += 1
+                    }
+                    #expect(copies.values.allSatisfy { $0 == 2 }, "each URL once per batch: \(copies.filter { $0.value != 2 })")
+                }
+            }
+        }
+    }
+
     #if os(Linux)
     /// The daemon runs as root and downloads into a folder of another user, mallory. While the task is paused,
     /// mallory replaces the folder with a link to a folder only root may write. The resumed task must not write

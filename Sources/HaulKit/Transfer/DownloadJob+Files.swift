@@ -44,11 +44,26 @@ extension DownloadJob {
                 return
             }
             do {
-                // The name was free under its lock; only a program that takes no lock can have made it since.
-                file = try folder.openFile(Self.name(partial), exclusive: true)
-                return
+                // The name was free under its lock; only a program that takes no lock of this home's can have made
+                // it since.
+                let created = try folder.openFile(Self.name(partial), exclusive: true)
+                // Such as a download of another HAUL_HOME (another user's, the daemon of another account) that
+                // published this very name between the checks and the create: its partial file is gone then, so
+                // the create succeeds. With the partial file held, no such download can publish the name any more.
+                guard folder.status(Self.name(destination)) != nil else {
+                    file = created
+                    return
+                }
+                if let ours = try? created.status(), folder.status(Self.name(partial))?.isSameFile(as: ours) == true {
+                    folder.unlink(Self.name(partial))
+                }
+                created.close()
+                store.remove(fresh.key)
+                record = nil
+                locks.removeLast().release()
             } catch {
-                guard folder.status(Self.name(partial)) != nil else { throw error }
+                // Something was at the partial file's name: still there, or already published under the name.
+                guard folder.status(Self.name(partial)) != nil || folder.status(Self.name(destination)) != nil else { throw error }
                 store.remove(fresh.key)
                 record = nil
                 locks.removeLast().release()
@@ -66,7 +81,9 @@ extension DownloadJob {
         let store = self.store
         let free = FileNaming.freeName(for: name) { candidate in
             guard failure == nil else { return false }
-            let isUsed = { folder.status(candidate) != nil || folder.status(candidate + ".haul-part") != nil }
+            // The partial file first: a download that publishes between the two looks moves its partial file to
+            // the name, and is then seen there. The other order misses a partial file renamed in between.
+            let isUsed = { folder.status(candidate + ".haul-part") != nil || folder.status(candidate) != nil }
             if isUsed() { return true }
             let key = TransferRecord.key(destinationPath: "\(directory)/\(candidate)")
             do throws(HaulError) {
