@@ -90,6 +90,31 @@ package enum BatchReport {
         return "paused \(downloads), \(failed) failed; run the same command again to resume and retry them"
     }
 
+    /// What a rerun of a batch finds at the path of a file an earlier run saved.
+    public enum SavedFile: Equatable, Sendable {
+        /// A regular file of the length saved: counted as finished.
+        case intact
+        /// Nothing there any more (deleted, moved): fetched again.
+        case gone
+        /// Something else there: a file of another length (truncated, rewritten) or not a regular file. Left as it
+        /// is; the URL is fetched again beside it, under a free name (as wget, which never writes over a file it
+        /// did not just create, names it `.1`).
+        case changed
+    }
+
+    /// Judges what is at a saved file's path: `found` is its kind and length (`nil`: nothing there), `saved` the
+    /// length the earlier run saved.
+    public static func savedFile(found: (isRegular: Bool, length: Int64)?, saved: Int64) -> SavedFile {
+        guard let found else { return .gone }
+        return found.isRegular && found.length == saved ? .intact : .changed
+    }
+
+    /// Said when a rerun finds a saved file changed: what is there, and what happens.
+    public static func changedLine(path: String, length: Int64?, saved: Int64) -> String {
+        let now = length.map { "\(ByteFormat.string($0))" } ?? "not a regular file"
+        return "\(path) is not the file saved (\(now), saved \(ByteFormat.string(saved))); it is left as it is, and the URL is fetched again under a free name"
+    }
+
     /// `text` without `url` where it names it, when something names the URL already (a line of its own, a
     /// column): "http://h/f answered 404" → "answered 404", "retry 1/5 in 3 s: http://h/f answered 503" → "retry
     /// 1/5 in 3 s: answered 503". Unchanged when nothing would be left.

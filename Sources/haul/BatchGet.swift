@@ -126,10 +126,23 @@ struct BatchGet {
                 added += tasks.filter { $0.state == .waiting }.count
                 for (task, request) in zip(tasks, requests) {
                     if task.state == .failed || task.state == .cancelled || task.state == .paused { again.append(task.id) }
-                    // Finished in an earlier run, but its file is gone since (deleted, moved): fetched again, as wget
-                    // and curl would, instead of counted as finished.
-                    if task.state == .finished, let path = task.filePath, !FileManager.default.fileExists(atPath: path) {
-                        gone.append((task.id, request))
+                    // Finished in an earlier run, but its file is gone since (deleted, moved) or is not the file
+                    // saved (truncated, rewritten): fetched again, as wget and curl would, instead of counted as
+                    // finished. A changed file is left as it is.
+                    if task.state == .finished, let path = task.filePath {
+                        let found = BatchGet.found(at: path)
+                        switch BatchReport.savedFile(found: found, saved: task.bytes) {
+                        case .intact:
+                            break
+                        case .gone:
+                            gone.append((task.id, request))
+                        case .changed:
+                            gone.append((task.id, request))
+                            if mode != .quiet {
+                                let length = found?.isRegular == true ? found?.length : nil
+                                Reporter.printError("haul: warning: " + BatchReport.changedLine(path: path, length: length, saved: task.bytes))
+                            }
+                        }
                     }
                 }
                 if !again.isEmpty { try await session.resume(again) }
@@ -213,6 +226,14 @@ struct BatchGet {
     }
 
     /// How many tasks each part of a long list adds (after a first part of twice `-j`).
+    /// What is at `path`, not following a final symbolic link: whether a regular file, and its length; `nil` when
+    /// nothing is.
+    static func found(at path: String) -> (isRegular: Bool, length: Int64)? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
+        let isRegular = (attributes[.type] as? FileAttributeType) == .typeRegular
+        return (isRegular, (attributes[.size] as? NSNumber)?.int64Value ?? -1)
+    }
+
     static let tasksPerAdd = 256
     /// Added tasks whose events may wait to be read.
     static let eventsAhead = 2048

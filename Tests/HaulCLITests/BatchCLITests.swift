@@ -291,6 +291,50 @@ import Glibc
         }
     }
 
+    /// The same command again after finished files were changed: one truncated, one rewritten with other bytes of
+    /// another length, one replaced by a symbolic link. None is counted as finished: each is left exactly as it is,
+    /// said in a warning, and its URL fetched again under the next free name, as wget names a file it did not just
+    /// create `.1`. A third run finds everything saved.
+    @Test func aFinishedFileThatWasChangedIsLeftAsItIsAndFetchedAgainBesideIt() async throws {
+        try await withTestServer { server in
+            let files = BatchFiles(server, prefix: "c", count: 4, size: 40_000, seed: 1_400, rate: nil)
+            try await Sandbox.with { box in
+                let out = box.path("out")
+                let args = ["get"] + files.urls + ["-j", "2", "--dir", out]
+                let first = try await box.run(args)
+                #expect(first.exitCode == 0, "\(first.stderr)")
+                files.expectExact(in: out)
+                let truncated = out + "/c1.bin", rewritten = out + "/c2.bin", linked = out + "/c3.bin"
+                #expect(truncate(truncated, 1_000) == 0)
+                try writeBytes(Array("the user's own notes".utf8), to: rewritten)
+                try FileManager.default.removeItem(atPath: linked)
+                try FileManager.default.createSymbolicLink(atPath: linked, withDestinationPath: out + "/c4.bin")
+                let before = files.names.map { server.requests("/" + $0).count }
+
+                let again = try await box.run(args)
+                #expect(again.exitCode == 0, "\(again.stderr)")
+                #expect(again.stderr.contains("4 finished, 0 failed"), "\(again.stderr)")
+                for path in [truncated, rewritten, linked] {
+                    #expect(again.stderrLines.contains { $0.hasPrefix("haul: warning: \(path) is not the file saved") }, "\(path): \(again.stderr)")
+                }
+                // Left as they were.
+                #expect(readBytes(truncated) == Array(files.bodies[0].prefix(1_000)))
+                #expect(readBytes(rewritten) == Array("the user's own notes".utf8))
+                #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: linked)) == out + "/c4.bin")
+                // Fetched again beside them; the intact file was not.
+                for (index, name) in ["c1 (1).bin", "c2 (1).bin", "c3 (1).bin"].enumerated() {
+                    #expect(contentMismatch(out + "/" + name, expected: files.bodies[index]) == nil, "\(name)")
+                }
+                let after = files.names.map { server.requests("/" + $0).count }
+                #expect(after[3] == before[3] && (0..<3).allSatisfy { after[$0] == before[$0] + 1 }, "\(before) → \(after)")
+
+                let third = try await box.run(args)
+                #expect(third.exitCode == 0 && !third.stderr.contains("warning"), "\(third.stderr)")
+                #expect(files.names.map { server.requests("/" + $0).count } == after, "nothing is fetched a third time")
+            }
+        }
+    }
+
     @Test func urlListFromStdinSkipsBlankLinesAndComments() async throws {
         try await withTestServer { server in
             let files = BatchFiles(server, prefix: "i", count: 3, size: 100_000, seed: 5_000, rate: nil)
