@@ -52,17 +52,4 @@ final class Admission: Sendable {
             state.gate.trust(peer: entry.peer)
         }
     }
-
-    /// The soft limit on this process's open descriptors (`RLIMIT_NOFILE`).
-    static func descriptorLimit() -> Int {
-        var limit = rlimit()
-        #if os(Linux)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        // RLIM_INFINITY is all ones.
-        guard getrlimit(resource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return .max }
-        return Int(clamping: limit.rlim_cur)
-    }
 }

@@ -49,7 +49,7 @@ final class WebHTTPServer: Sendable {
         let ports = configuration.port.map { [$0] } ?? Array(WebListenPolicy.defaultPort..<(WebListenPolicy.defaultPort + 20))
         var lastError: (any Error)?
         let connections = AcceptedConnections<HTTPServerRequestPart, HTTPServerResponsePart>()
-        let limits = configuration.connectionLimits ?? WebConnectionGate.Limits(descriptorLimit: Admission.descriptorLimit())
+        let limits = configuration.connectionLimits ?? WebConnectionGate.Limits(descriptorLimit: DescriptorLimit.soft)
         let admission = Admission(limits: limits)
         let logger = dashboard.logger
         for port in ports {

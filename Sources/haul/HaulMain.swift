@@ -5,6 +5,8 @@ import HaulKit
 @main
 struct HaulMain {
     static func main() async {
+        // A list over thousands of hosts, or a daemon's clients and downloads, need more than 1,024 descriptors.
+        DescriptorLimit.raise()
         await runCommandLine()
     }
 

@@ -9,6 +9,13 @@ import Darwin
 
 /// Thin wrappers over the POSIX calls the shell needs, turning errno into one-line `HaulError`s that name the path.
 package enum POSIX {
+    /// What `EMFILE` and `ENFILE` mean while `doing` something ("while creating PATH"), and what to do.
+    static func tooManyOpenFiles(_ doing: String) -> String {
+        let limit = DescriptorLimit.soft
+        let allowed = limit == .max ? "" : " (this process may have \(limit))"
+        return "too many files and connections open \(doing)\(allowed); raise the limit (ulimit -n) or run fewer downloads at once (-j)"
+    }
+
     package static func error(_ action: String, _ path: String, errno code: Int32 = errno) -> HaulError {
         let reason = String(cString: strerror(code))
         switch code {
@@ -18,6 +25,8 @@ package enum POSIX {
             return HaulError(.fileSystem, "permission denied while \(action) \(path) (\(reason)); fix the permissions or choose another path")
         case ENOENT:
             return HaulError(.fileSystem, "no such file or directory while \(action) \(path)")
+        case EMFILE, ENFILE:
+            return HaulError(.fileSystem, tooManyOpenFiles("while \(action) \(path)"))
         case ELOOP:
             return HaulError(.fileSystem, "\(path) is a symbolic link, which Haul never writes through; remove it, or name the real path")
         default:

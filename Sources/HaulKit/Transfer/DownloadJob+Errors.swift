@@ -107,6 +107,9 @@ extension DownloadJob {
         case .tls:
             let reason = CertificateProblem.reason(fromLibraryText: String(describing: error))
             return HaulError(.network, "TLS failure with \(host): \(reason)")
+        case .tooManyOpenFiles:
+            // Retried: connections and files of other downloads close meanwhile.
+            return TransientFailure(reason: POSIX.tooManyOpenFiles("to connect to \(host)"))
         default:
             var failure = TransientFailure(reason: "\(describe(error, as: cause)) (\(host))")
             failure.beforeConnecting = cause.isBeforeConnecting

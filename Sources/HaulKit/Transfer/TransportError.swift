@@ -39,6 +39,8 @@ enum TransportError: Equatable {
     case notHTTP
     /// A TLS library refused the handshake or the certificate: final, retrying cannot change a certificate.
     case tls
+    /// This process (`EMFILE`) or the system (`ENFILE`) has as many files and connections open as it may.
+    case tooManyOpenFiles
     /// Anything else: said in the library's words (``DownloadJob/words(_:)``), retried as a network failure.
     case other
 
@@ -89,6 +91,7 @@ enum TransportError: Equatable {
         case ECONNREFUSED: self = .connectionRefused
         case ECONNRESET: self = .connectionReset
         case EAFNOSUPPORT: self = .noAddressOfFamily
+        case EMFILE, ENFILE: self = .tooManyOpenFiles
         default: self = .other
         }
     }
@@ -96,7 +99,7 @@ enum TransportError: Equatable {
     /// The one cause that explains several failed connections (one per address of a host): a family mismatch says
     /// why every other address was never tried, then a refusal, then a reset; `nil` when none is known.
     static func mostTelling(_ causes: [TransportError]) -> TransportError? {
-        for cause in [TransportError.noAddressOfFamily, .connectionRefused, .connectionReset, .connectTimeout, .closedEarly, .unknownHost]
+        for cause in [TransportError.tooManyOpenFiles, .noAddressOfFamily, .connectionRefused, .connectionReset, .connectTimeout, .closedEarly, .unknownHost]
         where causes.contains(cause) {
             return cause
         }
@@ -118,6 +121,7 @@ enum TransportError: Equatable {
         case .connectionReset: return "connection reset by peer"
         case .closedEarly: return "the connection closed before the transfer completed"
         case .connectTimeout: return "timed out"
+        case .tooManyOpenFiles: return "too many files and connections open"
         case .notHTTP, .tls, .other: return nil
         }
     }

@@ -57,6 +57,19 @@ import Glibc
         #expect(TransportError(IOError(errnoCode: ECONNRESET, reason: "read")) == .connectionReset)
         #expect(TransportError(IOError(errnoCode: EAFNOSUPPORT, reason: "connect")) == .noAddressOfFamily)
         #expect(TransportError(IOError(errnoCode: ETIMEDOUT, reason: "connect")) == .other)
+        for code in [EMFILE, ENFILE] {
+            #expect(TransportError(IOError(errnoCode: code, reason: "socket")) == .tooManyOpenFiles)
+        }
+    }
+
+    @Test func runningOutOfDescriptorsIsSaidInWordsWithWhatToDo() throws {
+        let failure = try DownloadJob.classify(IOError(errnoCode: EMFILE, reason: "socket(domain:type:protocolSubtype:)"), url: url) as? TransientFailure
+        #expect(failure?.reason.hasPrefix("too many files and connections open to connect to 127.0.0.1:8080 (this process may have ") == true, "\(failure?.reason ?? "")")
+        #expect(failure?.reason.contains("ulimit -n") == true)
+        #expect(failure?.reason.contains("socket(") == false, "no library call in the words")
+        let file = POSIX.error("creating", "/d/f.haul-part", errno: EMFILE)
+        #expect(file.message.hasPrefix("too many files and connections open while creating /d/f.haul-part (this process may have "), "\(file.message)")
+        #expect(file.message.hasSuffix("raise the limit (ulimit -n) or run fewer downloads at once (-j)"))
     }
 
     @Test func anEarlyEndIsADropWhateverTheLibrary() throws {
