@@ -79,6 +79,8 @@ package struct WaitingQueue: Sendable {
 
     /// The waiting task `id`, if it is waiting.
     public func entry(_ id: String) -> Entry? { byID[id] }
+    /// How many entries of `host` wait.
+    public func count(of host: String) -> Int { hosts[host]?.count ?? 0 }
 
     /// Adds `entry`, replacing a waiting task with the same id (a changed priority moves it).
     public mutating func insert(_ entry: Entry) {

@@ -60,6 +60,8 @@ extension LocalSession {
         }
         // Under a fleet-wide limit each download holds one connection: the limit counts downloads.
         if configuration.fleetMaxConnectionsPerHost != nil { fleetOptions.segments = 1 }
+        // Nothing else of its host waits here (and no other node's): its connection would only sit idle.
+        fleetOptions.closesConnection = lease == nil && nothingWaits(for: Self.host(of: task.url))
         let options = fleetOptions
         let engine = self.engine
         let id = task.id

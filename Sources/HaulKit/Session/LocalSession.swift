@@ -327,6 +327,9 @@ package actor LocalSession: SessionBackend {
 
     var hasWaitingTasks: Bool { !window.isEmpty }
 
+    /// Whether no task of `host` waits: none in the window, and the window holds every waiting task.
+    func nothingWaits(for host: String) -> Bool { window.isComplete && window.queue.count(of: host) == 0 }
+
     /// The server a task counts against for the per-host cap: its `host:port` (as the engine shares connections).
     static func host(of url: String) -> String { URL(string: url).map(Origin.authority(of:)) ?? "" }
 

@@ -31,6 +31,12 @@ public struct DownloadOptions: Sendable {
     /// quick retries) instead of after the whole backoff: right for a person at a terminal (`haul get`), not for
     /// a queue that should wait for a server to come back.
     public var failFastBeforeData = false
+    /// Its HTTP/1.1 requests ask the server to close the connection after the response (`Connection: close`)
+    /// instead of keeping it for a next request. A session sets it for a download whose host has nothing else
+    /// waiting: a list over thousands of hosts then keeps no idle connection to each (every one a descriptor and
+    /// memory, for the minute before it would time out), as wget closes its connection when the next URL is for
+    /// another host. A `Connection` header of the user's is sent instead. Default `false`.
+    public var closesConnection = false
     /// Record durable progress at least this often (whichever comes first).
     public var checkpointBytes: Int64 = 16 << 20
     /// Record durable progress at least this often in time (whichever of this and ``checkpointBytes`` comes first).

@@ -23,6 +23,8 @@ struct RequestSender: Sendable {
     let family: IPFamily?
     /// Cookies for the user's origin, matched to each request's path and scheme.
     let cookies: [Cookie]
+    /// HTTP/1.1 requests ask for the connection to be closed after the response (``DownloadOptions/closesConnection``).
+    let closesConnection: Bool
 
     /// The sender of the download `options` describe.
     init(engine: TransferEngine, options: DownloadOptions) {
@@ -42,6 +44,7 @@ struct RequestSender: Sendable {
         self.proxyTunnel = options.proxyTunnel
         self.family = options.ipFamily
         self.cookies = options.cookies
+        self.closesConnection = options.closesConnection
     }
 
     /// The proxy (if any) a request for `url` goes through, for messages.
@@ -85,6 +88,11 @@ struct RequestSender: Sendable {
                     throw try DownloadJob.classify(error, url: url)
                 }
             } else {
+                var headers = headers
+                // Only over HTTP/1.1: HTTP/2 forbids the field (RFC 9113 §8.2.2), and its connection is shared.
+                if closesConnection, !engine.offersHTTP2(multiplexed: multiplexed), !headers.contains(name: "connection") {
+                    headers.add(name: "Connection", value: "close")
+                }
                 do {
                     let request = try HTTPClient.Request(
                         url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: headers,
