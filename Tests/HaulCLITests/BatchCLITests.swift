@@ -267,17 +267,24 @@ import Glibc
 
     // MARK: 5. -i - (URLs on stdin)
 
+    /// Runs a batch of `files` into `out/` (two at a time) and checks every file: the folder, and the arguments to run
+    /// the same command again.
+    private func savedOnce(_ files: BatchFiles, _ box: Sandbox) async throws -> (out: String, args: [String]) {
+        let out = box.path("out")
+        let args = ["get"] + files.urls + ["-j", "2", "--dir", out]
+        let first = try await box.run(args)
+        #expect(first.exitCode == 0, "\(first.stderr)")
+        files.expectExact(in: out)
+        return (out, args)
+    }
+
     /// The same command again after a finished file was deleted or moved: it is fetched again (as wget and curl
     /// would), not counted as finished with nothing at its path; the files still there are left as they are.
     @Test func aFinishedFileThatIsGoneIsFetchedAgainByTheSameCommand() async throws {
         try await withTestServer { server in
             let files = BatchFiles(server, prefix: "g", count: 3, size: 50_000, seed: 1_300, rate: nil)
             try await Sandbox.with { box in
-                let out = box.path("out")
-                let args = ["get"] + files.urls + ["-j", "2", "--dir", out]
-                let first = try await box.run(args)
-                #expect(first.exitCode == 0, "\(first.stderr)")
-                files.expectExact(in: out)
+                let (out, args) = try await savedOnce(files, box)
                 try FileManager.default.removeItem(atPath: out + "/" + files.names[1])
                 let before = files.names.map { server.requests("/" + $0).count }
                 let again = try await box.run(args)
@@ -299,11 +306,7 @@ import Glibc
         try await withTestServer { server in
             let files = BatchFiles(server, prefix: "c", count: 4, size: 40_000, seed: 1_400, rate: nil)
             try await Sandbox.with { box in
-                let out = box.path("out")
-                let args = ["get"] + files.urls + ["-j", "2", "--dir", out]
-                let first = try await box.run(args)
-                #expect(first.exitCode == 0, "\(first.stderr)")
-                files.expectExact(in: out)
+                let (out, args) = try await savedOnce(files, box)
                 let truncated = out + "/c1.bin", rewritten = out + "/c2.bin", linked = out + "/c3.bin"
                 #expect(truncate(truncated, 1_000) == 0)
                 try writeBytes(Array("the user's own notes".utf8), to: rewritten)
