@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 /// Scheduling an event loop's timer from a task, then cancelling it once the head arrives, wakes that loop twice per
 /// request: a visible share of a tiny file's CPU when thousands are fetched. Here adding and removing a deadline
 /// take a lock, and one task, running only while deadlines are kept, fires those that passed, at most
-/// ``granularity`` late. A head deadline is the connect and stall timeouts added, seconds at least.
+/// ``granularity`` late. A head deadline is the connect and stall timeouts added: seconds, as a rule.
 final class HeadDeadlines: Sendable {
     /// Identifies one kept deadline, to remove it.
     struct Token: Hashable, Sendable {
