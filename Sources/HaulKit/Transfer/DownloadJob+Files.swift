@@ -58,16 +58,14 @@ extension DownloadJob {
                     folder.unlink(Self.name(partial))
                 }
                 created.close()
-                store.remove(fresh.key)
-                record = nil
-                locks.removeLast().release()
             } catch {
                 // Something was at the partial file's name: still there, or already published under the name.
                 guard folder.status(Self.name(partial)) != nil || folder.status(Self.name(destination)) != nil else { throw error }
-                store.remove(fresh.key)
-                record = nil
-                locks.removeLast().release()
             }
+            // The name is taken after all: give it up, and choose again.
+            store.remove(fresh.key)
+            record = nil
+            locks.removeLast().release()
         }
         throw HaulError(.fileSystem, "another program keeps creating files in \(folder.path) under the names Haul chooses; stop it or choose another folder")
     }
