@@ -96,20 +96,22 @@ package enum BatchReport {
         case intact
         /// Nothing there any more (deleted, moved): fetched again.
         case gone
-        /// Something else there: a file of another length (truncated, rewritten) or not a regular file. Left as it
-        /// is; the URL is fetched again beside it, under a free name (as wget, which never writes over a file it
-        /// did not just create, names it `.1`).
-        case changed
+        /// Something else there: a file of another length (truncated, rewritten), or not a regular file (`length`
+        /// `nil`). Left as it is; the URL is fetched again beside it, under a free name (as wget, which never writes
+        /// over a file it did not just create, names it `.1`).
+        case changed(length: Int64?)
     }
 
     /// Judges what is at a saved file's path: `found` is its kind and length (`nil`: nothing there), `saved` the
     /// length the earlier run saved.
     public static func savedFile(found: (isRegular: Bool, length: Int64)?, saved: Int64) -> SavedFile {
         guard let found else { return .gone }
-        return found.isRegular && found.length == saved ? .intact : .changed
+        guard found.isRegular else { return .changed(length: nil) }
+        return found.length == saved ? .intact : .changed(length: found.length)
     }
 
-    /// Said when a rerun finds a saved file changed: what is there, and what happens.
+    /// Said when a rerun finds a saved file changed: what is there (`length`, `nil` for not a regular file), and what
+    /// happens.
     public static func changedLine(path: String, length: Int64?, saved: Int64) -> String {
         let now = length.map { "\(ByteFormat.string($0))" } ?? "not a regular file"
         return "\(path) is not the file saved (\(now), saved \(ByteFormat.string(saved))); it is left as it is, and the URL is fetched again under a free name"

@@ -130,16 +130,14 @@ struct BatchGet {
                     // saved (truncated, rewritten): fetched again, as wget and curl would, instead of counted as
                     // finished. A changed file is left as it is.
                     if task.state == .finished, let path = task.filePath {
-                        let found = BatchGet.found(at: path)
-                        switch BatchReport.savedFile(found: found, saved: task.bytes) {
+                        switch BatchReport.savedFile(found: BatchGet.found(at: path), saved: task.bytes) {
                         case .intact:
                             break
                         case .gone:
                             gone.append((task.id, request))
-                        case .changed:
+                        case .changed(let length):
                             gone.append((task.id, request))
                             if mode != .quiet {
-                                let length = found?.isRegular == true ? found?.length : nil
                                 Reporter.printError("haul: warning: " + BatchReport.changedLine(path: path, length: length, saved: task.bytes))
                             }
                         }

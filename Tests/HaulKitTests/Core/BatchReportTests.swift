@@ -134,8 +134,8 @@ import Testing
         #expect(BatchReport.savedFile(found: nil, saved: 10) == .gone)
         #expect(BatchReport.savedFile(found: (true, 10), saved: 10) == .intact)
         #expect(BatchReport.savedFile(found: (true, 0), saved: 0) == .intact)
-        for length in [Int64(0), 9, 11, -1] { #expect(BatchReport.savedFile(found: (true, length), saved: 10) == .changed) }
-        #expect(BatchReport.savedFile(found: (false, 10), saved: 10) == .changed, "a link or a folder of the same length")
+        for length in [Int64(0), 9, 11, -1] { #expect(BatchReport.savedFile(found: (true, length), saved: 10) == .changed(length: length)) }
+        #expect(BatchReport.savedFile(found: (false, 10), saved: 10) == .changed(length: nil), "a link or a folder of the same length")
         #expect(BatchReport.changedLine(path: "/d/f", length: 100, saved: 5_003)
                 == "/d/f is not the file saved (100 B, saved 4.9 KiB); it is left as it is, and the URL is fetched again under a free name")
         #expect(BatchReport.changedLine(path: "/d/f", length: nil, saved: 5).contains("(not a regular file, saved 5 B)"))
