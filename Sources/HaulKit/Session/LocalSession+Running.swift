@@ -30,6 +30,9 @@ extension LocalSession {
         var chosen = await chooseNext()
         while !chosen.isEmpty {
             for entry in chosen {
+                // Neither waiting nor running until it starts (across the store's write): not idle meanwhile.
+                beginStart()
+                defer { endStart() }
                 forget(entry.id)
                 // The store has the last word: a task that is no longer waiting there is not started. Counted as
                 // started in the same transaction, before the transfer begins: if this process dies during it, the
@@ -65,22 +68,37 @@ extension LocalSession {
         let options = fleetOptions
         let engine = self.engine
         let id = task.id
-        track(id, Task {
-            let (events, continuation) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .unbounded)
-            async let outcome: Result<DownloadResult, any Error> = {
-                defer { continuation.finish() }
-                do {
-                    return .success(try await engine.download(options, events: { continuation.yield($0) }))
-                } catch {
-                    return .failure(error)
-                }
-            }()
-            for await event in events { await self.engineEvent(id, event) }
-            await self.finish(id, await outcome)
+        // Off the session: the download runs on the concurrency threads, its events go to the session's inbox, and
+        // only its end comes back here.
+        track(id, Task.detached {
+            let outcome: Result<DownloadResult, any Error>
+            do {
+                outcome = .success(try await engine.download(options, events: { self.post(id, $0) }))
+            } catch {
+                outcome = .failure(error)
+            }
+            await self.finish(id, outcome)
         })
     }
 
-    private func engineEvent(_ id: String, _ event: DownloadEvent) async {
+    /// Puts a running download's event in the inbox, and asks the session to read it unless a read is on its way.
+    private nonisolated func post(_ id: String, _ event: DownloadEvent) {
+        if engineEvents.post(id, event) { Task { await self.readEngineEvents() } }
+    }
+
+    /// Handles every event in the inbox, in the order they came.
+    func readEngineEvents() {
+        // Bounded: each turn takes what was posted since the last; posts stop with the downloads.
+        for _ in 0..<1_000_000 {
+            let events = engineEvents.take()
+            if events.isEmpty { return }
+            // A download's events end before its end is handled (which reads the inbox first): any later one is
+            // of a download that is not running any more.
+            for (id, event) in events where isRunning(id) { engineEvent(id, event) }
+        }
+    }
+
+    private func engineEvent(_ id: String, _ event: DownloadEvent) {
         switch event {
         case .started(_, let path, _, let total):
             noteStartedFile(id, StartedFile(path: path, total: total))
@@ -89,17 +107,7 @@ extension LocalSession {
         case .progress(let progress):
             noteProgress(id, progress)
             emit(.progress(id: id, progress))
-            if shouldSaveProgress(id) {
-                let file = startedFile(id)
-                // Progress only: not waited for again when the store is out of reach.
-                _ = await write(for: id, retrying: false) { lease in
-                    try await self.store.update(id: id, lease: lease) {
-                        $0.bytes = progress.bytes
-                        $0.total = progress.total ?? file?.total ?? $0.total
-                        $0.filePath = file?.path ?? $0.filePath
-                    }
-                }
-            }
+            if shouldSaveProgress(id) { saveProgress(id, progress) }
         case .retrying(let retry, let maxRetries, let delay, let reason):
             noteRetry(id, retry: retry, of: maxRetries, after: delay, reason: reason)
         case .waitingForConnection(let host):
@@ -109,8 +117,31 @@ extension LocalSession {
         }
     }
 
+    /// Writes a running task's progress, after its previous write of progress (its end waits for both).
+    private func saveProgress(_ id: String, _ progress: DownloadProgress) {
+        let file = startedFile(id)
+        let previous = progressSaves[id]
+        progressSaves[id] = Task {
+            await previous?.value
+            // Progress only: not waited for again when the store is out of reach.
+            _ = await self.write(for: id, retrying: false) { lease in
+                try await self.store.update(id: id, lease: lease) {
+                    $0.bytes = progress.bytes
+                    $0.total = progress.total ?? file?.total ?? $0.total
+                    $0.filePath = file?.path ?? $0.filePath
+                }
+            }
+        }
+    }
+
     /// A task's download ended: record the stable state it ended in and tell everyone.
     func finish(_ id: String, _ outcome: Result<DownloadResult, any Error>) async {
+        // Not running once untracked below, nor ended until its end is written: not idle meanwhile.
+        beginEnd()
+        defer { endEnd() }
+        // Its events first (the file it started, its last progress), then its last progress write.
+        readEngineEvents()
+        await progressSaves.removeValue(forKey: id)?.value
         let file = startedFile(id)
         let intent = untrack(id)
         // A task whose lease was lost is another node's now: nothing more is written about it here.

@@ -18,6 +18,10 @@ package actor LocalSession: SessionBackend {
     /// What a task's spec is resolved over to run: the session's folder, headers, settings, shared rate limit.
     let downloadDefaults: DownloadDefaults
     private var running: [String: Task<Void, Never>] = [:]
+    /// The running downloads' events, read by the session in batches (``readEngineEvents()``).
+    nonisolated let engineEvents = DownloadEventInbox()
+    /// A running task's latest progress being written to the store, if any: its end is written after it.
+    var progressSaves: [String: Task<Void, Never>] = [:]
     /// What the user asked of a running task that is stopping.
     private var stopping: [String: TaskCommand] = [:]
     /// The latest progress of each running task (the store is updated at most once a second).
@@ -45,9 +49,19 @@ package actor LocalSession: SessionBackend {
         var yield: @Sendable (SessionEvent, Int64?, String?) -> Void
         var finish: @Sendable () -> Void
     }
+    /// Callers of ``waitUntilIdle()`` waiting: resumed by the event after which the session is idle, or by closing.
+    /// Not an event stream of their own: such a waiter would be woken for every event of every download.
+    var idleWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    /// The queue drained (``SessionEvent/allFinished``) while idle waiters waited: they are resumed once no start or
+    /// end is being written.
+    var drainedMeanwhile = false
     /// Finished and failed events go to the store's journal, in the same transaction as the task's state.
     let journaling: Bool
     private var endedSinceDrain = false
+    /// Tasks taken from the window and not yet running (their start is being written).
+    var startsUnderway = 0
+    /// Downloads that ended and whose end is not yet written.
+    var endsUnderway = 0
     private var closed = false
 
     /// Tasks that kept dying with their process are failed instead of resumed (the daemon's sessions; a
@@ -222,19 +236,11 @@ package actor LocalSession: SessionBackend {
         for (_, subscriber) in subscribers where subscriber.filter == nil || subscriber.filter == event.taskID {
             subscriber.yield(event, sequence, node)
         }
-    }
-
-    func waitUntilIdle() async {
-        let stream = events(filter: nil)
-        if isIdle() { return }
-        for await event in stream {
-            if case .allFinished = event { return }
-            if isIdle() { return }
-        }
-    }
-
-    package func isIdle() -> Bool {
-        running.isEmpty && window.isEmpty && (shared == nil || (!fleet.mayHaveWork && fleet.ending.isEmpty))
+        guard !idleWaiters.isEmpty else { return }
+        // The queue drained (a fleet's too), unless a start or an end is still being written meanwhile: the last of
+        // those resumes the waiters then.
+        if case .allFinished = event { drainedMeanwhile = true }
+        resumeIdleWaitersIfIdle()
     }
 
     /// Tasks running or waiting to run (in a fleet: running here, and one more while a claim may find work; one more,
@@ -447,6 +453,7 @@ package actor LocalSession: SessionBackend {
         fleet.leases = [:]
         for (_, subscriber) in subscribers { subscriber.finish() }
         subscribers = [:]
+        resumeIdleWaiters()
         try? await engine.shutdown()
         lock.release()
     }
