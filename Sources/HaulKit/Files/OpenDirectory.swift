@@ -24,6 +24,8 @@ final class OpenDirectory: Sendable {
     private init(path: String, fd: Int32) {
         self.path = path
         self.descriptor = NIOLockedValueBox(fd)
+        var info = stat()
+        identityKey = fstat(fd, &info) == 0 ? "folder:\(info.st_dev):\(info.st_ino)" : "unknown:" + path
     }
 
     deinit { close() }
@@ -218,11 +220,7 @@ final class OpenDirectory: Sendable {
     #endif
 
     /// Tells this folder from another whatever its path: its device and inode.
-    var identityKey: String {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return "unknown:" + path }
-        return "folder:\(info.st_dev):\(info.st_ino)"
-    }
+    let identityKey: String
 
     /// Makes creations and renames in this folder durable.
     func sync() {

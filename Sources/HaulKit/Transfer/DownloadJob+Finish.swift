@@ -32,20 +32,27 @@ extension DownloadJob {
                                       reason: .checksumMismatch(path: record.destinationPath, expected: digest.description, actual: "\(digest.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
-        // The file's date, its bytes, its check and its move into place in one call off the concurrency threads;
-        // then its folder.
+        // The file's date, its bytes, its check, its move into place and its folder's sync in one call off the
+        // concurrency threads.
         let source = Self.name(publish.adoptedPath ?? record.partialPath), destination = Self.name(record.destinationPath)
         let remoteTime = options.keepsRemoteTime ? point.validators.lastModified : nil
         let replacing = options.overwrite || publish.replacesDestination || source == destination
         // In a fleet, a node that lost the task's lease must not move the file into place.
         let gate = options.leaseGate
         try await BlockingIO.run {
-            if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
-            try file.sync()
-            try gate?.check()
-            try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
+            let syncer = DirectorySyncer.shared
+            syncer.willPublish(into: folder)
+            do {
+                if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
+                try file.sync()
+                try gate?.check()
+                try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
+            } catch {
+                syncer.didNotPublish(into: folder)
+                throw error
+            }
+            syncer.syncPublished(folder)
         }
-        await DirectorySyncer.shared.sync(folder)
         record.update(from: point)
         record.state = .finished
         record.adopted = false

@@ -30,7 +30,7 @@ import Testing
         let syncer = DirectorySyncer(sync: { _ in recorder.sync() })
         // The first caller's sync is held: the others all ask while it runs.
         let first = Task { await syncer.sync("/d") }
-        while recorder.beganCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        for _ in 0..<10_000 where recorder.beganCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
         let asked = recorder.beganCount
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<20 {
@@ -40,13 +40,15 @@ import Testing
                     #expect(recorder.endedSyncs.contains { $0 > asked })
                 }
             }
-            try await Task.sleep(for: .milliseconds(50))
+            // Released once all twenty wait (each on a blocking-I/O thread of its own), however busy the machine.
+            for _ in 0..<10_000 where syncer.callersWaiting(for: "/d") < 21 { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(syncer.callersWaiting(for: "/d") == 21)
             recorder.gate.signal()
             try await group.waitForAll()
         }
         await first.value
-        // One for the first caller, then one (or a few) for the twenty that waited: not twenty.
-        #expect(recorder.beganCount >= 2 && recorder.beganCount <= 4, "\(recorder.beganCount) syncs")
+        // One for the first caller, then one for the twenty that waited: not twenty.
+        #expect(recorder.beganCount == 2, "\(recorder.beganCount) syncs")
         // Idle again: the next caller gets a sync of its own.
         await syncer.sync("/d")
         #expect(recorder.endedSyncs.count == recorder.beganCount)
@@ -57,5 +59,98 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for n in 0..<50 { group.addTask { await syncer.sync("/d\(n % 5)") } }
         }
+    }
+}
+
+@Suite struct DirectorySyncerPublishingTests {
+    /// Files published from many threads at once: every one returns after a sync that began after it asked, and the
+    /// syncs are shared.
+    @Test func everyPublisherReturnsAfterASyncThatBeganAfterItAsked() async throws {
+        final class Counter: @unchecked Sendable {
+            let lock = NSLock()
+            var began = 0
+            var ended = 0
+            var running = 0
+            var overlapped = false
+        }
+        let counter = Counter()
+        let syncer = DirectorySyncer(gathering: .milliseconds(2))
+        let rounds = 200
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for publisher in 0..<16 {
+                group.addTask {
+                    try await BlockingIO.run {
+                        for round in 0..<rounds {
+                            syncer.willPublish(key: "/d")
+                            if (publisher + round) % 3 == 0 { usleep(100) }
+                            let before = counter.lock.withLock { counter.began }
+                            syncer.syncPublished(key: "/d") {
+                                counter.lock.withLock {
+                                    counter.began += 1
+                                    counter.running += 1
+                                    counter.overlapped = counter.overlapped || counter.running > 1
+                                }
+                                usleep(50)
+                                counter.lock.withLock {
+                                    counter.ended += 1
+                                    counter.running -= 1
+                                }
+                            }
+                            let after = counter.lock.withLock { counter.ended }
+                            #expect(after > before)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // One sync of the folder at a time, and shared.
+        #expect(!counter.overlapped)
+        #expect(counter.began < 16 * rounds, "\(counter.began) syncs")
+        #expect(syncer.callersWaiting(for: "/d") == 0)
+    }
+
+    /// Counts the syncs made.
+    final class Syncs: @unchecked Sendable {
+        private let lock = NSLock()
+        private var made = 0
+        func sync() { lock.withLock { made += 1 } }
+        var count: Int { lock.withLock { made } }
+    }
+
+    /// A sync asked for while another file is still being published into the folder waits for it: one sync covers
+    /// both.
+    @Test func aSyncWaitsForAFileStillBeingPublishedIntoTheFolder() async throws {
+        let syncer = DirectorySyncer(gathering: .seconds(3600))
+        let syncs = Syncs()
+        syncer.willPublish(key: "/d")
+        syncer.willPublish(key: "/d")
+        let first = Task { try await BlockingIO.run { syncer.syncPublished(key: "/d") { syncs.sync() } } }
+        for _ in 0..<10_000 where syncer.callersWaiting(for: "/d") < 1 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(syncs.count == 0)
+        try await BlockingIO.run { syncer.syncPublished(key: "/d") { syncs.sync() } }
+        try await first.value
+        #expect(syncs.count == 1)
+    }
+
+    /// A file given up (``DirectorySyncer/didNotPublish(into:)``) is not waited for, and the wait is bounded anyway.
+    @Test func aFileGivenUpOrTooSlowIsNotWaitedFor() async throws {
+        let forever = DirectorySyncer(gathering: .seconds(3600))
+        let syncs = Syncs()
+        forever.willPublish(key: "/d")
+        forever.willPublish(key: "/d")
+        let waiting = Task { try await BlockingIO.run { forever.syncPublished(key: "/d") { syncs.sync() } } }
+        for _ in 0..<10_000 where forever.callersWaiting(for: "/d") < 1 { try await Task.sleep(for: .milliseconds(2)) }
+        forever.didNotPublish(key: "/d")
+        try await waiting.value
+        #expect(syncs.count == 1)
+
+        let brief = DirectorySyncer(gathering: .milliseconds(20))
+        brief.willPublish(key: "/e")
+        brief.willPublish(key: "/e")
+        // The other file never comes: the sync is made after the moment it was given.
+        try await BlockingIO.run { brief.syncPublished(key: "/e") { syncs.sync() } }
+        #expect(syncs.count == 2)
+        #expect(brief.callersWaiting(for: "/e") == 0)
     }
 }
