@@ -156,6 +156,8 @@ public struct ProxyChoice: Codable, Equatable, Sendable {
     /// Whether `host` is excepted by a `no_proxy` list: a name equal to an entry or below it, an address equal
     /// to an entry, or in a CIDR entry's range (names are not resolved: a range matches addresses only).
     public static func matches(host rawHost: String, noProxy list: String) -> Bool {
+        // No list (the usual case): nothing to parse the host for.
+        guard !list.isEmpty else { return false }
         var host = rawHost.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if host.hasSuffix(".") { host.removeLast() }

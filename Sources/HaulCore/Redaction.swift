@@ -27,7 +27,15 @@ package enum Redaction {
     /// replaced by `***`; everything else is left exactly as it is (a string that does not parse is treated the
     /// same way).
     public static func url(_ text: String) -> String {
-        maskingQuery(maskingUserinfo(text), stoppingAt: { _ in false })
+        // Most URLs have neither userinfo nor parameters: looked for byte by byte first, as this runs for every
+        // download (every delimiter is ASCII).
+        var hasUserinfo = false, hasParameters = false
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "@") { hasUserinfo = true }
+            if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { hasParameters = true }
+        }
+        let shown = hasUserinfo ? maskingUserinfo(text) : text
+        return hasParameters ? maskingQuery(shown, stoppingAt: { _ in false }) : shown
     }
 
     /// The value of header `name` as it may be shown: `***` for credentials.
