@@ -43,7 +43,7 @@ final class DirectorySyncer: @unchecked Sendable {
     /// How long a sync waits at most for files still being published into its folder.
     private let gathering: TimeInterval
 
-    init(sync: @escaping @Sendable (String) -> Void = { POSIX.syncDirectory($0) }, gathering: Duration = .milliseconds(5)) {
+    init(sync: @escaping @Sendable (String) -> Void = { POSIX.syncDirectory($0) }, gathering: Duration = .milliseconds(1)) {
         self.syncPath = sync
         self.gathering = gathering.seconds
     }
