@@ -118,15 +118,23 @@ import Testing
         var count: Int { lock.withLock { made } }
     }
 
+    /// Two files are being published into `key`'s folder, and the first has asked for its sync (and waits for the
+    /// second): the task that waits.
+    private static func oneOfTwoPublished(into key: String, _ syncer: DirectorySyncer, _ syncs: Syncs) async throws -> Task<Void, any Error> {
+        syncer.willPublish(key: key)
+        syncer.willPublish(key: key)
+        let first = Task { try await BlockingIO.run { syncer.syncPublished(key: key) { syncs.sync() } } }
+        for _ in 0..<10_000 where syncer.callersWaiting(for: key) < 1 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(syncer.callersWaiting(for: key) == 1)
+        return first
+    }
+
     /// A sync asked for while another file is still being published into the folder waits for it: one sync covers
     /// both.
     @Test func aSyncWaitsForAFileStillBeingPublishedIntoTheFolder() async throws {
         let syncer = DirectorySyncer(gathering: .seconds(3600))
         let syncs = Syncs()
-        syncer.willPublish(key: "/d")
-        syncer.willPublish(key: "/d")
-        let first = Task { try await BlockingIO.run { syncer.syncPublished(key: "/d") { syncs.sync() } } }
-        for _ in 0..<10_000 where syncer.callersWaiting(for: "/d") < 1 { try await Task.sleep(for: .milliseconds(2)) }
+        let first = try await Self.oneOfTwoPublished(into: "/d", syncer, syncs)
         #expect(syncs.count == 0)
         try await BlockingIO.run { syncer.syncPublished(key: "/d") { syncs.sync() } }
         try await first.value
@@ -137,10 +145,7 @@ import Testing
     @Test func aFileGivenUpOrTooSlowIsNotWaitedFor() async throws {
         let forever = DirectorySyncer(gathering: .seconds(3600))
         let syncs = Syncs()
-        forever.willPublish(key: "/d")
-        forever.willPublish(key: "/d")
-        let waiting = Task { try await BlockingIO.run { forever.syncPublished(key: "/d") { syncs.sync() } } }
-        for _ in 0..<10_000 where forever.callersWaiting(for: "/d") < 1 { try await Task.sleep(for: .milliseconds(2)) }
+        let waiting = try await Self.oneOfTwoPublished(into: "/d", forever, syncs)
         forever.didNotPublish(key: "/d")
         try await waiting.value
         #expect(syncs.count == 1)
