@@ -10,73 +10,113 @@ extension DownloadJob {
             if file == nil { file = try folder.createFresh(Self.name(record.partialPath)) }
             return
         }
-        for _ in 0..<3 {
-            let destination: String
-            switch options.destination {
-            case .file(let path):
-                destination = path
-            case .standardOutput:
-                throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
-            case .directory(let directory):
-                let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
-                let (free, lock) = try reserveName(name, in: folder, directory: directory)
-                destination = "\(directory)/\(free)"
-                locks.append(lock)
-            }
-            let partial = destination + ".haul-part"
+        let url = options.url.absoluteString, final = finalURL.absoluteString, point = self.point
+        // What the response said of the file (length, validators) is kept from the start: a file that then arrives
+        // in one go needs no other record to be recognised complete on a rerun.
+        let fresh = { @Sendable (destination: String) -> TransferRecord in
             var fresh = TransferRecord(
-                url: options.url.absoluteString, finalURL: finalURL.absoluteString, destinationPath: destination,
-                partialPath: partial, offset: 0, state: .running, adopted: false)
-            // What the response said of the file (length, validators) is kept from the start: a file that then
-            // arrives in one go needs no other record to be recognised complete on a rerun.
+                url: url, finalURL: final, destinationPath: destination, partialPath: destination + ".haul-part", offset: 0,
+                state: .running, adopted: false)
             fresh.update(from: ResumePoint(offset: 0, validators: point.validators, totalLength: point.totalLength))
-            // The record first: a partial file never exists without a record that names it. A `--dir` download's
-            // name is remembered before that, so that a rerun after kill -9 finds the same name. Both on the
-            // blocking-I/O threads: a session's store may be busy (a WAL checkpoint's fsync) and must not hold a
-            // concurrency thread.
-            let store = self.store, choice = directoryChoice, saved = fresh
-            try await BlockingIO.run { try store.saveFirst(saved, choice: choice) }
-            record = fresh
-            guard case .directory = options.destination else {
+            return fresh
+        }
+        // The record first: a partial file never exists without a record that names it. A `--dir` download's name is
+        // remembered before that, so that a rerun after kill -9 finds the same name. All of it on the blocking-I/O
+        // threads, in one call: a session's store may be busy (a WAL checkpoint's fsync), and creating a file waits
+        // for the folder's lock and the file system, none of which may hold a concurrency thread.
+        let store = self.store
+        switch options.destination {
+        case .standardOutput:
+            throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
+        case .file(let path):
+            let saved = fresh(path)
+            let created = try await BlockingIO.run { () throws(HaulError) -> Result<PartialFile, HaulError> in
+                try store.saveFirst(saved, choice: nil)
                 // The destination's lock is held and no record names this partial file: whatever is at its name
                 // (a stale partial of another program or run, a planted link) is foreign. Start from empty.
-                file = try folder.createFresh(Self.name(partial))
-                return
+                return Result { () throws(HaulError) in try folder.createFresh(Self.name(saved.partialPath)) }
             }
-            do {
-                // The name was free under its lock; only a program that takes no lock of this home's can have made
-                // it since.
-                let created = try folder.openFile(Self.name(partial), exclusive: true)
-                // Such as a download of another HAUL_HOME (another user's, the daemon of another account) that
-                // published this very name between the checks and the create: its partial file is gone then, so
-                // the create succeeds. With the partial file held, no such download can publish the name any more.
-                guard folder.status(Self.name(destination)) != nil else {
+            record = saved
+            file = try created.get()
+        case .directory(let directory):
+            let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
+            let choice = directoryChoice
+            for _ in 0..<3 {
+                let claim = try await BlockingIO.run { () throws(HaulError) -> NameClaim in
+                    let (free, lock) = try Self.reserveName(name, in: folder, directory: directory, store: store)
+                    return try Self.claim("\(directory)/\(free)", fresh("\(directory)/\(free)"), lock: lock, in: folder, store: store, choice: choice)
+                }
+                switch claim {
+                case .created(let lock, let saved, let created):
+                    locks.append(lock)
+                    record = saved
                     file = created
                     return
+                case .failed(let error, let lock, let saved):
+                    locks.append(lock)
+                    record = saved
+                    throw error
+                case .taken:
+                    continue
                 }
-                if let ours = try? created.status(), folder.status(Self.name(partial))?.isSameFile(as: ours) == true {
-                    folder.unlink(Self.name(partial))
-                }
-                created.close()
-            } catch {
-                // Something was at the partial file's name: still there, or already published under the name.
-                guard folder.status(Self.name(partial)) != nil || folder.status(Self.name(destination)) != nil else { throw error }
             }
-            // The name is taken after all: give it up, and choose again.
-            store.remove(fresh.key)
-            record = nil
-            locks.removeLast().release()
+            throw HaulError(.fileSystem, "another program keeps creating files in \(folder.path) under the names Haul chooses; stop it or choose another folder")
         }
-        throw HaulError(.fileSystem, "another program keeps creating files in \(folder.path) under the names Haul chooses; stop it or choose another folder")
+    }
+
+    /// What one try at a `--dir` download's free name came to.
+    private enum NameClaim: Sendable {
+        /// Its record saved and its partial file created, under the name's lock.
+        case created(FileLock, TransferRecord, PartialFile)
+        /// Creating the partial file failed for another reason than the name: the record saved, the lock held.
+        case failed(HaulError, FileLock, TransferRecord)
+        /// The name was taken after all (the record removed, the lock released): choose again.
+        case taken
+    }
+
+    /// Saves `fresh`, the record of `destination` (a free name whose `lock` is held), and creates its partial file.
+    /// Throws (the lock released) when the record could not be saved.
+    private static func claim(
+        _ destination: String, _ fresh: TransferRecord, lock: FileLock, in folder: OpenDirectory, store: any ResumeRecords,
+        choice: (any DirectoryChoice)?
+    ) throws(HaulError) -> NameClaim {
+        do throws(HaulError) {
+            try store.saveFirst(fresh, choice: choice)
+        } catch {
+            lock.release()
+            throw error
+        }
+        let partial = name(fresh.partialPath)
+        do {
+            // The name was free under its lock; only a program that takes no lock of this home's can have made it
+            // since.
+            let created = try folder.openFile(partial, exclusive: true)
+            // Such as a download of another HAUL_HOME (another user's, the daemon of another account) that published
+            // this very name between the checks and the create: its partial file is gone then, so the create
+            // succeeds. With the partial file held, no such download can publish the name any more.
+            guard folder.status(name(destination)) != nil else { return .created(lock, fresh, created) }
+            if let ours = try? created.status(), folder.status(partial)?.isSameFile(as: ours) == true {
+                folder.unlink(partial)
+            }
+            created.close()
+        } catch {
+            // Something was at the partial file's name: still there, or already published under the name.
+            guard folder.status(partial) != nil || folder.status(name(destination)) != nil else { return .failed(error, lock, fresh) }
+        }
+        // The name is taken after all: give it up, and choose again.
+        store.remove(fresh.key)
+        lock.release()
+        return .taken
     }
 
     /// Reserves a free name for `name` in `folder` (`name`, else `name (1)`, …): neither the file nor its partial
     /// file exists, and this process holds the name's destination lock, so no other download (of this process or
     /// another) takes it until the lock is released.
-    private func reserveName(_ name: String, in folder: OpenDirectory, directory: String) throws(HaulError) -> (String, FileLock) {
+    private static func reserveName(
+        _ name: String, in folder: OpenDirectory, directory: String, store: any ResumeRecords
+    ) throws(HaulError) -> (String, FileLock) {
         var reserved: FileLock?
         var failure: HaulError?
-        let store = self.store
         let free = FileNaming.freeName(for: name) { candidate in
             guard failure == nil else { return false }
             // The partial file first: a download that publishes between the two looks moves its partial file to
