@@ -146,10 +146,10 @@ public final class TransferEngine: Sendable {
         }
     }
 
-    /// The client for direct requests limited to `family` (`nil`: either); `multiplexed` for one that offers HTTP/2.
     /// Whether ``directClient(family:multiplexed:)`` returns a client that offers HTTP/2 by ALPN.
     func offersHTTP2(multiplexed: Bool) -> Bool { multiplexed && multiplexes }
 
+    /// The client for direct requests limited to `family` (`nil`: either); `multiplexed` for one that offers HTTP/2.
     func directClient(family: IPFamily?, multiplexed: Bool = false) -> HTTPClient {
         let multiplexed = offersHTTP2(multiplexed: multiplexed)
         guard family != nil || multiplexed else { return client }
