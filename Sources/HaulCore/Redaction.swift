@@ -27,15 +27,7 @@ package enum Redaction {
     /// replaced by `***`; everything else is left exactly as it is (a string that does not parse is treated the
     /// same way).
     public static func url(_ text: String) -> String {
-        // Most URLs have neither userinfo nor parameters: looked for byte by byte first, as this runs for every
-        // download (every delimiter is ASCII).
-        var hasUserinfo = false, hasParameters = false
-        for byte in text.utf8 {
-            if byte == UInt8(ascii: "@") { hasUserinfo = true }
-            if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { hasParameters = true }
-        }
-        let shown = hasUserinfo ? maskingUserinfo(text) : text
-        return hasParameters ? maskingQuery(shown, stoppingAt: { _ in false }) : shown
+        maskingQuery(maskingUserinfo(text), stoppingAt: { _ in false })
     }
 
     /// The value of header `name` as it may be shown: `***` for credentials.
@@ -63,7 +55,9 @@ package enum Redaction {
 
     /// `text` with the authority's userinfo of its one URL replaced.
     private static func maskingUserinfo(_ text: String) -> String {
-        guard let schemeEnd = text.firstRange(of: "://") else { return text }
+        // Most URLs have no userinfo: looked for byte by byte first, as this runs for every download (every
+        // delimiter is ASCII).
+        guard text.utf8.contains(UInt8(ascii: "@")), let schemeEnd = text.firstRange(of: "://") else { return text }
         let afterScheme = text[schemeEnd.upperBound...]
         let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
         let authority = afterScheme[..<authorityEnd]
@@ -91,7 +85,7 @@ package enum Redaction {
     /// too: OAuth's `#access_token=`): the value runs to the next `&` or `#`, or to the first character for which
     /// `isEnd` holds (the end of a URL inside text).
     private static func maskingQuery(_ text: String, stoppingAt isEnd: (Character) -> Bool) -> String {
-        guard text.contains("?") || text.contains("#") else { return text }
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else { return text }
         var result = ""
         var inParameters = false
         var rest = Substring(text)
