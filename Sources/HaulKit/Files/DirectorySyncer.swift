@@ -39,12 +39,10 @@ final class DirectorySyncer: @unchecked Sendable {
     private var folders: [String: Folder] = [:]
     /// The number of the last caller of any folder.
     private var lastNumber = 0
-    private let syncPath: @Sendable (String) -> Void
     /// How long a sync waits at most for files still being published into its folder.
     private let gathering: TimeInterval
 
-    init(sync: @escaping @Sendable (String) -> Void = { POSIX.syncDirectory($0) }, gathering: Duration = .milliseconds(1)) {
-        self.syncPath = sync
+    init(gathering: Duration = .milliseconds(1)) {
         self.gathering = gathering.seconds
     }
 
@@ -86,10 +84,10 @@ final class DirectorySyncer: @unchecked Sendable {
         waitForSync(key: key, publishing: true, sync: sync)
     }
 
-    /// Returns once an fsync of `directory` (a path) that began after this call has completed.
-    func sync(_ directory: String) async {
-        let syncPath = self.syncPath
-        _ = try? await BlockingIO.run { self.waitForSync(key: directory, publishing: false) { syncPath(directory) } }
+    /// On a blocking-I/O thread: returns once a sync of the folder `key` by `sync`, begun after this call, has
+    /// completed; no file was announced for it (for tests).
+    func sync(key: String, _ sync: () -> Void) {
+        waitForSync(key: key, publishing: false, sync: sync)
     }
 
     private func waitForSync(key: String, publishing: Bool, sync: () -> Void) {

@@ -27,15 +27,16 @@ import Testing
 
     @Test func everyCallerWaitsForASyncThatBeganAfterItAskedAndCallersShareThem() async throws {
         let recorder = Recorder()
-        let syncer = DirectorySyncer(sync: { _ in recorder.sync() })
+        let syncer = DirectorySyncer()
+        let sync = { @Sendable in try await BlockingIO.run { syncer.sync(key: "/d") { recorder.sync() } } }
         // The first caller's sync is held: the others all ask while it runs.
-        let first = Task { await syncer.sync("/d") }
+        let first = Task { try await sync() }
         for _ in 0..<10_000 where recorder.beganCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
         let asked = recorder.beganCount
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<20 {
                 group.addTask {
-                    await syncer.sync("/d")
+                    try await sync()
                     // A sync numbered above the ones begun when this caller asked has ended.
                     #expect(recorder.endedSyncs.contains { $0 > asked })
                 }
@@ -46,18 +47,19 @@ import Testing
             recorder.gate.signal()
             try await group.waitForAll()
         }
-        await first.value
+        try await first.value
         // One for the first caller, then one for the twenty that waited: not twenty.
         #expect(recorder.beganCount == 2, "\(recorder.beganCount) syncs")
         // Idle again: the next caller gets a sync of its own.
-        await syncer.sync("/d")
+        try await sync()
         #expect(recorder.endedSyncs.count == recorder.beganCount)
     }
 
-    @Test func directoriesAreSyncedSeparately() async {
-        let syncer = DirectorySyncer(sync: { _ in })
-        await withTaskGroup(of: Void.self) { group in
-            for n in 0..<50 { group.addTask { await syncer.sync("/d\(n % 5)") } }
+    @Test func directoriesAreSyncedSeparately() async throws {
+        let syncer = DirectorySyncer()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<50 { group.addTask { try await BlockingIO.run { syncer.sync(key: "/d\(n % 5)") {} } } }
+            try await group.waitForAll()
         }
     }
 }
