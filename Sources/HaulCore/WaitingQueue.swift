@@ -1,6 +1,8 @@
 /// The waiting tasks of a session, kept in memory in the scheduler's order (higher priority first, then first
-/// in first out), one queue per host, so that choosing what to start next costs as much as the hosts that have
-/// a free slot, not the whole queue.
+/// in first out), one queue per host, and the hosts in the order of their first task (``HostHeads``), so that
+/// choosing what to start next visits the hosts from the front until the free slots are filled (and the full ones
+/// among them), not every host with a task waiting: a list over thousands of hosts costs no more per task than one
+/// over a few.
 ///
 /// ``next(slots:runningPerHost:maxPerHost:)`` chooses exactly what the plain rule (kept as a model in the tests,
 /// SchedulerModel.swift) would choose from every task: walking the waiting tasks in order and skipping those whose
@@ -24,6 +26,8 @@ package struct WaitingQueue: Sendable {
 
         /// Whether `self` runs before `other`.
         func precedes(_ other: Entry) -> Bool { position.precedes(other.position) }
+        /// Whether `self` runs before a task at `position`.
+        func precedes(position other: QueuePosition) -> Bool { position.precedes(other) }
 
         /// Where it stands in the queue's order.
         public var position: QueuePosition { QueuePosition(priority: priority, sequence: sequence) }
@@ -34,6 +38,8 @@ package struct WaitingQueue: Sendable {
         var entries: [Entry] = []
         var start = 0
         var count: Int { entries.count - start }
+        /// The position of the first task (the queue is never kept empty).
+        var first: QueuePosition { entries[start].position }
 
         /// Where `entry` goes (or is), by binary search over the live part.
         func position(of entry: Entry) -> Int {
@@ -70,6 +76,7 @@ package struct WaitingQueue: Sendable {
 
     private var byID: [String: Entry] = [:]
     private var hosts: [String: HostQueue] = [:]
+    private var heads = HostHeads()
 
     public init() {}
 
@@ -79,6 +86,8 @@ package struct WaitingQueue: Sendable {
 
     /// The waiting task `id`, if it is waiting.
     public func entry(_ id: String) -> Entry? { byID[id] }
+    /// The entries the hosts' order holds, live and stale (for tests: it stays within twice the hosts, plus a few).
+    var heldHostHeads: Int { heads.count }
     /// How many entries of `host` wait.
     public func count(of host: String) -> Int { hosts[host]?.count ?? 0 }
 
@@ -86,7 +95,12 @@ package struct WaitingQueue: Sendable {
     public mutating func insert(_ entry: Entry) {
         remove(entry.id)
         byID[entry.id] = entry
+        let before = hosts[entry.host]?.first
         hosts[entry.host, default: HostQueue()].insert(entry)
+        if before.map({ entry.precedes(position: $0) }) ?? true {
+            heads.push(.init(position: entry.position, host: entry.host))
+            tidyHeads()
+        }
     }
 
     /// Removes the task `id` if it is waiting; returns it.
@@ -94,13 +108,30 @@ package struct WaitingQueue: Sendable {
     public mutating func remove(_ id: String) -> Entry? {
         guard let entry = byID.removeValue(forKey: id) else { return nil }
         hosts[entry.host]?.remove(entry)
-        if hosts[entry.host]?.count == 0 { hosts[entry.host] = nil }
+        if let queue = hosts[entry.host] {
+            if queue.count == 0 {
+                hosts[entry.host] = nil
+            } else if entry.precedes(position: queue.first) {
+                heads.push(.init(position: queue.first, host: entry.host))    // it was the first: the next one is
+            }
+        }
+        tidyHeads()
         return entry
+    }
+
+    /// Drops the stale entries of the hosts' order from its top, or all of them once they outnumber the live ones.
+    private mutating func tidyHeads() {
+        let hosts = self.hosts
+        heads.dropStale { hosts[$0.host]?.first == $0.position }
+        if heads.needsRebuild(hosts: hosts.count) {
+            heads.rebuild(hosts.map { .init(position: $0.value.first, host: $0.key) })
+        }
     }
 
     public mutating func removeAll() {
         byID = [:]
         hosts = [:]
+        heads.removeAll()
     }
 
     /// Keeps the first `limit` tasks in the queue's order and drops the rest; the position of the last one kept
@@ -135,12 +166,24 @@ package struct WaitingQueue: Sendable {
         guard slots > 0 else { return [] }
         var candidates: [Entry] = []
         var last: [Entry] = []
-        for (host, queue) in hosts {
+        // Hosts in the order of their first task. Once `slots` hosts gave candidates, every later host's tasks come
+        // after `slots` candidates (those hosts' first tasks) and cannot be chosen: the walk stops there.
+        var hostsWithRoom = 0
+        var visited: Set<String> = []
+        heads.walk { head in
+            let host = head.host
+            guard let queue = hosts[host], queue.first == head.position, visited.insert(host).inserted else { return true }
             let cap = max(1, maxPerHost(host), queue.entries[queue.start].hostLimit ?? 0)
             let room = min(cap - runningPerHost[host, default: 0], slots)
-            guard room > 0 else { continue }
+            guard room > 0 else { return true }
             let entries = queue.entries[queue.start..<(queue.start + min(room, queue.count))]
-            if unreachable.contains(host) { last += entries } else { candidates += entries }
+            if unreachable.contains(host) {
+                last += entries
+            } else {
+                candidates += entries
+                hostsWithRoom += 1
+            }
+            return hostsWithRoom < slots
         }
         candidates.sort { $0.precedes($1) }
         guard candidates.count < slots, !last.isEmpty else { return Array(candidates.prefix(slots)) }
