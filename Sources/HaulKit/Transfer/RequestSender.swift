@@ -97,7 +97,10 @@ struct RequestSender: Sendable {
                     let request = try HTTPClient.Request(
                         url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: headers,
                         tlsConfiguration: tlsConfiguration)
-                    response = try await engine.directClient(family: family, multiplexed: multiplexed).stream(request, headTimeout: headTimeout, readAheadChunks: readAhead)
+                    let lease = engine.directClient(for: url, family: family, multiplexed: multiplexed)
+                    response = try await lease.client.stream(request, headTimeout: headTimeout, readAheadChunks: readAhead) {
+                        engine.clients.release(lease)
+                    }
                 } catch {
                     if let refused = await TLSFailure.explain(error, url: url) { throw refused }
                     throw try DownloadJob.classify(error, url: url)

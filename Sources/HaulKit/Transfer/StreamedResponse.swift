@@ -53,12 +53,16 @@ struct ResponseBody: AsyncSequence, Sendable {
 
 extension HTTPClient {
     /// Sends `request`; returns once the response head has arrived (or `headTimeout` passed), with its body
-    /// still streaming. Cancelling the calling task cancels the request.
-    func stream(_ request: HTTPClient.Request, headTimeout: Duration, readAheadChunks: Int) async throws -> StreamedResponse {
+    /// still streaming. Cancelling the calling task cancels the request. `ended` is called once when the request
+    /// ends: its response read to the end, failed or cancelled.
+    func stream(
+        _ request: HTTPClient.Request, headTimeout: Duration, readAheadChunks: Int, ended: @escaping @Sendable () -> Void = {}
+    ) async throws -> StreamedResponse {
         let bridge = BodyBridge()
         let readAhead = ReadAhead(chunks: readAheadChunks)
         let producer = bridge.makeSequence(readAhead)
         let task = execute(request: request, delegate: bridge, eventLoop: .indifferent)
+        task.futureResult.whenComplete { _ in ended() }
         bridge.attach(task)
         let timeout = HeadDeadlines.shared.add(after: headTimeout) { bridge.headTimedOut() }
         defer { HeadDeadlines.shared.remove(timeout) }

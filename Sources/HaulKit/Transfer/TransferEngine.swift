@@ -43,20 +43,26 @@ public final class TransferEngine: Sendable {
         /// segments of a split file go over HTTP/1.1 connections of their own, which carry one big transfer faster.
         /// Off by default: one download alone gains nothing from HTTP/2.
         public var multiplexesHTTP2 = false
+        /// How many origins (scheme, host, port) one HTTP client serves before the next origin gets a new one: the
+        /// client keeps a connection pool for each origin it served until it is shut down, which it is once its
+        /// requests have ended. Bounds the memory of a list over many hosts; a host still being fetched opens one
+        /// connection more each time.
+        package var originsPerClient = 1_024
         /// The defaults.
         public init() {}
     }
 
-    /// The direct HTTP/1.1 client; one more per address family a download is limited to (`-4`, `-6`), which binds
-    /// its sockets to that family's wildcard address, and one more of each that offers HTTP/2 (below). A proxied
-    /// request does not go through these: ``ProxyTransport`` sends it on a connection of its own (or as a stream of
-    /// a pooled HTTP/2 connection through the proxy).
+    /// The direct clients: an HTTP/1.1 one; one more per address family a download is limited to (`-4`, `-6`), which
+    /// binds its sockets to that family's wildcard address, and one more of each that offers HTTP/2 (below), each
+    /// renewed after ``Configuration/originsPerClient`` origins (``DirectClients``). A proxied request does not go
+    /// through these: ``ProxyTransport`` sends it on a connection of its own (or as a stream of a pooled HTTP/2
+    /// connection through the proxy).
     ///
     /// Over HTTP/1.1 each request in flight has a TCP connection of its own. Over HTTP/2 the segments of a file
     /// would become streams of one connection, which a server that limits each connection (most CDNs) throttles
     /// as one: `--segments 8` gained nothing over HTTPS. And for one large file, AsyncHTTPClient's HTTP/1.1
-    /// measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh). So big transfers use this one.
-    let client: HTTPClient
+    /// measured 2.8× faster with a quarter of the CPU (bench/https-segments.sh). So big transfers use the HTTP/1.1 one.
+    let clients: DirectClients
     /// Whether the engine offers HTTP/2 (``Configuration/multiplexesHTTP2``): many small files from one host become
     /// streams of one connection, each costing a round trip less than a request waiting for a free connection.
     private let multiplexes: Bool
@@ -65,12 +71,6 @@ public final class TransferEngine: Sendable {
     private let unreachable = NIOLockedValueBox<Set<String>>([])
     /// The origins of downloads whose server reset a stream with `HTTP_1_1_REQUIRED`: later ones do not offer HTTP/2.
     private let originsWantingHTTP1 = NIOLockedValueBox<Set<Origin>>([])
-    private let otherClients = NIOLockedValueBox<[DirectClientKey: HTTPClient]>([:])
-
-    private struct DirectClientKey: Hashable {
-        var family: IPFamily?
-        var multiplexed: Bool
-    }
 
     /// A file at least this long is fetched over HTTP/1.1 even by an engine that offers HTTP/2: one big transfer
     /// runs faster on a connection of its own, and from 8 MiB on it may be split anyway.
@@ -96,7 +96,13 @@ public final class TransferEngine: Sendable {
 
     /// An engine keeping its downloads' resume records in `records` (a session's store).
     package init(records: any ResumeRecords, configuration: Configuration = Configuration()) {
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
+        clients = DirectClients(maxOrigins: configuration.originsPerClient) { kind in
+            var made = Self.clientConfiguration(configuration, multiplexed: kind.multiplexed)
+            // Bound to the family's wildcard address, a socket can only reach addresses of that family: the
+            // other family's addresses of a name fail at once, and those of this family are used.
+            if let family = kind.family { made.localAddress = family == .v4 ? "0.0.0.0" : "::" }
+            return HTTPClient(eventLoopGroupProvider: .singleton, configuration: made)
+        }
         multiplexes = configuration.multiplexesHTTP2
         store = records
         self.configuration = configuration
@@ -149,22 +155,10 @@ public final class TransferEngine: Sendable {
     /// Whether ``directClient(family:multiplexed:)`` returns a client that offers HTTP/2 by ALPN.
     func offersHTTP2(multiplexed: Bool) -> Bool { multiplexed && multiplexes }
 
-    /// The client for direct requests limited to `family` (`nil`: either); `multiplexed` for one that offers HTTP/2.
-    func directClient(family: IPFamily?, multiplexed: Bool = false) -> HTTPClient {
-        let multiplexed = offersHTTP2(multiplexed: multiplexed)
-        guard family != nil || multiplexed else { return client }
-        let configuration = self.configuration
-        return otherClients.withLockedValue { clients in
-            let key = DirectClientKey(family: family, multiplexed: multiplexed)
-            if let existing = clients[key] { return existing }
-            var made = Self.clientConfiguration(configuration, multiplexed: multiplexed)
-            // Bound to the family's wildcard address, a socket can only reach addresses of that family: the
-            // other family's addresses of a name fail at once, and those of this family are used.
-            if let family { made.localAddress = family == .v4 ? "0.0.0.0" : "::" }
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: made)
-            clients[key] = client
-            return client
-        }
+    /// A client for a direct request to `url`, limited to `family` (`nil`: either); `multiplexed` for one that offers
+    /// HTTP/2. Give it back with `clients.release(_:)` when the request ends.
+    func directClient(for url: URL, family: IPFamily?, multiplexed: Bool = false) -> DirectClients.Lease {
+        clients.lease(.init(family: family, multiplexed: offersHTTP2(multiplexed: multiplexed)), origin: Origin(url))
     }
 
     /// The TLS configuration of `trust` (`nil`: the engine's), or `nil` for the client's default (the system's
@@ -208,8 +202,7 @@ public final class TransferEngine: Sendable {
     /// Closes connections; call once when done with the engine.
     public func shutdown() async throws {
         proxyTunnels.shutdown()
-        try await client.shutdown()
-        for other in otherClients.withLockedValue({ Array($0.values) }) { try? await other.shutdown() }
+        for client in clients.all { try? await client.shutdown() }
         isShutDown.withLockedValue { $0 = true }
     }
 
@@ -218,9 +211,7 @@ public final class TransferEngine: Sendable {
     deinit {
         guard !isShutDown.withLockedValue({ $0 }) else { return }
         proxyTunnels.shutdown()
-        for client in [client] + otherClients.withLockedValue({ Array($0.values) }) {
-            client.shutdown { _ in }
-        }
+        for client in clients.all { client.shutdown { _ in } }
     }
 
     /// Downloads (or resumes) one file. Throws ``HaulError``; on every failure the state needed to resume is kept.
