@@ -12,9 +12,13 @@ its soft descriptor limit to the hard one, so keep-alive connections to hosts al
 descriptors (they did: 1,200 hosts × 3 failed about 150 downloads after 190 s of retries). It also shows what
 remains: AsyncHTTPClient keeps a connection pool per origin for the client's life, a few KB each.
 
+With `--netns` (root; `unshare -n`) the whole run moves into a network namespace of its own, whose only interface
+is loopback: nginx then listens on the port of every 127.x.y.z address at once, and HOSTS may be up to 1,000,000
+(one URL per host at `--urls` equal to `--hosts`). That is the list of a dataset builder: every URL another host.
+
 Usage: bench/many_hosts.py [--hosts 1200] [--urls 3600] [--soft 1024] [--haul .build/release/haul]
-                           [--tools haul,aria2c,wget2]
-HOSTS is at most 4,000 (nginx's worker_connections here is 4,096).
+                           [--tools haul,aria2c,wget2] [--netns]
+Without --netns, HOSTS is at most 4,000 (nginx listens on each address; worker_connections here is 4,096).
 """
 import argparse
 import os
@@ -48,17 +52,25 @@ def main():
     parser.add_argument("--soft", type=int, default=1024)
     parser.add_argument("--haul", default=os.path.join(ROOT, ".build/release/haul"))
     parser.add_argument("--tools", default="haul,aria2c,wget2")
+    parser.add_argument("--netns", action="store_true", help="run in a network namespace of loopback only")
     args = parser.parse_args()
-    if not 1 <= args.hosts <= 4000:
-        sys.exit("--hosts must be between 1 and 4000")
+    if args.netns and os.environ.get("HAUL_BENCH_NETNS") != "1":
+        # Again, inside a namespace of its own (loopback only, brought up first).
+        os.execvpe("unshare", ["unshare", "-n", sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
+                   dict(os.environ, HAUL_BENCH_NETNS="1"))
+    if args.netns:
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    if not 1 <= args.hosts <= (1_000_000 if args.netns else 4000):
+        sys.exit("--hosts must be between 1 and 4000 (1,000,000 with --netns)")
     work = tempfile.mkdtemp(prefix="haul-many-hosts-")
     port = free_port()
     os.makedirs(f"{work}/www")
     body = os.urandom(2000)
     with open(f"{work}/www/f.bin", "wb") as f:
         f.write(body)
-    hosts = [f"127.0.{1 + x // 250}.{1 + x % 250}" for x in range(args.hosts)]
-    listens = "\n".join(f"    listen {host}:{port};" for host in hosts)
+    hosts = [f"127.{x // 62_500}.{1 + x // 250 % 250}.{1 + x % 250}" for x in range(args.hosts)]
+    # In the namespace, the wildcard address is loopback alone.
+    listens = f"    listen {port};" if args.netns else "\n".join(f"    listen {host}:{port};" for host in hosts)
     start_nginx(work, f"""  server {{
 {listens}
     root {work}/www;
@@ -71,8 +83,8 @@ def main():
                 f.write(f"http://{hosts[index % args.hosts]}:{port}/f{index}.bin\n")
         print(f"# {args.urls} URLs over {args.hosts} hosts, 16 at once, soft descriptor limit {args.soft}, "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
-        print("| tool | exit | wall (s) | peak RSS (MiB) | files complete | first error |")
-        print("|---|---|---|---|---|---|")
+        print("| tool | exit | wall (s) | CPU per URL (ms) | peak RSS (MiB) | files complete | first error |")
+        print("|---|---|---|---|---|---|---|")
         for tool in args.tools.split(","):
             if tool != "haul" and not shutil.which(tool):
                 print(f"| {tool} | not installed | | | | |")
@@ -80,12 +92,14 @@ def main():
             dest = f"{work}/{tool}"
             os.makedirs(dest)
             env = dict(os.environ, HAUL_HOME=f"{work}/home-{tool}")
-            script = (f"ulimit -Sn {args.soft}; exec /usr/bin/time -f 'peak-rss-kb %M' "
+            script = (f"ulimit -Sn {args.soft}; exec /usr/bin/time -f 'peak-rss-kb %M %U %S' "
                       + " ".join(f"'{part}'" for part in command(tool, args.haul, listfile, dest)))
             started = time.monotonic()
             run = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=1800)
             wall = time.monotonic() - started
-            rss = next((int(line.split()[1]) for line in run.stderr.splitlines() if line.startswith("peak-rss-kb")), 0)
+            usage = next((line.split()[1:] for line in run.stderr.splitlines() if line.startswith("peak-rss-kb")), ["0", "0", "0"])
+            rss = int(usage[0])
+            cpu = (float(usage[1]) + float(usage[2])) * 1000 / args.urls
             complete = 0
             for name in os.listdir(dest):
                 with open(f"{dest}/{name}", "rb") as f:
@@ -93,7 +107,7 @@ def main():
             errors = [line for line in run.stderr.splitlines() if line and not line.startswith("peak-rss-kb")
                       and "exited with non-zero status" not in line]
             first = errors[0][:120].replace("|", "/") if errors else ""
-            print(f"| {tool} | {run.returncode} | {wall:.1f} | {rss / 1024:.0f} | {complete} of {args.urls} | {first} |")
+            print(f"| {tool} | {run.returncode} | {wall:.1f} | {cpu:.2f} | {rss / 1024:.0f} | {complete} of {args.urls} | {first} |")
     finally:
         stop_nginx(work)
         shutil.rmtree(work, ignore_errors=True)

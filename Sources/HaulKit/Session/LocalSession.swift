@@ -291,8 +291,11 @@ package actor LocalSession: SessionBackend {
 
     var hasWaitingTasks: Bool { !window.isEmpty }
 
-    /// Whether no task of `host` waits: none in the window, and the window holds every waiting task.
-    func nothingWaits(for host: String) -> Bool { window.isComplete && window.queue.count(of: host) == 0 }
+    /// Whether no task of `host` waits soon: none in the window, which holds the next few thousand (or every) waiting
+    /// tasks. One of its tasks further on would find a keep-alive connection that sat idle through thousands of
+    /// downloads, one descriptor and some memory per host passed: like curl, whose connection cache holds four per
+    /// transfer it runs at once, Haul does not keep those.
+    func nothingWaits(for host: String) -> Bool { window.queue.count(of: host) == 0 }
 
     /// The server a task counts against for the per-host cap: its `host:port` (as the engine shares connections).
     static func host(of url: String) -> String { URL(string: url).map(Origin.authority(of:)) ?? "" }

@@ -26,4 +26,31 @@ import Testing
         }
         try await other.shutdown()
     }
+
+    /// A host whose next download lies beyond the window (the next few thousand tasks of a long list; four here)
+    /// closes its connection too, as curl's bounded connection cache would: keeping one for every host passed
+    /// held about a thousand idle connections and 300 MiB in a list of 60,000 hosts.
+    @Test func aHostWhoseNextDownloadIsBeyondTheWindowClosesItsConnection() async throws {
+        let other = try await TestServer.start()
+        try await withHarness { server, _, sandbox in
+            for name in ["a1", "a2"] { server.serve("/\(name)", Resource(body: TestData.bytes(3_000, seed: 7), etag: "\"\(name)\"")) }
+            let bs = (1...6).map { "b\($0)" }
+            for name in bs { other.serve("/\(name)", Resource(body: TestData.bytes(3_000, seed: 8), etag: "\"\(name)\"")) }
+            // Queued by a session that runs nothing, then run by one that reads the queue four tasks at a time.
+            let urls = [server.url("/a1")] + bs.map { other.url("/\($0)") } + [server.url("/a2")]
+            let queueing = try await DownloadSession(identifier: "window", configuration: sessionConfiguration(sandbox, concurrent: 0))
+            _ = try await queueing.add(try urls.map { DownloadRequest(url: try UserInput.url($0)) })
+            await queueing.close()
+            var configuration = sessionConfiguration(sandbox, concurrent: 1)
+            configuration.waitingPageSize = 4
+            let session = try await DownloadSession(identifier: "window", configuration: configuration)
+            await session.waitUntilIdle()
+            #expect(try await session.tasks().allSatisfy { $0.state == .finished })
+            let asked = [server.requests("/a1")] + bs.map { other.requests("/\($0)") } + [server.requests("/a2")]
+            // a1: its host's next (a2) is seven tasks on, beyond the four read; b1 to b5: more of theirs right after.
+            #expect(asked.map { $0.first?.header("Connection") } == ["close", nil, nil, nil, nil, nil, "close", "close"])
+            await session.close()
+        }
+        try await other.shutdown()
+    }
 }
