@@ -13,6 +13,8 @@ final class HostConnections: Sendable {
     private struct State {
         var hosts: [String: ConnectionShare] = [:]
         var waiters: [Int: (continuation: CheckedContinuation<Void, any Error>, multiplexable: Bool, host: String)] = [:]
+        /// The hosts that answered over HTTP/2, the last 4,096 at most: one forgotten is learned again by its next
+        /// download, which meanwhile takes a connection as over HTTP/1.1.
         var multiplexed: Set<String> = []
         var nextID = 0
     }
@@ -91,7 +93,7 @@ final class HostConnections: Sendable {
     /// `id`, which learned it, gives its connection back).
     func markMultiplexed(_ host: String, by id: Int) {
         let (resumed, first) = state.withLockedValue { state -> ([CheckedContinuation<Void, any Error>], Bool) in
-            let first = state.multiplexed.insert(host).inserted
+            let first = state.multiplexed.insert(host, keepingAtMost: hostsRemembered)
             let streams = state.waiters.filter { $0.value.multiplexable && $0.value.host == host }.map(\.key)
             var resumed: [CheckedContinuation<Void, any Error>] = []
             for waiter in streams {
