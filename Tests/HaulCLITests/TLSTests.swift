@@ -137,6 +137,30 @@ struct TLSTests {
         }
     }
 
+    /// One daemon, one server it does not trust: a task added with `-k` gets the file, and a task added after it
+    /// without `-k` is refused, not carried over the connection the first one opened (each trust has its clients).
+    @Test func aTaskWithoutInsecureIsRefusedAfterOneWithItOnTheSameServer() async throws {
+        try await HTTPSNginx.with { nginx in
+            try await Sandbox.with { box in
+                let daemon = try await startDaemon(box)
+                let trusting = try await box.run(["add", nginx.url("/file.bin"), "-o", "a.bin", "-k", "--no-autostart"])
+                let a = try #require(trusting.stdoutLines.first, "\(trusting)")
+                let first = try await box.run(["wait", a, "--no-autostart"])
+                #expect(first.exitCode == 0, "\(first)")
+                #expect(contentMismatch(box.path("a.bin"), expected: nginx.file) == nil)
+                let verifying = try await box.run(["add", nginx.url("/file.bin"), "-o", "b.bin", "--no-autostart"])
+                let b = try #require(verifying.stdoutLines.first, "\(verifying)")
+                let second = try await box.run(["wait", b, "--no-autostart"])
+                #expect(second.exitCode != 0, "\(second)")
+                #expect(!fileExists(box.path("b.bin")), "nothing at the destination")
+                let shown = try await box.run(["ls", "--json", "--no-autostart"])
+                #expect(shown.stdout.lowercased().contains("unknown issuer") || shown.stdout.lowercased().contains("certificate"), "\(shown.stdout)")
+                daemon.signal(SIGTERM)
+                try await daemon.wait(timeout: .seconds(10))
+            }
+        }
+    }
+
     @Test func aClientCertificateIsPresentedWhenTheServerRequiresOne() async throws {
         try await HTTPSNginx.with { nginx in
             let certificates = nginx.certificates

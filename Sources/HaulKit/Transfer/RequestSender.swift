@@ -94,10 +94,10 @@ struct RequestSender: Sendable {
                     headers.add(name: "Connection", value: "close")
                 }
                 do {
-                    let request = try HTTPClient.Request(
-                        url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: headers,
-                        tlsConfiguration: tlsConfiguration)
-                    let lease = engine.directClient(for: url, family: family, multiplexed: multiplexed)
+                    // The TLS settings choose the client (``DirectClients/Kind``), not each request.
+                    let request = try HTTPClient.Request(url: Credentials.strippingUserinfo(url).absoluteString, method: .GET, headers: headers)
+                    let lease = engine.directClient(
+                        for: url, family: family, multiplexed: multiplexed, trust: tls ?? configuration.tls, tls: tlsConfiguration)
                     response = try await lease.client.stream(request, headTimeout: headTimeout, readAheadChunks: readAhead) {
                         engine.clients.release(lease)
                     }
