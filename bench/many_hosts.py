@@ -17,7 +17,7 @@ is loopback: nginx then listens on the port of every 127.x.y.z address at once, 
 (one URL per host at `--urls` equal to `--hosts`). That is the list of a dataset builder: every URL another host.
 
 Usage: bench/many_hosts.py [--hosts 1200] [--urls 3600] [--soft 1024] [--haul .build/release/haul]
-                           [--tools haul,aria2c,wget2] [--netns]
+                           [--tools haul,aria2c,wget2] [--netns] [--tls]
 Without --netns, HOSTS is at most 4,000 (nginx listens on each address; worker_connections here is 4,096).
 """
 import argparse
@@ -34,14 +34,14 @@ from benchlib import free_port, start_nginx, stop_nginx  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def command(tool, haul, listfile, dest):
+def command(tool, haul, listfile, dest, tls):
     if tool == "haul":
-        return [haul, "get", "-i", listfile, "-j", "16", "--dir", dest, "--quiet"]
+        return [haul, "get", "-i", listfile, "-j", "16", "--dir", dest, "--quiet"] + (["-k"] if tls else [])
     if tool == "aria2c":
         return ["aria2c", "-q", "-j", "16", "-x", "1", "-i", listfile, "-d", dest, "--allow-overwrite=true",
-                "--auto-file-renaming=false", "--file-allocation=none"]
+                "--auto-file-renaming=false", "--file-allocation=none"] + (["--check-certificate=false"] if tls else [])
     if tool == "wget2":
-        return ["wget2", "-q", "--max-threads", "16", "-P", dest, "-i", listfile]
+        return ["wget2", "-q", "--max-threads", "16", "-P", dest, "-i", listfile] + (["--no-check-certificate"] if tls else [])
     raise ValueError(tool)
 
 
@@ -53,6 +53,8 @@ def main():
     parser.add_argument("--haul", default=os.path.join(ROOT, ".build/release/haul"))
     parser.add_argument("--tools", default="haul,aria2c,wget2")
     parser.add_argument("--netns", action="store_true", help="run in a network namespace of loopback only")
+    parser.add_argument("--tls", action="store_true",
+                        help="HTTPS (HTTP/2 offered by ALPN) with a self-signed certificate made by openssl; every tool skips verification")
     args = parser.parse_args()
     if args.netns and os.environ.get("HAUL_BENCH_NETNS") != "1":
         # Again, inside a namespace of its own (loopback only, brought up first).
@@ -71,6 +73,12 @@ def main():
     hosts = [f"127.{x // 62_500}.{1 + x // 250 % 250}.{1 + x % 250}" for x in range(args.hosts)]
     # In the namespace, the wildcard address is loopback alone.
     listens = f"    listen {port};" if args.netns else "\n".join(f"    listen {host}:{port};" for host in hosts)
+    if args.tls:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{work}/key.pem",
+                        "-out", f"{work}/cert.pem", "-days", "2", "-subj", "/CN=localhost"], check=True, capture_output=True)
+        listens = listens.replace(";", " ssl http2;") + f"""
+    ssl_certificate {work}/cert.pem;
+    ssl_certificate_key {work}/key.pem;"""
     start_nginx(work, f"""  server {{
 {listens}
     root {work}/www;
@@ -80,8 +88,8 @@ def main():
         listfile = f"{work}/list.txt"
         with open(listfile, "w") as f:
             for index in range(args.urls):
-                f.write(f"http://{hosts[index % args.hosts]}:{port}/f{index}.bin\n")
-        print(f"# {args.urls} URLs over {args.hosts} hosts, 16 at once, soft descriptor limit {args.soft}, "
+                f.write(f"{'https' if args.tls else 'http'}://{hosts[index % args.hosts]}:{port}/f{index}.bin\n")
+        print(f"# {args.urls} {'HTTPS ' if args.tls else ''}URLs over {args.hosts} hosts, 16 at once, soft descriptor limit {args.soft}, "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
         print("| tool | exit | wall (s) | CPU per URL (ms) | peak RSS (MiB) | files complete | first error |")
         print("|---|---|---|---|---|---|---|")
@@ -93,7 +101,7 @@ def main():
             os.makedirs(dest)
             env = dict(os.environ, HAUL_HOME=f"{work}/home-{tool}")
             script = (f"ulimit -Sn {args.soft}; exec /usr/bin/time -f 'peak-rss-kb %M %U %S' "
-                      + " ".join(f"'{part}'" for part in command(tool, args.haul, listfile, dest)))
+                      + " ".join(f"'{part}'" for part in command(tool, args.haul, listfile, dest, args.tls)))
             started = time.monotonic()
             run = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=1800)
             wall = time.monotonic() - started
@@ -105,7 +113,7 @@ def main():
                 with open(f"{dest}/{name}", "rb") as f:
                     complete += f.read() == body
             errors = [line for line in run.stderr.splitlines() if line and not line.startswith("peak-rss-kb")
-                      and "exited with non-zero status" not in line]
+                      and "exited with non-zero status" not in line and "TLS certificates are not verified" not in line]
             first = errors[0][:120].replace("|", "/") if errors else ""
             print(f"| {tool} | {run.returncode} | {wall:.1f} | {cpu:.2f} | {rss / 1024:.0f} | {complete} of {args.urls} | {first} |")
     finally:
