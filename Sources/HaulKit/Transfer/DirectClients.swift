@@ -45,9 +45,8 @@ final class DirectClients: Sendable {
     /// A client of `kind` for a request to `origin`; `tls` is the configuration of the kind's `trust`, for making one.
     func lease(_ kind: Kind, origin: Origin?, tls: TLSConfiguration?) -> Lease {
         let (lease, retired) = state.withLockedValue { state -> (Lease, HTTPClient?) in
-            var generations = state.generations[kind] ?? ClientGenerations(maxOrigins: maxOrigins)
-            let chosen = generations.lease(origin)
-            state.generations[kind] = generations
+            // In place: a copy taken out of the dictionary would copy its set of origins at every lease.
+            let chosen = state.generations[kind, default: ClientGenerations(maxOrigins: maxOrigins)].lease(origin)
             let retired = chosen.retired.flatMap { state.clients[kind]?.removeValue(forKey: $0) }
             let client: HTTPClient
             if let existing = state.clients[kind]?[chosen.generation] {

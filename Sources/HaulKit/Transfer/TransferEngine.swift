@@ -156,7 +156,7 @@ public final class TransferEngine: Sendable {
         }
     }
 
-    /// Whether ``directClient(family:multiplexed:)`` returns a client that offers HTTP/2 by ALPN.
+    /// Whether ``directClient(for:family:multiplexed:trust:tls:)`` gives a client that offers HTTP/2 by ALPN.
     func offersHTTP2(multiplexed: Bool) -> Bool { multiplexed && multiplexes }
 
     /// A client for a direct request to `url`, limited to `family` (`nil`: either); `multiplexed` for one that offers
