@@ -13,15 +13,16 @@ final class HostConnections: Sendable {
     private struct State {
         var hosts: [String: ConnectionShare] = [:]
         var waiters: [Int: (continuation: CheckedContinuation<Void, any Error>, multiplexable: Bool, host: String)] = [:]
-        /// The hosts that answered over HTTP/2, the last 4,096 at most: one forgotten is learned again by its next
-        /// download, which meanwhile takes a connection as over HTTP/1.1.
+        /// The hosts that answered over HTTP/2, 4,096 at most (an arbitrary one is forgotten to make room): one
+        /// forgotten is learned again by its next download, which meanwhile takes a connection as over HTTP/1.1.
         var multiplexed: Set<String> = []
         var nextID = 0
     }
 
     let limit: Int
     private let state = NIOLockedValueBox(State())
-    /// Called once for each host found to speak HTTP/2 (a session then runs more of its downloads at once).
+    /// Called for each host found to speak HTTP/2 (a session then runs more of its downloads at once); again for a
+    /// host that had been forgotten (``State/multiplexed``) and is found again.
     private let multiplexedObserver = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
 
     /// Calls `observer` with each host found to speak HTTP/2 from now on.

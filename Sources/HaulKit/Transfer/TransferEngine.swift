@@ -69,8 +69,8 @@ public final class TransferEngine: Sendable {
     /// streams of one connection, each costing a round trip less than a request waiting for a free connection.
     private let multiplexes: Bool
     /// The hosts (`host:port`, as ``HostConnections`` counts them) whose last connection failed before connecting (the
-    /// host refused it, or its name did not resolve), until a download of theirs gets a response; the last 4,096 at
-    /// most (a list over a million dead hosts).
+    /// host refused it, or its name did not resolve), until a download of theirs gets a response; 4,096 at most (a
+    /// list over a million dead hosts), an arbitrary one forgotten to make room.
     private let unreachable = NIOLockedValueBox<Set<String>>([])
     /// The origins of downloads whose server reset a stream with `HTTP_1_1_REQUIRED`: later ones do not offer HTTP/2.
     private let originsWantingHTTP1 = NIOLockedValueBox<Set<Origin>>([])
