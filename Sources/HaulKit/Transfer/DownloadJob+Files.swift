@@ -44,7 +44,7 @@ extension DownloadJob {
             for _ in 0..<3 {
                 let claim = try await BlockingIO.run { () throws(HaulError) -> NameClaim in
                     let (free, lock) = try Self.reserveName(name, in: folder, directory: directory, store: store)
-                    return try Self.claim("\(directory)/\(free)", fresh("\(directory)/\(free)"), lock: lock, in: folder, store: store, choice: choice)
+                    return try Self.claim(fresh("\(directory)/\(free)"), lock: lock, in: folder, store: store, choice: choice)
                 }
                 switch claim {
                 case .created(let lock, let saved, let created):
@@ -74,11 +74,10 @@ extension DownloadJob {
         case taken
     }
 
-    /// Saves `fresh`, the record of `destination` (a free name whose `lock` is held), and creates its partial file.
-    /// Throws (the lock released) when the record could not be saved.
+    /// Saves `fresh`, the record of a free name whose `lock` is held, and creates its partial file. Throws (the lock
+    /// released) when the record could not be saved.
     private static func claim(
-        _ destination: String, _ fresh: TransferRecord, lock: FileLock, in folder: OpenDirectory, store: any ResumeRecords,
-        choice: (any DirectoryChoice)?
+        _ fresh: TransferRecord, lock: FileLock, in folder: OpenDirectory, store: any ResumeRecords, choice: (any DirectoryChoice)?
     ) throws(HaulError) -> NameClaim {
         do throws(HaulError) {
             try store.saveFirst(fresh, choice: choice)
@@ -86,7 +85,7 @@ extension DownloadJob {
             lock.release()
             throw error
         }
-        let partial = name(fresh.partialPath)
+        let partial = name(fresh.partialPath), destination = name(fresh.destinationPath)
         do {
             // The name was free under its lock; only a program that takes no lock of this home's can have made it
             // since.
@@ -94,14 +93,14 @@ extension DownloadJob {
             // Such as a download of another HAUL_HOME (another user's, the daemon of another account) that published
             // this very name between the checks and the create: its partial file is gone then, so the create
             // succeeds. With the partial file held, no such download can publish the name any more.
-            guard folder.status(name(destination)) != nil else { return .created(lock, fresh, created) }
+            guard folder.status(destination) != nil else { return .created(lock, fresh, created) }
             if let ours = try? created.status(), folder.status(partial)?.isSameFile(as: ours) == true {
                 folder.unlink(partial)
             }
             created.close()
         } catch {
             // Something was at the partial file's name: still there, or already published under the name.
-            guard folder.status(partial) != nil || folder.status(name(destination)) != nil else { return .failed(error, lock, fresh) }
+            guard folder.status(partial) != nil || folder.status(destination) != nil else { return .failed(error, lock, fresh) }
         }
         // The name is taken after all: give it up, and choose again.
         store.remove(fresh.key)
