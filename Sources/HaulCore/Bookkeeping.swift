@@ -1,7 +1,7 @@
 /// When a download over one connection reports progress and makes its bytes durable while they arrive: progress
 /// at most every ``Configuration/progressInterval``, a checkpoint every ``Configuration/checkpointBytes`` or
-/// ``Configuration/checkpointInterval``, both looked at only every ``Configuration/lookEveryBytes`` (not at every
-/// small chunk).
+/// ``Configuration/checkpointInterval``, both looked at every ``Configuration/lookEveryBytes`` (not at every small
+/// chunk), or once a progress interval has passed since the last look (a slow link, where those bytes take long).
 package struct Bookkeeping: Sendable, Equatable {
     package struct Configuration: Sendable, Equatable {
         /// Bytes between two looks at progress and checkpoints.
@@ -33,6 +33,8 @@ package struct Bookkeeping: Sendable, Equatable {
 
     package let configuration: Configuration
     private var sinceLook: Int64 = 0
+    /// When the last look was (from the run's start).
+    private var lastLook: Duration = .zero
     private var lastProgress: Duration?
     private var lastCheckpointHeld: Int64
     private var lastCheckpointAt: Duration = .zero
@@ -51,8 +53,11 @@ package struct Bookkeeping: Sendable, Equatable {
     /// `count` bytes were written, which makes `held` bytes held; `elapsed` is the time since the run began.
     package mutating func wrote(_ count: Int64, held: Int64, elapsed: Duration) -> Action {
         sinceLook += count
-        guard sinceLook >= configuration.lookEveryBytes else { return .none }
+        // By bytes on a fast link; by time on a slow one, whose progress would otherwise stand still (and its bytes
+        // stay unsynced) for as long as the bytes of one look take to come: 256 KiB at 5 KiB/s is 50 seconds.
+        guard sinceLook >= configuration.lookEveryBytes || elapsed - lastLook >= configuration.progressInterval else { return .none }
         sinceLook = 0
+        lastLook = elapsed
         if held - lastCheckpointHeld >= configuration.checkpointBytes || elapsed - lastCheckpointAt >= configuration.checkpointInterval {
             lastCheckpointHeld = held
             lastCheckpointAt = elapsed

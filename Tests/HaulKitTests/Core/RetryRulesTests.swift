@@ -261,6 +261,27 @@ extension RetryRules.EarlyEndAction {
         #expect(b.wrote(100, held: 1_120, elapsed: .milliseconds(1_500)) == .checkpoint)
     }
 
+    /// A slow link: bytes fewer than a look's still report progress every progress interval, and are checkpointed
+    /// every checkpoint interval (curl's and wget's meters move every second whatever the rate).
+    @Test func aSlowLinkLooksByTime() {
+        var b = Bookkeeping(Bookkeeping.Configuration(
+            lookEveryBytes: 256 * 1024, progressInterval: .milliseconds(250), checkpointBytes: 16 << 20, checkpointInterval: .seconds(1)))
+        b.requestSent(held: 0)
+        var held: Int64 = 0
+        var actions: [Bookkeeping.Action] = []
+        // 5,000 bytes every 100 ms (50 KB/s) for 3 seconds.
+        for step in 1...30 {
+            held += 5_000
+            actions.append(b.wrote(5_000, held: held, elapsed: .milliseconds(100 * step)))
+        }
+        let progress = actions.filter { $0 != .none }
+        #expect(progress.count >= 9 && progress.count <= 12, "about every 250 ms: \(actions)")
+        // At the first looks a second or more after the last checkpoint: 1.2 and 2.4 s.
+        #expect(actions.filter { $0 == .checkpoint }.count == 2, "every second or so: \(actions)")
+        // Nothing before the first interval has passed.
+        #expect(actions.prefix(2).allSatisfy { $0 == .none })
+    }
+
     @Test func aRunHoldingBytesCountsItsFirstCheckpointFromThem() {
         let configuration = Bookkeeping.Configuration(lookEveryBytes: 1, checkpointBytes: 1_000, checkpointInterval: .seconds(60))
         var resumed = Bookkeeping(configuration, held: 5_000)
