@@ -106,14 +106,21 @@ package enum ProgressLine {
 
     /// The total line of several downloads, in at most `width` columns. Waiting tasks are counted when there are
     /// any, with why they wait when the session's number of downloads at once (`atOnce`) is known and that many
-    /// run ("3 at once"; "0 at once" holds every task).
+    /// run ("3 at once"; "0 at once" holds every task), or when the per-host limit holds them back while fewer run
+    /// (`heldBackPerHost`: "held back: 8 per host").
     public static func summary(
-        finished: Int, failed: Int, running: Int, waiting: Int = 0, atOnce: Int? = nil, bytesPerSecond: Double, width: Int
+        finished: Int, failed: Int, running: Int, waiting: Int = 0, atOnce: Int? = nil, heldBackPerHost: Int? = nil,
+        bytesPerSecond: Double, width: Int
     ) -> String {
         let counts = "\(finished) finished, \(failed) failed, \(running) running" + (waiting > 0 ? ", \(waiting) waiting" : "")
         var reason = ""
         // Every slot taken (0 of them: the session holds every task); with one free, another cap keeps them.
-        if waiting > 0, let atOnce, running >= atOnce { reason = " (\(atOnce) at once)" }
+        if waiting > 0, let atOnce, running >= atOnce {
+            reason = " (\(atOnce) at once)"
+        } else if let heldBackPerHost, running >= heldBackPerHost {
+            // At least that many run when a host is at its limit: fewer means the session's word is a moment old.
+            reason = " (held back: \(heldBackPerHost) per host)"
+        }
         let speed = speedText(bytesPerSecond) ?? "0 B/s"
         // The speed goes first, then the reason; the counts stay.
         let choices = ["total: " + counts + reason + gap + speed, counts + reason + gap + speed, counts + reason, counts]

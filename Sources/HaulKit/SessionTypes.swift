@@ -125,6 +125,21 @@ public struct DownloadRequest: Sendable {
 }
 
 /// A task as it stands.
+/// What waits in a session, as a live view shows it beside its counts (``DownloadSession/waitingSummary()``).
+public struct WaitingSummary: Equatable, Sendable {
+    /// How many tasks wait; `nil` when the session holds only the first of them in memory (a long list), and
+    /// counting the rest would mean reading the store.
+    public var waiting: Int?
+    /// The per-host limit that holds waiting tasks back while the session runs fewer than it may at once (the
+    /// largest, when hosts differ); `nil` when none does.
+    public var heldBackPerHost: Int?
+
+    public init(waiting: Int?, heldBackPerHost: Int?) {
+        self.waiting = waiting
+        self.heldBackPerHost = heldBackPerHost
+    }
+}
+
 public struct TaskSnapshot: Equatable, Sendable {
     /// The task's id, unique in its session (given in the ``DownloadRequest`` or made when it was added).
     public var id: String

@@ -90,7 +90,8 @@ struct BatchGet {
                 try? await Task.sleep(for: .seconds(1))
                 var shown: [TaskSnapshot] = []
                 for id in reporter.activeIDs { if let task = try? await session.task(id) { shown.append(task) } }
-                if !Task.isCancelled { reporter.update(shown, countsWaiting: false) }
+                let summary = await session.waitingSummary()
+                if !Task.isCancelled { reporter.update(shown, summary: summary) }
             }
         } : nil
 

@@ -34,6 +34,8 @@ final class BatchReporter: @unchecked Sendable {
     /// Tasks waiting to start, when the caller counts them (`haul watch`), and the session's downloads at once.
     private var waiting: Int?
     private var atOnce: Int?
+    /// The per-host limit holding waiting tasks back while fewer run than may (a batch's session says).
+    private var heldBackPerHost: Int?
     /// The most downloads seen running at once: the live view's size, which per-file lines leave room for.
     private var mostActive: Int
     private var listed = 0
@@ -83,6 +85,16 @@ final class BatchReporter: @unchecked Sendable {
     /// What a fresh list of tasks says: their files' paths, why running ones are not moving, which run; with
     /// `countsWaiting` the list is every followed task and gives the number waiting.
     func update(_ tasks: [TaskSnapshot], countsWaiting: Bool, atOnce: Int? = nil) {
+        update(tasks, countsWaiting: countsWaiting, atOnce: atOnce, summary: nil)
+    }
+
+    /// ``update(_:countsWaiting:atOnce:)`` with what the session says of its waiting tasks (`haul get` of several):
+    /// their number when it knows it, and the per-host limit holding them back.
+    func update(_ tasks: [TaskSnapshot], summary: WaitingSummary?) {
+        update(tasks, countsWaiting: false, atOnce: nil, summary: summary)
+    }
+
+    private func update(_ tasks: [TaskSnapshot], countsWaiting: Bool, atOnce: Int?, summary: WaitingSummary?) {
         lock.lock()
         defer { lock.unlock() }
         guard mode != .json else { return }
@@ -101,6 +113,10 @@ final class BatchReporter: @unchecked Sendable {
         }
         if countsWaiting { waiting = tasks.filter { $0.state == .waiting }.count }
         if let atOnce { self.atOnce = atOnce }
+        if let summary {
+            waiting = summary.waiting
+            heldBackPerHost = summary.heldBackPerHost
+        }
         lastDraw = ContinuousClock.now - .seconds(1)
         draw()
     }
@@ -202,8 +218,8 @@ final class BatchReporter: @unchecked Sendable {
         let states = order.map { id in state(of: id) }
         let speed = active.values.compactMap { $0?.bytesPerSecond }.reduce(0, +)
         let summary = ProgressLine.summary(
-            finished: finished, failed: failed, running: active.count, waiting: waiting ?? 0, atOnce: atOnce, bytesPerSecond: speed,
-            width: size.width)
+            finished: finished, failed: failed, running: active.count, waiting: waiting ?? 0, atOnce: atOnce,
+            heldBackPerHost: heldBackPerHost, bytesPerSecond: speed, width: size.width)
         area.draw(ProgressLine.view(states, summary: summary, width: size.width, height: size.height))
     }
 

@@ -99,6 +99,14 @@ public actor DownloadSession {
     /// The task `id` as it stands, or `nil` when the session has none by that id.
     public func task(_ id: String) async throws -> TaskSnapshot? { try await backend.task(id) }
 
+    /// How many tasks wait, and whether the per-host limit holds some back while the session has room for more: what
+    /// a live view says beside its counts. In-process sessions only; a background session answers `nil` (its waiting
+    /// tasks each say why in ``TaskSnapshot/note``, as `haul ls` shows).
+    public func waitingSummary() async -> WaitingSummary? {
+        guard let local = backend as? LocalSession else { return nil }
+        return await local.waitingSummary()
+    }
+
     // MARK: Events
 
     /// A new stream of every event from now on (for a background session, first the unacknowledged

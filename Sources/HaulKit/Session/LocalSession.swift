@@ -281,15 +281,11 @@ package actor LocalSession: SessionBackend {
         return min(own, configuration.fleetMaxConnectionsPerHost ?? Int.max)
     }
 
-    /// Why the waiting task `id` has not started although the session has room: its host's limit is reached.
-    func heldBackNote(_ id: String) -> String? {
-        guard let entry = window.queue.entry(id), runningCount < currentMaxConcurrent else { return nil }
-        let limit = max(maxDownloads(to: entry.host), entry.hostLimit ?? 0)
-        guard runningPerHost()[entry.host, default: 0] >= limit else { return nil }
-        return "held back: \(limit) downloads from \(entry.host) at once (the per-host limit)"
-    }
-
     var hasWaitingTasks: Bool { !window.isEmpty }
+    /// The waiting task `id` as the window holds it.
+    func waitingEntry(_ id: String) -> WaitingQueue.Entry? { window.queue.entry(id) }
+    /// How many tasks wait: `nil` when the window holds only the first of them.
+    var waitingCount: Int? { window.isComplete ? window.queue.count : nil }
 
     /// Whether no task of `host` waits soon: none in the window, which holds the next few thousand (or every) waiting
     /// tasks. One of its tasks further on would find a keep-alive connection that sat idle through thousands of

@@ -128,6 +128,19 @@ import Testing
                 == "total: 0 finished, 0 failed, 0 running, 5 waiting (0 at once)  0 B/s")
         #expect(ProgressLine.summary(finished: 0, failed: 0, running: 1, waiting: 5, atOnce: 3, bytesPerSecond: 0, width: 80)
                 == "total: 0 finished, 0 failed, 1 running, 5 waiting  0 B/s", "slots free: another cap (per host) or about to start")
+        // Slots free, and the per-host limit holds the rest: said, with or without a known number waiting.
+        #expect(ProgressLine.summary(finished: 0, failed: 0, running: 8, waiting: 12, atOnce: 16, heldBackPerHost: 8, bytesPerSecond: 0, width: 100)
+                == "total: 0 finished, 0 failed, 8 running, 12 waiting (held back: 8 per host)  0 B/s")
+        #expect(ProgressLine.summary(finished: 3, failed: 0, running: 8, heldBackPerHost: 8, bytesPerSecond: 0, width: 80)
+                == "total: 3 finished, 0 failed, 8 running (held back: 8 per host)  0 B/s")
+        // Fewer running than the limit: the session's word is a moment old (downloads ended since), not shown.
+        #expect(ProgressLine.summary(finished: 4, failed: 0, running: 5, waiting: 10, atOnce: 16, heldBackPerHost: 8, bytesPerSecond: 0, width: 100)
+                == "total: 4 finished, 0 failed, 5 running, 10 waiting  0 B/s")
+        // Narrow: the speed goes before the reason, the reason before the counts.
+        #expect(ProgressLine.summary(finished: 0, failed: 0, running: 8, waiting: 12, heldBackPerHost: 8, bytesPerSecond: 0, width: 70)
+                == "0 finished, 0 failed, 8 running, 12 waiting (held back: 8 per host)")
+        #expect(ProgressLine.summary(finished: 0, failed: 0, running: 8, waiting: 12, heldBackPerHost: 8, bytesPerSecond: 0, width: 60)
+                == "0 finished, 0 failed, 8 running, 12 waiting")
     }
 
     @Test func aSavedFileIsIntactOnlyAsARegularFileOfTheLengthSaved() {

@@ -325,6 +325,39 @@ func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () a
         }
     }
 
+    /// The per-host limit holds tasks back while the session has room: its summary says so (a batch's total line
+    /// shows it), and stops saying so once every task of that host runs or the host is below its limit.
+    @Test func theWaitingSummarySaysWhenThePerHostLimitHoldsTasksBack() async throws {
+        try await withHarness { server, _, sandbox in
+            var slow = Resource(body: TestData.bytes(400_000, seed: 10), etag: "\"s\"")
+            slow.faults.throttleBytesPerSecond = 40_000
+            for n in 0..<6 { server.serve("/s\(n)", slow) }
+            var configuration = sessionConfiguration(sandbox, concurrent: 4)
+            configuration.maxDownloadsPerHost = 2
+            let session = try await DownloadSession(identifier: "held-summary", configuration: configuration)
+            #expect(await session.waitingSummary() == WaitingSummary(waiting: 0, heldBackPerHost: nil), "nothing waits yet")
+            let requests = try (0..<6).map { n in
+                var request = DownloadRequest(url: try UserInput.url(server.url("/s\(n)")))
+                request.id = "s\(n)"
+                return request
+            }
+            try await session.add(requests)
+            var summary: WaitingSummary?
+            try await waitFor("two running, four held back by the per-host limit") {
+                summary = await session.waitingSummary()
+                return try await session.tasks().filter { $0.state == .running }.count == 2 && summary?.heldBackPerHost == 2
+            }
+            #expect(summary == WaitingSummary(waiting: 4, heldBackPerHost: 2), "\(String(describing: summary))")
+            // As many running as the session now allows: its own limit holds the rest, not the per-host one.
+            try await session.setMaxConcurrentDownloads(1)
+            try await waitFor("the session's own limit, not the host's, holds them") {
+                await session.waitingSummary()?.heldBackPerHost == nil
+            }
+            try await session.cancelAll()
+            await session.close()
+        }
+    }
+
     @Test func reopeningRestoresTasksAndResumesRunningOnes() async throws {
         try await withHarness { server, _, sandbox in
             let body = TestData.bytes(600_000, seed: 4)
