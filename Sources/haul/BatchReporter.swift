@@ -111,7 +111,11 @@ final class BatchReporter: @unchecked Sendable {
                 }
             }
         }
-        if countsWaiting { waiting = tasks.filter { $0.state == .waiting }.count }
+        if countsWaiting {
+            // Every followed task (`haul watch`): the waiting ones say when their host's limit holds them back.
+            waiting = tasks.filter { $0.state == .waiting }.count
+            heldBackPerHost = tasks.lazy.filter { $0.state == .waiting }.compactMap { HeldBackNote.limit(in: $0.note) }.max()
+        }
         if let atOnce { self.atOnce = atOnce }
         if let summary {
             waiting = summary.waiting

@@ -58,6 +58,34 @@ struct TerminalTests {
         }
     }
 
+    /// `-j 4` against one server that allows 2 at once: the total line says why only 2 run (issue 25).
+    @Test func theTotalLineSaysWhenThePerHostLimitHoldsDownloadsBack() async throws {
+        try await withTestServer { server in
+            let urls = (0..<4).map { n in
+                var resource = Resource(body: TestData.bytes(2 << 20, seed: 9_200 + UInt64(n)), etag: "\"h\(n)\"")
+                resource.faults.throttleBytesPerSecond = 32 * 1024
+                server.serve("/held\(n).bin", resource)
+                return server.url("/held\(n).bin")
+            }
+            try await Sandbox.with { box in
+                let command = try haulCommand(box, ["get"] + urls + ["-j", "4", "--max-connections-per-host", "2", "--dir", box.path("out")])
+                let tmux = try TmuxSession(command: command, width: 100, height: 24, directory: box.work, environment: box.environment)
+                defer { tmux.kill() }
+                var screen: [String] = []
+                try await eventually("the total line says the per-host limit holds two back", timeout: .seconds(30), step: .milliseconds(100)) {
+                    screen = try tmux.screen()
+                    return screen.contains { $0.hasPrefix("total: 0 finished, 0 failed, 2 running, 2 waiting (held back: 2 per host)") }
+                }
+                #expect(screen.allSatisfy { TerminalText.width($0) <= 100 }, "\(screen)")
+                try tmux.sendKeys("C-c")
+                try await eventually("haul exits after Ctrl-C: \(screen)", timeout: .seconds(20), step: .milliseconds(100)) {
+                    screen = try tmux.screen()
+                    return screen.contains { $0.hasPrefix("exit=") }
+                }
+            }
+        }
+    }
+
     @Test func singleDownloadLineFitsANarrowTerminalAndTheEndIsClean() async throws {
         try await withTestServer { server in
             let name = Self.names[1]

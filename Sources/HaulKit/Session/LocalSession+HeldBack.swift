@@ -6,7 +6,7 @@ extension LocalSession {
         guard let entry = waitingEntry(id), runningCount < currentMaxConcurrent else { return nil }
         let limit = max(maxDownloads(to: entry.host), entry.hostLimit ?? 0)
         guard runningPerHost()[entry.host, default: 0] >= limit else { return nil }
-        return "held back: \(limit) downloads from \(entry.host) at once (the per-host limit)"
+        return HeldBackNote.text(limit: limit, host: entry.host)
     }
 
     /// The waiting tasks, and the per-host limit holding some of them back while the session has room for more.
