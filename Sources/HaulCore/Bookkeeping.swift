@@ -1,7 +1,8 @@
 /// When a download over one connection reports progress and makes its bytes durable while they arrive: progress
-/// at most every ``Configuration/progressInterval``, a checkpoint every ``Configuration/checkpointBytes`` or
-/// ``Configuration/checkpointInterval``, both looked at every ``Configuration/lookEveryBytes`` (not at every small
-/// chunk), or once a progress interval has passed since the last look (a slow link, where those bytes take long).
+/// at most every ``Configuration/progressInterval``, a checkpoint every ``Configuration/checkpointBytes``, or every
+/// ``Configuration/checkpointInterval`` once a look's bytes are unsynced; both looked at every
+/// ``Configuration/lookEveryBytes`` (not at every small chunk), or once a progress interval has passed since the last
+/// look (a slow link, where those bytes take long).
 package struct Bookkeeping: Sendable, Equatable {
     package struct Configuration: Sendable, Equatable {
         /// Bytes between two looks at progress and checkpoints.
@@ -58,7 +59,12 @@ package struct Bookkeeping: Sendable, Equatable {
         guard sinceLook >= configuration.lookEveryBytes || elapsed - lastLook >= configuration.progressInterval else { return .none }
         sinceLook = 0
         lastLook = elapsed
-        if held - lastCheckpointHeld >= configuration.checkpointBytes || elapsed - lastCheckpointAt >= configuration.checkpointInterval {
+        let unsynced = held - lastCheckpointHeld
+        // A slow link is not fsync'd every second for a few KiB: its checkpoints wait for a look's bytes, as they did
+        // when looks came only by bytes (a daemon running hundreds of slow downloads would sync hundreds of files a
+        // second).
+        if unsynced >= configuration.checkpointBytes
+            || (elapsed - lastCheckpointAt >= configuration.checkpointInterval && unsynced >= configuration.lookEveryBytes) {
             lastCheckpointHeld = held
             lastCheckpointAt = elapsed
             lastProgress = elapsed

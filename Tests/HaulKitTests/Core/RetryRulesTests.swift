@@ -261,8 +261,8 @@ extension RetryRules.EarlyEndAction {
         #expect(b.wrote(100, held: 1_120, elapsed: .milliseconds(1_500)) == .checkpoint)
     }
 
-    /// A slow link: bytes fewer than a look's still report progress every progress interval, and are checkpointed
-    /// every checkpoint interval (curl's and wget's meters move every second whatever the rate).
+    /// A slow link: bytes fewer than a look's still report progress every progress interval (curl's and wget's meters
+    /// move every second whatever the rate), and are checkpointed once a look's bytes are unsynced, not every second.
     @Test func aSlowLinkLooksByTime() {
         var b = Bookkeeping(Bookkeeping.Configuration(
             lookEveryBytes: 256 * 1024, progressInterval: .milliseconds(250), checkpointBytes: 16 << 20, checkpointInterval: .seconds(1)))
@@ -274,12 +274,18 @@ extension RetryRules.EarlyEndAction {
             held += 5_000
             actions.append(b.wrote(5_000, held: held, elapsed: .milliseconds(100 * step)))
         }
-        let progress = actions.filter { $0 != .none }
-        #expect(progress.count >= 9 && progress.count <= 12, "about every 250 ms: \(actions)")
-        // At the first looks a second or more after the last checkpoint: 1.2 and 2.4 s.
-        #expect(actions.filter { $0 == .checkpoint }.count == 2, "every second or so: \(actions)")
+        #expect(actions.filter { $0 == .reportProgress }.count == 10, "every 300 ms (the first step past 250): \(actions)")
+        #expect(!actions.contains(.checkpoint), "150 KB, less than a look's bytes: no fsync yet: \(actions)")
         // Nothing before the first interval has passed.
         #expect(actions.prefix(2).allSatisfy { $0 == .none })
+        // 120 KB more: past a look's bytes since the start, and over a second since the last checkpoint: one now.
+        held += 120_000
+        #expect(b.wrote(120_000, held: held, elapsed: .milliseconds(3_300)) == .checkpoint)
+        // Then none again until a look's bytes more are unsynced, whatever the time.
+        for step in 1...20 {
+            held += 5_000
+            #expect(b.wrote(5_000, held: held, elapsed: .milliseconds(3_300 + 100 * step)) != .checkpoint)
+        }
     }
 
     @Test func aRunHoldingBytesCountsItsFirstCheckpointFromThem() {
