@@ -249,7 +249,12 @@ extension LocalSession {
         return true
     }
 
-    /// Whether `id`, just stopped, is to be removed (another node asked).
+    /// `id`, about to be stopped, is to be removed once it has (a client of this session asked).
+    func markRemoving(_ id: String) {
+        fleet.removals.insert(id)
+    }
+
+    /// Whether `id`, just stopped, is to be removed (a client or another node asked); forgotten once asked.
     func removing(_ id: String) -> Bool {
         fleet.removals.remove(id) != nil
     }

@@ -176,6 +176,17 @@ extension LocalSession {
             }
             if failure.kind == .interrupted {
                 try? await store.clearStarts(ids: [id])
+                // Stopped to be removed: removed and announced at once, without a `cancelled` or `paused` on the way
+                // (a client that saw that last would stop following the task before the removal came).
+                if removing(id) {
+                    if let task = try? await store.task(id: id) { engine.discardPartialData(options(for: task)) }
+                    if (try? await store.remove(ids: [id])) != nil {
+                        markEnded()
+                        emit(.removed(id: id))
+                        Task { await self.schedule() }
+                        return
+                    }
+                }
                 if let file {
                     _ = await write(for: id) { lease in
                         try await self.store.update(id: id, lease: lease) { $0.filePath = file.path; $0.total = file.total ?? $0.total }
@@ -188,7 +199,6 @@ extension LocalSession {
                 } else {
                     _ = await write(for: id) { lease in try await self.setState(id, .paused, lease: lease) }
                 }
-                if removing(id), (try? await store.remove(ids: [id])) != nil { emit(.removed(id: id)) }
             } else {
                 await conclude(id, .failed) {
                     $0.filePath = file?.path ?? $0.filePath

@@ -158,7 +158,12 @@ package actor LocalSession: SessionBackend {
         let all = ids == nil ? try await store.tasks().map(\.id) : []
         for id in ids ?? all {
             guard let task = try await store.task(id: id) else { continue }
-            if running[id] != nil { await stop(id, as: .cancel) }
+            if running[id] != nil {
+                // Its end removes it and announces that (``finish(_:_:)``); here only if that could not be done.
+                markRemoving(id)
+                await stop(id, as: .cancel)
+                if try await store.task(id: id) == nil { continue }
+            }
             // In a fleet, a task another node runs is removed by that node (or here, when no node holds it).
             if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }  // announced there
             let options = self.options(for: task)
