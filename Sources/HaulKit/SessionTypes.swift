@@ -124,7 +124,6 @@ public struct DownloadRequest: Sendable {
     }
 }
 
-/// A task as it stands.
 /// What waits in a session, as a live view shows it beside its counts (``DownloadSession/waitingSummary()``).
 public struct WaitingSummary: Equatable, Sendable {
     /// How many tasks wait; `nil` when the session holds only the first of them in memory (a long list), and
@@ -134,12 +133,14 @@ public struct WaitingSummary: Equatable, Sendable {
     /// largest, when hosts differ); `nil` when none does.
     public var heldBackPerHost: Int?
 
+    /// `waiting` tasks (`nil`: not known), some held back by the per-host limit `heldBackPerHost` (`nil`: none).
     public init(waiting: Int?, heldBackPerHost: Int?) {
         self.waiting = waiting
         self.heldBackPerHost = heldBackPerHost
     }
 }
 
+/// A task as it stands.
 public struct TaskSnapshot: Equatable, Sendable {
     /// The task's id, unique in its session (given in the ``DownloadRequest`` or made when it was added).
     public var id: String
