@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// How a ``DownloadSession`` runs its tasks.
 public struct SessionConfiguration: Sendable {
@@ -55,6 +56,10 @@ public struct SessionConfiguration: Sendable {
     public var onCompletion: (@Sendable (TaskSnapshot) -> Void)?
     /// Events are throttled to this many progress reports per second per task.
     public var progressInterval: Duration = .milliseconds(250)
+    /// Where an in-process session's downloads log each request, each answer (with the protocol it came over) and
+    /// each resume decision, at debug level (`haul get -v` of several URLs); by default nowhere. Secrets are never
+    /// logged. A background session's downloads run in the daemon, which logs on its own (`haul daemon --verbose`).
+    public var logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
     /// Waiting tasks a local session reads from its store at a time (it holds a few pages of its queue in memory).
     package var waitingPageSize = 4096
     /// When set, the session is a background session: `haul daemon` does the transfers (see ``background``).

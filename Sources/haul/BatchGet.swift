@@ -70,6 +70,7 @@ struct BatchGet {
         // URLs within about a second (as curl and wget do at once), instead of after a minute of backoff each.
         configuration.failsFastBeforeData = true
         configuration.rateLimit = command.file.limitRate?.bytesPerSecond
+        if command.verbose { configuration.logger = GetCommand.verboseLogger() }
         let hook = OnComplete(command.onComplete, toStandardError: command.json)
         if let hook { configuration.onCompletion = { hook.run(for: $0, session: identifier) } }
         let session: DownloadSession
@@ -79,7 +80,8 @@ struct BatchGet {
             Reporter.printError("haul: error: \(error.line)")
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
-        let mode: BatchReporter.Mode = command.json ? .json : command.quiet ? .quiet : (LiveArea.isLiveTerminal() ? .terminal : .plain)
+        // The live view needs the terminal to itself: not with --verbose's log lines (a line per file instead).
+        let mode: BatchReporter.Mode = command.json ? .json : command.quiet ? .quiet : (LiveArea.isLiveTerminal() && !command.verbose ? .terminal : .plain)
         let reporter = BatchReporter(mode: mode, live: command.jobs, listEachFile: command.verbose)
         let events = await session.events()
         let printer = Task { for await event in events { reporter.handle(event) } }

@@ -52,6 +52,13 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every request, response and resume decision to stderr; with several URLs, a line for every file, also on a terminal.")
     var verbose = false
 
+    /// `--verbose`'s log: every request, answer and resume decision, on standard error.
+    static func verboseLogger() -> Logger {
+        var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
+        logger.logLevel = .debug
+        return logger
+    }
+
     /// Seconds without data after which a transfer is retried: --stall-timeout, else -T, else 30.
     var stallTimeout: Seconds { stallTimeoutOption ?? timeout ?? Seconds(30) }
     /// Seconds to wait for a connection: --connect-timeout, else -T, else 30.
@@ -98,11 +105,7 @@ struct GetCommand: AsyncParsableCommand {
         configuration.stallTimeout = stallTimeout.duration
         configuration.connectTimeout = connectTimeout.duration
         configuration.maxConnectionsPerHost = file.connectionsPerHost
-        if verbose {
-            var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
-            logger.logLevel = .debug
-            configuration.logger = logger
-        }
+        if verbose { configuration.logger = Self.verboseLogger() }
         let home = HaulHome(environment: ProcessInfo.processInfo.environment)
         do {
             try home.prepare()

@@ -109,6 +109,28 @@ struct HTTP2CLITests {
         }
     }
 
+    /// `-v` with several URLs logs each request and each answer with the protocol it came over (as with one URL),
+    /// never a credential, and writes a plain line per file instead of a live view.
+    @Test func verboseSaysWhichProtocolEachFileOfABatchCameOver() async throws {
+        try await HTTPSNginx.with(fileSize: 10_000) { nginx in
+            let bodies = try Self.put(nginx, "verbose", count: 3, size: 20_000, seed: 1450)
+            try await Sandbox.with { box in
+                let urls = bodies.keys.sorted().map { nginx.url($0) }
+                let result = try await box.run(
+                    ["get"] + urls + ["--dir", "D", "--cacert", nginx.certificates.caCertificate, "-H", "Authorization: Bearer batch-secret-14", "-v"],
+                    timeout: .seconds(60))
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                ProxiedHTTP2Tests.expectExact(box, bodies)
+                for path in bodies.keys {
+                    #expect(result.stderr.contains("GET \(nginx.url(path))"), "a request logged for \(path): \(result.stderr)")
+                }
+                let answers = result.stderr.split(separator: "\n").filter { $0.contains(" from ") && $0.contains(" over HTTP/") }
+                #expect(answers.count >= 3 && answers.allSatisfy { $0.contains("over HTTP/2") }, "\(answers)")
+                #expect(!result.stderr.contains("batch-secret-14") && !result.stdout.contains("batch-secret-14"))
+            }
+        }
+    }
+
     @Test func aLargeFileInABatchKeepsAConnectionOfItsOwn() async throws {
         try await HTTPSNginx.with(fileSize: 9 << 20) { nginx in
             let bodies = try Self.put(nginx, "small", count: 4, size: 30_000, seed: 1500)
