@@ -164,6 +164,9 @@ package actor LocalSession: SessionBackend {
                 markRemoving(id)
                 await stop(id, as: .cancel)
                 if try await store.task(id: id) == nil { continue }
+                // It ended otherwise meanwhile (finished, failed): the mark must not outlive it (a task added again
+                // with its id would be removed at its next pause).
+                _ = removing(id)
             }
             // In a fleet, a task another node runs is removed by that node (or here, when no node holds it).
             if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }  // announced there

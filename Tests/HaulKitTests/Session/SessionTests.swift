@@ -358,6 +358,40 @@ func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () a
         }
     }
 
+    /// A running task removed: its partial data goes, and it is announced `removed` once, with no `cancelled` or
+    /// `paused` on the way (a client following it would stop at that before the removal came); the other runs on.
+    @Test func removingARunningTaskAnnouncesOnlyItsRemoval() async throws {
+        try await withHarness { server, _, sandbox in
+            var slow = Resource(body: TestData.bytes(400_000, seed: 12), etag: "\"r\"")
+            slow.faults.throttleBytesPerSecond = 40_000
+            server.serve("/r0", slow)
+            server.serve("/r1", slow)
+            let session = try await DownloadSession(identifier: "remove-running", configuration: sessionConfiguration(sandbox, concurrent: 2))
+            let log = SessionEventLog(await session.events())
+            let requests = try (0..<2).map { n in
+                var request = DownloadRequest(url: try UserInput.url(server.url("/r\(n)")), destination: .file(sandbox.path("r\(n)")))
+                request.id = "r\(n)"
+                return request
+            }
+            try await session.add(requests)
+            try await waitFor("both running with bytes") {
+                try await session.tasks().filter { $0.state == .running && $0.bytes > 0 }.count == 2
+            }
+            try await session.remove(["r0"])
+            #expect(try await session.task("r0") == nil)
+            try await waitFor("the removal announced") { log.count { $0 == .removed(id: "r0") } == 1 }
+            let endings = log.events.filter {
+                if case .stateChanged(let id, _, let to) = $0 { return id == "r0" && to != .running }
+                return false
+            }
+            #expect(endings.isEmpty, "\(endings)")
+            #expect(!FileManager.default.fileExists(atPath: sandbox.path("r0.haul-part")), "its partial data is gone")
+            #expect(try await session.task("r1")?.state == .running)
+            try await session.cancelAll()
+            await session.close()
+        }
+    }
+
     @Test func reopeningRestoresTasksAndResumesRunningOnes() async throws {
         try await withHarness { server, _, sandbox in
             let body = TestData.bytes(600_000, seed: 4)
