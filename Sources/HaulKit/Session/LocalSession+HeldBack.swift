@@ -3,22 +3,26 @@
 extension LocalSession {
     /// Why the waiting task `id` has not started although the session has room: its host's limit is reached.
     func heldBackNote(_ id: String) -> String? {
-        guard let entry = waitingEntry(id), runningCount < currentMaxConcurrent else { return nil }
-        let limit = max(maxDownloads(to: entry.host), entry.hostLimit ?? 0)
-        guard runningPerHost()[entry.host, default: 0] >= limit else { return nil }
+        guard let entry = waitingEntry(id),
+              let limit = reachedLimit(of: entry.host, running: runningPerHost()[entry.host, default: 0], taskLimit: entry.hostLimit)
+        else { return nil }
         return HeldBackNote.text(limit: limit, host: entry.host)
     }
 
     /// The waiting tasks, and the per-host limit holding some of them back while the session has room for more.
     /// Costs as much as the running downloads: only the hosts they run against can be at their limit.
     func waitingSummary() -> WaitingSummary {
-        var limit: Int?
-        if runningCount < currentMaxConcurrent {
-            for (host, running) in runningPerHost() where !nothingWaits(for: host) {
-                let hostLimit = maxDownloads(to: host)
-                if running >= hostLimit { limit = max(limit ?? 0, hostLimit) }
-            }
+        let limits = runningPerHost().compactMap { host, running in
+            nothingWaits(for: host) ? nil : reachedLimit(of: host, running: running, taskLimit: nil)
         }
-        return WaitingSummary(waiting: waitingCount, heldBackPerHost: limit)
+        return WaitingSummary(waiting: waitingCount, heldBackPerHost: limits.max())
+    }
+
+    /// The limit of `host` (a task's own, `taskLimit`, when higher) when `running` downloads against it reach it while
+    /// the session has room for more; `nil` otherwise.
+    private func reachedLimit(of host: String, running: Int, taskLimit: Int?) -> Int? {
+        guard runningCount < currentMaxConcurrent else { return nil }
+        let limit = max(maxDownloads(to: host), taskLimit ?? 0)
+        return running >= limit ? limit : nil
     }
 }
