@@ -59,10 +59,8 @@ package enum Redaction {
         // delimiter is ASCII).
         guard text.utf8.contains(UInt8(ascii: "@")), let schemeEnd = text.firstRange(of: "://") else { return text }
         let afterScheme = text[schemeEnd.upperBound...]
-        let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
-        let authority = afterScheme[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@") else { return text }
-        return String(text[..<schemeEnd.upperBound]) + mask + "@" + String(afterScheme[authority.index(after: at)...])
+        guard let at = userinfoEnd(afterScheme) else { return text }
+        return String(text[..<schemeEnd.upperBound]) + mask + "@" + String(afterScheme[afterScheme.index(after: at)...])
     }
 
     /// Replaces the userinfo of every URL inside free text.
@@ -72,13 +70,54 @@ package enum Redaction {
         while let schemeEnd = rest.firstRange(of: "://") {
             result += rest[..<schemeEnd.upperBound]
             rest = rest[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0 == " " || $0 == "\"" || $0 == "'" || $0 == ")" } ?? rest.endIndex
-            if let at = rest[..<authorityEnd].lastIndex(of: "@") {
+            let urlEnd = rest.firstIndex { $0.isWhitespace || $0 == "\"" || $0 == "'" || $0 == "<" || $0 == ">" } ?? rest.endIndex
+            if let at = userinfoEnd(rest[..<urlEnd]) {
                 result += mask + "@"
                 rest = rest[rest.index(after: at)...]
             }
         }
         return result + rest
+    }
+
+    /// The `@` that ends the userinfo of the URL whose authority starts `url` (the text after `://`), if it has any.
+    ///
+    /// Normally the authority's last `@`. A password with a `/`, `?` or `#` left unencoded (`http://u:pa/ss@host`)
+    /// ends the authority early, at `u:pa`: no `host[:port]` (an invalid URL), or, when the password's start is
+    /// digits, a host and port followed by an `@` in the path. Then everything up to that last `@` is masked, which
+    /// may hide more than the password (`http://host:8080/@scope`) but not less. One password is still read as
+    /// every URL parser reads it: digits, then `?` or `#` (`u:80?x@h` is host `u`, port 80 and a query).
+    static func userinfoEnd(_ url: Substring) -> Substring.Index? {
+        let authorityEnd = url.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0 == ")" } ?? url.endIndex
+        let authority = url[..<authorityEnd]
+        let at = authority.lastIndex(of: "@")
+        let hostAndPort = at.map { authority[authority.index(after: $0)...] } ?? authority
+        switch hostPart(hostAndPort) {
+        case .host: return at
+        case .hostAndPort:
+            // `http://u:123/x@host`: host `u`, port 123 to a parser, but a path with `@` is far rarer than this
+            // password. A query's `@` (`?user=a@b`) is not taken for it.
+            let queryStart = url.firstIndex { $0 == "?" || $0 == "#" } ?? url.endIndex
+            return at ?? url[..<queryStart].lastIndex(of: "@")
+        case .invalid: return url.lastIndex(of: "@") ?? at
+        }
+    }
+
+    private enum HostPart { case host, hostAndPort, invalid }
+
+    /// What `text` is as an authority's `host[:port]`: a port is digits, and only a bracketed IPv6 address has more
+    /// colons.
+    private static func hostPart(_ text: Substring) -> HostPart {
+        guard !text.isEmpty else { return .invalid }
+        var rest = text
+        if rest.first == "[" {
+            guard let close = rest.firstIndex(of: "]") else { return .invalid }
+            rest = rest[rest.index(after: close)...]
+            guard !rest.isEmpty else { return .host }
+            guard rest.first == ":" else { return .invalid }
+            return rest.dropFirst().allSatisfy(\.isASCIIDigit) ? .hostAndPort : .invalid
+        }
+        guard let colon = rest.firstIndex(of: ":") else { return .host }
+        return rest[rest.index(after: colon)...].allSatisfy(\.isASCIIDigit) ? .hostAndPort : .invalid
     }
 
     /// Masks the value of every secret parameter that follows a `?`, `#` or `&` (a fragment may carry parameters
@@ -110,4 +149,8 @@ package enum Redaction {
         }
         return result + rest
     }
+}
+
+private extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
 }

@@ -32,7 +32,7 @@ enum FlagCompatibility {
         "-L", "--location", "-R", "--remote-time", "-f", "--fail", "-S", "--show-error", "-J", "--remote-header-name",
         "--remote-name-all", "--create-dirs", "-Z", "--parallel", "-#", "--progress-bar", "--http1.1", "-nv", "--no-verbose",
         "--check-certificate", "--check-certificate=true", "--auto-file-renaming", "--auto-file-renaming=true",
-        "--continue=false", "--allow-overwrite=false",
+        "--continue=false", "--allow-overwrite=false", "--content-disposition", "--http2",
     ]
 
     /// Spellings rewritten to Haul's.
@@ -47,6 +47,8 @@ enum FlagCompatibility {
 
     private static let crawling = "haul fetches the URLs it is given and does not crawl links; list them in a file and pass -i FILE"
     private static let credentialsTogether = "give the user and password together: -u USER:PASSWORD (or --netrc)"
+    private static let noClobber = "haul never replaces a file it did not write: an existing name gets a numbered copy (NAME (1).EXT) and a rerun finds its own finished files complete; drop -nc, or use -N to fetch only newer files"
+    private static let wgetCommands = "haul's -e is curl's --referer, and wget's -e COMMAND is not read: for http_proxy= or https_proxy= use --proxy URL (or the environment variable), and robots=off needs nothing (haul does not crawl)"
 
     /// Flags Haul cannot honour, with what to use instead.
     static let refusals: [String: String] = [
@@ -84,21 +86,21 @@ enum FlagCompatibility {
         "--background": "use haul add: the haul daemon downloads in the background",
         "-K": "haul reads no configuration file; put the flags in a shell alias or function",
         "--config": "haul reads no configuration file; put the flags in a shell alias or function",
-        "--http2": "haul speaks HTTP/1.1 with a connection per segment (--segments N); drop it",
-        "--http2-prior-knowledge": "haul speaks HTTP/1.1 with a connection per segment (--segments N); drop it",
-        "--http3": "haul speaks HTTP/1.1 with a connection per segment (--segments N); drop it",
+        "--http2-prior-knowledge": "haul speaks HTTP/2 only over TLS, offered by ALPN (several files from one host share a connection); drop it",
+        "--http3": "haul speaks HTTP/1.1 and HTTP/2 (offered by ALPN over TLS); drop it",
         "--password": credentialsTogether, "--http-user": credentialsTogether, "--http-password": credentialsTogether,
         "--proxy-password": "put the user and password in the proxy's URL: --proxy http://user:password@host:port",
-        "-nc": "haul never replaces an existing file without --overwrite (it stops with exit 2 instead); drop -nc, or use -N to fetch only newer files",
-        "--no-clobber": "haul never replaces an existing file without --overwrite (it stops with exit 2 instead); drop --no-clobber, or use -N to fetch only newer files",
+        "-nc": noClobber, "--no-clobber": noClobber,
+        "--execute": wgetCommands,
         "--no-proxy": "use --noproxy '*' to reach every host directly, or --noproxy HOST,… for some",
         "--max-download-limit": "use --limit-rate RATE",
         "--max-overall-download-limit": "use --limit-rate RATE (with several URLs it caps them all together)",
     ]
 
     /// Reads `arguments` (the command line without the program's name).
-    static func rewrite(_ arguments: [String]) -> Outcome {
-        guard let command = arguments.first, commands.contains(command) else { return .arguments(arguments) }
+    static func rewrite(_ given: [String]) -> Outcome {
+        guard let command = given.first, commands.contains(command) else { return .arguments(given) }
+        let arguments = detachingValues(given)
         var result = [command]
         var index = 1
         while index < arguments.count {
@@ -109,6 +111,11 @@ enum FlagCompatibility {
                 break
             }
             if valueOptions.contains(token) {
+                if token == "-e", index < arguments.count, isWgetCommand(arguments[index]) {
+                    // Never sent as a Referer: `-e http_proxy=http://user:password@…` would hand the proxy's
+                    // password to the server, and skip the proxy.
+                    return .refused("-e: \(wgetCommands)")
+                }
                 result.append(token)
                 if index < arguments.count {
                     result.append(arguments[index])
@@ -134,16 +141,68 @@ enum FlagCompatibility {
         return .arguments(result)
     }
 
+    /// Short options that take a value, which curl, wget and aria2c users also attach to the letter: `-x16`, `-j2`,
+    /// `-ofile`, `-P/dir`, `-C-`, `-erobots=off`.
+    static let attachableValueLetters: Set<Character> = ["o", "d", "P", "C", "H", "A", "e", "b", "s", "x", "u", "i", "j", "T"]
+
+    /// `arguments` with each value attached to its letter given as a word of its own (`-x16` → `-x 16`), and wget's
+    /// `-O-` (the file to standard output) as Haul's `-o -` (Haul's `-O` is curl's: the server's name). A value
+    /// of an option, and everything after `--`, is left as it is.
+    static func detachingValues(_ arguments: [String]) -> [String] {
+        var result: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let token = arguments[index]
+            index += 1
+            if token == "--" {
+                result += arguments[(index - 1)...]
+                break
+            }
+            if valueOptions.contains(token) {
+                result.append(token)
+                if index < arguments.count {
+                    result.append(arguments[index])
+                    index += 1
+                }
+                continue
+            }
+            if token.hasPrefix("-"), !token.hasPrefix("--"), token.count > 2, token.hasSuffix("O-"),
+               token.dropFirst().dropLast(2).allSatisfy({ clusterFlags.contains($0) || clusterDefaults.contains($0) }) {
+                // wget's `-O-`, also in a cluster: `-qO-`.
+                result += token.dropFirst().dropLast(2).filter { !clusterDefaults.contains($0) }.map { $0 == "s" ? "--silent" : "-\($0)" }
+                result += ["-o", "-"]
+                continue
+            }
+            let isKnown = defaults.contains(token) || rewrites[token] != nil || refusals[token] != nil || expandCluster(token) != nil
+            if !isKnown, token.hasPrefix("-"), !token.hasPrefix("--"), token.count > 2, let letter = token.dropFirst().first,
+               attachableValueLetters.contains(letter) {
+                result += ["-\(letter)", String(token.dropFirst(2))]
+                continue
+            }
+            result.append(token)
+        }
+        return result
+    }
+
+    /// Whether `value`, given to `-e`, is one of wget's `-e NAME=VALUE` commands rather than curl's Referer URL.
+    static func isWgetCommand(_ value: String) -> Bool {
+        guard let equals = value.firstIndex(of: "=") else { return false }
+        let name = value[..<equals].filter { $0 != " " && $0 != "\t" }
+        return !name.isEmpty && name.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "_" || $0 == "-" }
+    }
+
     /// `-fsSL` as curl users write it: a cluster of single letters with at least one of the defaults, each of the
     /// others a flag of Haul's (`s` being curl's `--silent`). `nil` for any other token.
     static func expandCluster(_ token: String) -> [String]? {
         guard token.hasPrefix("-"), !token.hasPrefix("--"), token.count >= 3, !token.contains("=") else { return nil }
-        let letters = token.dropFirst()
+        // curl's `-o FILE` may end a cluster (`-fsSLo FILE`, `-so FILE`): the next word is its value.
+        let output = token.hasSuffix("o")
+        let letters = output ? token.dropFirst().dropLast() : token.dropFirst()
         guard letters.allSatisfy({ clusterDefaults.contains($0) || clusterFlags.contains($0) }),
-              letters.contains(where: { clusterDefaults.contains($0) }) else { return nil }
+              output || letters.contains(where: { clusterDefaults.contains($0) }) else { return nil }
         return letters.compactMap { letter in
             if clusterDefaults.contains(letter) { return nil }
             return letter == "s" ? "--silent" : "-\(letter)"
-        }
+        } + (output ? ["-o"] : [])
     }
 }

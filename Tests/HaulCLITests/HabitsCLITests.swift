@@ -72,7 +72,9 @@ import Glibc
         (["--compressed"], "--compressed", "decompress"), (["-X", "POST"], "-X", "GET"), (["-r", "0-99"], "-r", "-i FILE"),
         (["-U", "u:p"], "-U", "--user-agent"), (["-t", "3"], "-t", "--tries"), (["--proxy-user", "u:p"], "--proxy-user", "--proxy http://user:password@"),
         (["-m", "30"], "-m", "--max-time"), (["--retry-delay", "2"], "--retry-delay", "--retry-wait"), (["-z", "f"], "-z", "-N"),
-        (["--http2"], "--http2", "HTTP/1.1"), (["--mirror"], "--mirror", "-i FILE"), (["--no-clobber"], "--no-clobber", "--overwrite"),
+        (["--http3"], "--http3", "HTTP/2"), (["--mirror"], "--mirror", "-i FILE"), (["--no-clobber"], "--no-clobber", "numbered copy"),
+        (["-e", "http_proxy=http://pu:SECRETPW@127.0.0.1:9"], "-e", "--proxy"), (["-erobots=off"], "-e", "robots=off"),
+        (["--execute", "robots=off"], "--execute", "does not crawl"),
         (["--no-proxy"], "--no-proxy", "--noproxy"), (["--password=x"], "--password", "-u USER:PASSWORD"),
     ])
     func aFlagHaulCannotHonourIsOneLineNamingTheAlternative(flag: [String], name: String, alternative: String) async throws {
@@ -84,9 +86,38 @@ import Glibc
                     #expect(result.exitCode == 2, "\(command) \(flag): \(result.stderr)")
                     #expect(result.stderrLines.count == 1 && result.stderr.hasPrefix("haul: error: \(name): "), "\(result.stderr)")
                     #expect(result.stderr.contains(alternative), "\(result.stderr)")
+                    #expect(!result.stderr.contains("SECRETPW"), "\(result.stderr)")
                 }
                 #expect(server.requests("/f").isEmpty)
                 #expect(!fileExists(box.path("f")))
+            }
+        }
+    }
+
+    /// Values attached to their letter, as curl, wget and aria2c read them: `-x16 -s2`, `-j2`, `-ofile`, `-P/dir`,
+    /// `-C-`, wget's `-qO-` and curl's `-fsSLo FILE`.
+    @Test func valuesAttachedToTheirLetterAreReadAsTheOtherToolsReadThem() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(200_000, seed: 251)
+            server.serve("/files/a.bin", Resource(body: body, etag: "\"a\""))
+            server.serve("/files/b.bin", Resource(body: body, etag: "\"b\""))
+            try await Sandbox.with { box in
+                let aria = try await box.run(["get", "-x4", "-s2", "-ofirst.bin", server.url("/files/a.bin")])
+                #expect(aria.exitCode == 0, "\(aria.stderr)")
+                #expect(contentMismatch(box.path("first.bin"), expected: body) == nil)
+                let wget = try await box.run(["get", "-j2", "-Pinto", server.url("/files/a.bin"), server.url("/files/b.bin")])
+                #expect(wget.exitCode == 0, "\(wget.stderr)")
+                #expect(contentMismatch(box.path("into/a.bin"), expected: body) == nil && contentMismatch(box.path("into/b.bin"), expected: body) == nil)
+                let curl = try await box.run(["get", "-fsSLo", "second.bin", server.url("/files/b.bin")])
+                #expect(curl.exitCode == 0 && curl.stderr.isEmpty, "\(curl.stderr)")
+                #expect(contentMismatch(box.path("second.bin"), expected: body) == nil)
+                try writeBytes(Array(body.prefix(50_000)), to: box.path("third.bin"))
+                let resumed = try await box.run(["get", "-C-", "-othird.bin", server.url("/files/a.bin")])
+                #expect(resumed.exitCode == 0, "\(resumed.stderr)")
+                #expect(contentMismatch(box.path("third.bin"), expected: body) == nil)
+                let piped = try await box.run(["get", "-qO-", server.url("/files/b.bin")])
+                #expect(piped.exitCode == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+                #expect(piped.stdoutBytes == body)
             }
         }
     }

@@ -84,6 +84,26 @@ import Testing
         }
     }
 
+    /// Any password, also one with `/`, `?`, `#`, `:` or `@` left unencoded (which makes the URL invalid, and is how
+    /// such URLs reach an error message), also one starting with digits: nothing of it is shown, in the URL alone or
+    /// inside a message. Left out: a URL a parser reads whole with the marked end of the password outside its
+    /// userinfo (`u:80?x@h` is host `u`, port 80 and a query; `u:p@h?x@y`, a password `p`): shown as the parser
+    /// reads it, as a request would be sent (see `Redaction.userinfoEnd`).
+    @Test func aPasswordWithAnyCharactersIsNeverShown() async {
+        let digits = Gen.element(of: Array("0123456789")).map { $0 ?? "0" }.string(of: 0...3)
+        let rest = Gen.element(of: Array("abcXYZ0189/?#:@%)(=&")).map { $0 ?? "a" }.string(of: 0...16)
+        let separator = Gen.element(of: ["", "/", "?", "#"]).map { $0 ?? "" }
+        let password = zip(digits, separator, rest).map { $0 + $1 + "PW" + $2 + "WP" }
+        let user = Gen.element(of: Array("alice0189.-_")).map { $0 ?? "a" }.string(of: 0...6)
+        await propertyCheck(input: Gen.bool, user, password, Self.host, Self.path) { https, user, password, host, path in
+            let url = (https ? "https" : "http") + "://" + user + ":" + password + "@" + host + path
+            if let parsed = URL(string: url), parsed.host != nil, !(parsed.password(percentEncoded: true) ?? "").hasSuffix("WP") { return }
+            for shown in [Redaction.url(url), Redaction.text("\"\(url)\" is not a valid URL"), Redaction.text("proxy \(url): refused")] {
+                #expect(!shown.contains("PW") && !shown.contains("WP"), "\(url) → \(shown)")
+            }
+        }
+    }
+
     @Test func anyTextIsRedactedWithoutTrappingAndOnlyOnce() async {
         let alphabet = Array("htps:/?&#=@ %\"'()xyzSIGsigTOKENtoken_-.\t\n")
         await propertyCheck(count: 500, input: Gen.element(of: alphabet).map { $0 ?? "x" }.string(of: 0...60)) { text in
