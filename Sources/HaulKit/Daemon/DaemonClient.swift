@@ -24,11 +24,16 @@ package actor DaemonClient {
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connect(unixDomainSocketPath: socketPath) { channel in
-                    channel.eventLoop.makeCompletedFuture {
+                    // Before a byte is sent: a socket another user listens on (planted at a shared path, or named by
+                    // HAUL_SOCKET or XDG_RUNTIME_DIR) would be handed every task's URL, headers and cookies.
+                    PeerCredentials.uid(of: channel).flatMapThrowing { uid in
+                        if let uid, uid != PeerCredentials.ownUID { throw ForeignDaemon(uid: uid) }
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder()))
                         return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }
+        } catch let foreign as ForeignDaemon {
+            throw HaulError(.usage, "\(socketPath) is another user's socket (uid \(foreign.uid)), not your haul daemon; nothing was sent to it: remove it or give --socket a path of your own")
         } catch {
             throw HaulError(.network, "no haul daemon answers at \(socketPath): \(error)")
         }
@@ -49,6 +54,11 @@ package actor DaemonClient {
             throw error
         }
         return connection
+    }
+
+    /// The process listening on the socket is another user's.
+    private struct ForeignDaemon: Error {
+        var uid: UInt32
     }
 
     private func start(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) {

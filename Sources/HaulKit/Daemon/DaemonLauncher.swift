@@ -20,7 +20,12 @@ package enum DaemonLauncher {
         client: String = "haulkit", started: (@Sendable (_ pid: Int32, _ log: String) -> Void)? = nil
     ) async throws -> DaemonClient {
         let location = DaemonLocation(explicit: endpoint.socketPath, environment: environment, home: home)
-        if let client = try? await DaemonClient.connect(socketPath: location.socketPath, client: client) { return client }
+        do {
+            return try await DaemonClient.connect(socketPath: location.socketPath, client: client)
+        } catch let error as HaulError where error.kind == .usage {
+            // Another user's socket at the path: starting a daemon of ours would not take it over.
+            throw error
+        } catch {}
         guard endpoint.autostart else {
             throw HaulError(.network, "no haul daemon is running at \(location.socketPath)", reason: .daemonNotRunning(socketPath: location.socketPath))
         }

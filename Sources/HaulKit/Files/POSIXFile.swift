@@ -108,10 +108,18 @@ package enum POSIX {
         if mkdir(path, 0o700) != 0 && errno != EEXIST { throw error("creating directory", path) }
         var info = stat()
         guard lstat(path, &info) == 0 else { throw error("reading", path) }
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw HaulError(.fileSystem, "\(path) is a symbolic link; Haul keeps its state only in a real folder: give HAUL_HOME the folder it points to")
+        }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw HaulError(.fileSystem, "\(path) is not a directory; Haul keeps its state there")
         }
-        if info.st_uid == geteuid(), info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
+        // Another user's folder could be read, or its files swapped, by that user: Haul's state (credentials in
+        // records, the daemon's socket) stays in folders of this user's own.
+        guard info.st_uid == geteuid() else {
+            throw HaulError(.fileSystem, "\(path) belongs to another user (uid \(info.st_uid)); Haul keeps its state only in a folder of your own: set HAUL_HOME to one")
+        }
+        if info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
             throw error("making private", path)
         }
     }
@@ -179,13 +187,20 @@ final class PartialFile: Sendable {
         if isPrivate { _ = fchmod(fd, 0o600) }
         self.path = path
         self.descriptor = NIOLockedValueBox(fd)
+        self.identity = nil
     }
 
-    /// Takes over `descriptor`, an open file at `path` (see ``OpenDirectory/openFile(_:exclusive:)``).
-    init(descriptor: Int32, path: String) {
+    /// Takes over `descriptor`, an open file at `path` (see ``OpenDirectory/openFile(_:exclusive:)``) that is the file
+    /// `identity` (``FileStatus/identity``).
+    init(descriptor: Int32, path: String, identity: String? = nil) {
         self.path = path
         self.descriptor = NIOLockedValueBox(descriptor)
+        self.identity = identity
     }
+
+    /// Which file this is (``FileIdentity``), as found when it was opened: the same whatever its name becomes (a
+    /// rename into place keeps it).
+    let identity: String?
 
     /// What the open file is (device, inode, size), wherever its name is now.
     func status() throws(HaulError) -> FileStatus {

@@ -64,15 +64,39 @@ final class StreamDownload {
     /// concurrency threads (two on a 2-core machine) everything else runs on, the reader perhaps among it, and
     /// could not be interrupted by Ctrl-C.
     static func openForWriting(_ path: String) async throws -> Int32 {
+        var before = stat()
+        guard lstat(path, &before) == 0 else { throw POSIX.error("opening", path) }
+        try checkOwner(before, path)
         while true {
             let fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
             if fd >= 0 {
+                // The very thing checked: not another put at the name while a reader was waited for.
+                var opened = stat()
+                guard fstat(fd, &opened) == 0, opened.st_dev == before.st_dev, opened.st_ino == before.st_ino else {
+                    _ = close(fd)
+                    throw HaulError(.fileSystem, "\(PathText.shown(path)) was replaced while haul waited to write to it; nothing was written")
+                }
                 let flags = fcntl(fd, F_GETFL)
                 if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
                 return fd
             }
             guard errno == ENXIO else { throw POSIX.error("opening", path) }
-            try await Task.sleep(for: .milliseconds(50))
+            do {
+                try await Task.sleep(for: .milliseconds(50))
+            } catch {
+                throw HaulError(.interrupted, "stopped while waiting for a reader of \(PathText.shown(path)); nothing was written", reason: .interrupted)
+            }
+        }
+    }
+
+    /// A FIFO or socket is written to only when it is this user's, a device also when it is the system's (root's:
+    /// `/dev/null`): another user's FIFO at a shared path would hand that user the download.
+    private static func checkOwner(_ info: stat, _ path: String) throws(HaulError) {
+        let owner = UInt32(info.st_uid), own = UInt32(geteuid())
+        let isDevice = info.st_mode & S_IFMT == S_IFCHR
+        guard owner == own || (isDevice && owner == 0) else {
+            let kind = isDevice ? "device" : info.st_mode & S_IFMT == S_IFIFO ? "FIFO" : "socket"
+            throw HaulError(.usage, "\(PathText.shown(path)) is another user's \(kind) (uid \(owner)); haul writes a download only to a FIFO, socket or device of yours: choose another -o")
         }
     }
 

@@ -311,6 +311,36 @@ import Glibc
         }
     }
 
+    /// Another user's FIFO (or socket) at the `-o` path, with that user reading it: haul sends it nothing, in one line.
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a FIFO to another user"))
+    func anotherUsersFIFOIsNeverWrittenTo() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/f", Resource(body: TestData.bytes(50_000, seed: 108), etag: "\"q\""))
+            let fifo = sandbox.path("secret.tar")
+            #expect(mkfifo(fifo, 0o666) == 0 && chown(fifo, 65534, 65534) == 0)
+            // A reader that would take whatever comes, as the other user's `cat` would.
+            let reader = Task.detached { () -> Int in
+                let fd = open(fifo, O_RDONLY | O_NONBLOCK)
+                guard fd >= 0 else { return -1 }
+                defer { close(fd) }
+                var total = 0
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                for _ in 0..<40 {
+                    let n = read(fd, &buffer, buffer.count)
+                    if n > 0 { total += n }
+                    usleep(25_000)
+                }
+                return total
+            }
+            let refused = await expectHaulError(.usage) {
+                _ = try await engine.download(try testOptions(server.url("/f"), .file(fifo)))
+            }
+            #expect(refused?.message.contains("another user's FIFO") == true, "\(String(describing: refused))")
+            #expect(await reader.value == 0)
+            #expect(server.requests("/f").isEmpty)
+        }
+    }
+
     // MARK: Private state
 
     @Test func stateUnderHaulHomeIsPrivate() async throws {

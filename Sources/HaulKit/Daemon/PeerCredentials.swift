@@ -1,4 +1,3 @@
-import HaulKit
 import NIOCore
 #if canImport(Glibc)
 import Glibc
@@ -8,8 +7,9 @@ import Musl
 import Darwin
 #endif
 
-/// The user on the other end of a Unix socket connection.
-enum PeerCredentials {
+/// The user on the other end of a Unix socket connection: the daemon serves only its own user, and a client talks
+/// only to a daemon of its own user (a socket another user made is never sent a task's credentials).
+package enum PeerCredentials {
     #if os(Linux)
     /// `struct ucred` from <sys/socket.h>.
     private struct UCred: Sendable {
@@ -22,7 +22,7 @@ enum PeerCredentials {
     #endif
 
     /// The peer's uid, or `nil` where the platform cannot tell (the socket's directory is then the only guard).
-    static func uid(of channel: Channel) -> EventLoopFuture<UInt32?> {
+    package static func uid(of channel: Channel) -> EventLoopFuture<UInt32?> {
         #if os(Linux)
         guard let provider = channel as? SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
         let future: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
@@ -34,5 +34,5 @@ enum PeerCredentials {
     }
 
     /// This process's effective uid.
-    static var ownUID: UInt32 { UInt32(geteuid()) }
+    package static var ownUID: UInt32 { UInt32(geteuid()) }
 }
