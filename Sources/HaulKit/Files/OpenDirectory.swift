@@ -121,6 +121,11 @@ final class OpenDirectory: Sendable {
     func pathOf(_ name: String) -> String { path == "/" ? "/" + name : path + "/" + name }
 
     /// What is at `name` (not following a symbolic link), or `nil` when nothing is.
+    /// Which file `name` is (``FileIdentity``), not following a link; `nil` when nothing is there.
+    func identity(_ name: String) -> String? {
+        FileIdentity.of(fd, name)
+    }
+
     func status(_ name: String) -> FileStatus? {
         var info = stat()
         guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
@@ -140,7 +145,7 @@ final class OpenDirectory: Sendable {
         }
         // Writes block as on any file; O_NONBLOCK only kept the open of a FIFO planted at the name from waiting.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return PartialFile(descriptor: fd, path: pathOf(name))
+        return PartialFile(descriptor: fd, path: pathOf(name), identity: FileIdentity.of(fd, nil))
     }
 
     /// Creates `name` afresh: whatever is there (a stale partial file, a link planted in its place) is removed
@@ -296,6 +301,8 @@ struct FileStatus: Equatable, Sendable {
     var isRegular: Bool
     var isDirectory: Bool
     var linkCount: UInt64
+    /// The owner's uid.
+    var owner: UInt32
 
     init(_ info: stat) {
         device = UInt64(info.st_dev)
@@ -304,7 +311,11 @@ struct FileStatus: Equatable, Sendable {
         isRegular = (info.st_mode & S_IFMT) == S_IFREG
         isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
         linkCount = UInt64(info.st_nlink)
+        owner = UInt32(info.st_uid)
     }
+
+    /// Owned by this process's user: a file another user owns may be rewritten by that user at any time.
+    var isOwnedByThisUser: Bool { owner == UInt32(geteuid()) }
 
     /// Whether both describe the same file (device and inode).
     func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }

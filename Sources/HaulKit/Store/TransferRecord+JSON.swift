@@ -8,6 +8,7 @@ extension TransferRecord {
         if let contentEncoding { Self.member("contentEncoding", string: contentEncoding, to: &out) }
         Self.member("destinationPath", string: destinationPath, to: &out)
         if let entityTag { Self.member("entityTag", string: entityTag, to: &out) }
+        if let fileID { Self.member("fileID", string: fileID, to: &out) }
         if let finalURL { Self.member("finalURL", string: finalURL, to: &out) }
         if let lastModified { Self.member("lastModified", string: lastModified, to: &out) }
         out += ",\"offset\":" + String(offset)

@@ -98,7 +98,7 @@ extension DownloadJob {
             return .setAside
         }
         saved.finalURL = nil
-        if saved.offset > 0, partialSize(saved.partialPath) != nil { return .continued(foreignURL: saved.url) }
+        if saved.offset > 0, heldPartialSize(saved) != nil { return .continued(foreignURL: saved.url) }
         saved.url = options.url.absoluteString
         return .continued(foreignURL: nil)
     }
@@ -107,8 +107,25 @@ extension DownloadJob {
     /// record's whole length: the partial file was moved into place.
     func isMovedIntoPlace(_ saved: TransferRecord) -> Bool {
         guard saved.state != .finished, !saved.adopted, let total = saved.totalLength, status(saved.partialPath) == nil,
-              let destination = status(saved.destinationPath), destination.isRegular else { return false }
+              let destination = status(saved.destinationPath), isTheFile(destination, at: saved.destinationPath, of: saved) else { return false }
         return destination.size == total
+    }
+
+    /// Whether `found` can be the file `saved` describes: a regular file of this user's, and the very file the record
+    /// names when it names one (a rename keeps it; a file put in its place by anyone, or by another user's hand, is
+    /// not it, whatever its size).
+    func isTheFile(_ found: FileStatus, at path: String, of saved: TransferRecord) -> Bool {
+        guard found.isRegular, found.isOwnedByThisUser else { return false }
+        guard let fileID = saved.fileID else { return true }
+        return folder?.identity(Self.name(path)) == fileID
+    }
+
+    /// The size of the partial file `saved` holds bytes in, when the file at its name is that file; `nil` when there
+    /// is none, or anything else (a link, a file another user put there or owns, another file in its place): its
+    /// bytes are then never continued, and the download starts that file afresh.
+    func heldPartialSize(_ saved: TransferRecord) -> Int64? {
+        guard let found = status(saved.partialPath), isTheFile(found, at: saved.partialPath, of: saved) else { return nil }
+        return found.size
     }
 
     /// The last component of `path`: a file's name in its folder.
@@ -150,15 +167,23 @@ extension DownloadJob {
         let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
         if saved.state == .finished {
             // With -N a finished file is compared with the server's (checkTimestamp), not taken as it is.
-            if !options.overwrite, !options.timestamping, let found = status(saved.destinationPath), found.isRegular,
+            let found = status(saved.destinationPath)
+            let isTheFinishedFile = found.map { isTheFile($0, at: saved.destinationPath, of: saved) } ?? false
+            if !options.overwrite, !options.timestamping, let found, isTheFinishedFile,
                saved.totalLength == nil || found.size == saved.totalLength {
                 return .complete(try alreadyFinished(saved))
             }
             store.remove(saved.key)
+            if case .directory = options.destination, !isTheFinishedFile {
+                // The file this URL finished under the name was deleted, moved away or replaced by another: chosen
+                // afresh like any other name (the same one, as curl, wget and aria2c would write, when it is free).
+                forgetChosenName()
+                return .holding(.none, replacesDestination: false)
+            }
             return try checkDestination(saved.destinationPath)
         } else if let segments = saved.segments, let total = saved.totalLength,
                   let plan = SegmentPlan(restoring: segments, total: total, minSegmentSize: options.minSegmentSize),
-                  partialSize(saved.partialPath) == total {
+                  heldPartialSize(saved) == total {
             file = try openInFolder(saved.partialPath)
             point = ResumePoint(offset: plan.doneBytes, validators: saved.validators, totalLength: total)
             // Whatever the validators say (an ETag made of size and time survives an in-place rewrite): the bytes held
@@ -175,7 +200,7 @@ extension DownloadJob {
                 saved.offset = SegmentPlan.contiguousPrefix(of: segments)
                 saved.segments = nil
             }
-            if let size = partialSize(saved.partialPath) {
+            if let size = heldPartialSize(saved) {
                 let file = try openInFolder(saved.partialPath)
                 self.file = file
                 saved.offset = min(saved.offset, size)

@@ -31,11 +31,11 @@ final class DownloadJob {
     /// The download's decisions: where the bytes held came from, what each event leads to.
     var machine: DownloadMachine
     /// The durable state; `nil` until the destination is known. Its key is the destination's path.
-    var record: TransferRecord?
+    var record: TransferRecord? { didSet { stampFileID() } }
     /// What is held: bytes `0..<point.offset` of `file` (or a segmented download's segments) belong to the version
     /// `point.validators` describe.
     var point = ResumePoint()
-    var file: PartialFile?
+    var file: PartialFile? { didSet { stampFileID() } }
     /// The destination's folder, held open for the whole run (with the engine's other downloads into it): every file
     /// of the download is created, checked, renamed and synced relative to it (``OpenDirectory``).
     var folder: OpenDirectory?
@@ -183,5 +183,12 @@ final class DownloadJob {
                 return .giveUp(why, refusal: (status, phrase, url))
             }
         }
+    }
+
+    /// Keeps the record naming the file the bytes are written to (``TransferRecord/fileID``), whichever of the two was
+    /// set last.
+    private func stampFileID() {
+        guard let identity = file?.identity, record != nil, record?.fileID != identity else { return }
+        record?.fileID = identity
     }
 }

@@ -52,6 +52,31 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
         }
     }
 
+    /// A file this URL finished, then deleted or moved away by its user: the next run writes the same name again (as
+    /// curl, wget and aria2c would), every time, not "name (1)" because its own earlier choice still held the name.
+    @Test func aFinishedFileDeletedOrMovedAwayIsWrittenAgainUnderItsName() async throws {
+        try await withHarness { server, engine, sandbox in
+            server.serve("/files/hello.txt", Resource(body: body))
+            let options = try testOptions(server.url("/files/hello.txt"), .directory(sandbox.files))
+            for round in 0..<4 {
+                let result = try await engine.download(options)
+                #expect(result.path == sandbox.path("hello.txt"), "round \(round)")
+                #expect(!result.alreadyComplete, "round \(round)")
+                #expect(sandbox.listing() == ["hello.txt"], "round \(round)")
+                if round % 2 == 0 {
+                    try FileManager.default.removeItem(atPath: sandbox.path("hello.txt"))
+                } else {
+                    try FileManager.default.moveItem(atPath: sandbox.path("hello.txt"), toPath: sandbox.root + "/moved-\(round)")
+                }
+            }
+            // Left in place, it is complete: no new copy.
+            _ = try await engine.download(options)
+            let again = try await engine.download(options)
+            #expect(again.alreadyComplete)
+            #expect(sandbox.listing() == ["hello.txt"])
+        }
+    }
+
     @Test func rootURLFallsBackToDownload() async throws {
         try await withHarness { server, engine, sandbox in
             server.serve("/", Resource(body: body))

@@ -32,6 +32,7 @@ import Testing
         full.adopted = true
         full.state = .paused
         full.offset = (1 << 40) + 7
+        full.fileID = "2049:123456789"
         for candidate in [record(segments: 0), full] {
             let decoded = try JSONDecoder().decode(TransferRecord.self, from: Data(candidate.jsonText.utf8))
             #expect(decoded == candidate)
