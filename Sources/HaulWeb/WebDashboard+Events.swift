@@ -26,7 +26,7 @@ extension WebDashboard {
         }
         guard watched else { return }
         if case .progress(let id, _) = event, !state.withLockedValue({ $0.progressWindow.allow(session + "\u{0}" + id, at: now) }) { return }
-        var lines = [DaemonProtocol.encode(event, sequence: sequence).serialized]
+        var lines = [WebRedaction.redacted(DaemonProtocol.encode(event, sequence: sequence)).serialized]
         if case .progress(let id, let progress) = event, let segments = progress.segments, let total = progress.total,
            state.withLockedValue({ $0.segmentThrottle.allow(session + "\u{0}" + id, at: now) }) {
             var map = DaemonService.encode(SegmentMap(total: total, segments: segments, fetching: progress.fetching), id: id).objectValue ?? [:]

@@ -225,7 +225,8 @@ enum WebRoutes {
         let result = await dashboard.service.handle(JSONRPC.Request(id: .number(1), method: method, params: params), from: dashboard.outbox, caller: caller)
         switch result {
         case .success(let value):
-            let answer = JSONValue.object(["result": value])
+            // The daemon answers in full; what leaves through the dashboard has its tasks' secrets masked.
+            let answer = JSONValue.object(["result": WebRedaction.redacted(value)])
             guard answer.serialized.utf8.count <= DaemonProtocol.maxResponseBytes else {
                 return .json(.ok, errorObject(.haul(HaulError(.server, "the answer to \(method) is too large; ask for less (see \"limit\")"))))
             }

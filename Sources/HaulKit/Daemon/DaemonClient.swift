@@ -24,18 +24,20 @@ package actor DaemonClient {
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connect(unixDomainSocketPath: socketPath) { channel in
-                    // Before a byte is sent: a socket another user listens on (planted at a shared path, or named by
-                    // HAUL_SOCKET or XDG_RUNTIME_DIR) would be handed every task's URL, headers and cookies.
-                    PeerCredentials.uid(of: channel).flatMapThrowing { uid in
-                        if let uid, uid != PeerCredentials.ownUID { throw ForeignDaemon(uid: uid) }
+                    channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder()))
                         return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }
-        } catch let foreign as ForeignDaemon {
-            throw HaulError(.usage, "\(socketPath) is another user's socket (uid \(foreign.uid)), not your haul daemon; nothing was sent to it: remove it or give --socket a path of your own")
         } catch {
             throw HaulError(.network, "no haul daemon answers at \(socketPath): \(error)")
+        }
+        // Connected, and before a byte is sent (the peer's credentials are known once the connection is made): a
+        // socket another user listens on (planted at a shared path, or named by HAUL_SOCKET or XDG_RUNTIME_DIR) would
+        // be handed every task's URL, headers and cookies.
+        if let uid = try? await PeerCredentials.uid(of: channel.channel).get(), uid != PeerCredentials.ownUID {
+            try? await channel.channel.close()
+            throw HaulError(.usage, "\(socketPath) is another user's socket (uid \(uid)), not your haul daemon; nothing was sent to it: remove it or give --socket a path of your own")
         }
         let connection = DaemonClient(socketPath: socketPath)
         await connection.start(channel)
@@ -54,11 +56,6 @@ package actor DaemonClient {
             throw error
         }
         return connection
-    }
-
-    /// The process listening on the socket is another user's.
-    private struct ForeignDaemon: Error {
-        var uid: UInt32
     }
 
     private func start(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) {

@@ -262,7 +262,8 @@ extension RetryRules.EarlyEndAction {
     }
 
     /// A slow link: bytes fewer than a look's still report progress every progress interval (curl's and wget's meters
-    /// move every second whatever the rate), and are checkpointed once a look's bytes are unsynced, not every second.
+    /// move every second whatever the rate), and are checkpointed every checkpoint interval while any are unsynced:
+    /// `kill -9` loses at most a second of them.
     @Test func aSlowLinkLooksByTime() {
         var b = Bookkeeping(Bookkeeping.Configuration(
             lookEveryBytes: 256 * 1024, progressInterval: .milliseconds(250), checkpointBytes: 16 << 20, checkpointInterval: .seconds(1)))
@@ -274,18 +275,16 @@ extension RetryRules.EarlyEndAction {
             held += 5_000
             actions.append(b.wrote(5_000, held: held, elapsed: .milliseconds(100 * step)))
         }
-        #expect(actions.filter { $0 == .reportProgress }.count == 10, "every 300 ms (the first step past 250): \(actions)")
-        #expect(!actions.contains(.checkpoint), "150 KB, less than a look's bytes: no fsync yet: \(actions)")
+        // Looks every 300 ms (the first step past 250): progress, and the first look past each second a checkpoint.
+        let checkpoints = actions.indices.filter { actions[$0] == .checkpoint }.map { 100 * ($0 + 1) }
+        #expect(checkpoints == [1_200, 2_400], "\(actions)")
+        #expect(actions.filter { $0 == .reportProgress }.count + checkpoints.count == 10, "\(actions)")
         // Nothing before the first interval has passed.
         #expect(actions.prefix(2).allSatisfy { $0 == .none })
-        // 120 KB more: past a look's bytes since the start, and over a second since the last checkpoint: one now.
-        held += 120_000
-        #expect(b.wrote(120_000, held: held, elapsed: .milliseconds(3_300)) == .checkpoint)
-        // Then none again until a look's bytes more are unsynced, whatever the time.
-        for step in 1...20 {
-            held += 5_000
-            #expect(b.wrote(5_000, held: held, elapsed: .milliseconds(3_300 + 100 * step)) != .checkpoint)
-        }
+        // The bytes since the last one are made durable at the next look past a second; then, with nothing new,
+        // nothing is synced again, whatever the time.
+        #expect(b.wrote(0, held: held, elapsed: .milliseconds(9_000)) == .checkpoint)
+        #expect(b.wrote(0, held: held, elapsed: .milliseconds(11_000)) != .checkpoint)
     }
 
     @Test func aRunHoldingBytesCountsItsFirstCheckpointFromThem() {
