@@ -11,11 +11,13 @@ package enum Redaction {
     public static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
 
     /// Query parameters (lower-cased names) whose values are credentials: S3's and Google's signed-URL signature,
-    /// credential and session token, Azure's SAS signature `sig`, and the generic `token`, `access_token` and
-    /// `signature` (CloudFront signs with `Signature`).
+    /// credential and session token, Azure's SAS signature `sig`, Alibaba OSS's access key id, Backblaze B2's
+    /// `Authorization`, API keys (`key` as Google's, `api_key`, `apikey`), OAuth's tokens and client secret, and the
+    /// generic `token`, `signature` (CloudFront signs with `Signature`), `password`, `secret` and `auth`.
     public static let secretQueryParameters: Set<String> = [
         "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
-        "sig", "token", "access_token", "signature",
+        "ossaccesskeyid", "authorization", "sig", "token", "access_token", "refresh_token", "id_token", "client_secret",
+        "signature", "key", "api_key", "apikey", "password", "passwd", "secret", "auth",
     ]
 
     /// `url` as it may be shown: userinfo and secret query values replaced by `***`.
@@ -87,10 +89,14 @@ package enum Redaction {
     /// may hide more than the password (`http://host:8080/@scope`) but not less. One password is still read as
     /// every URL parser reads it: digits, then `?` or `#` (`u:80?x@h` is host `u`, port 80 and a query).
     static func userinfoEnd(_ url: Substring) -> Substring.Index? {
-        let authorityEnd = url.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0 == ")" } ?? url.endIndex
+        let authorityEnd = url.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
         let authority = url[..<authorityEnd]
         let at = authority.lastIndex(of: "@")
         let hostAndPort = at.map { authority[authority.index(after: $0)...] } ?? authority
+        // Another `@` further on, in a URL no parser reads (`u:p@%c1#x@host`): the password may run to it.
+        if let at, url[url.index(after: at)...].contains("@"), URL(string: "http://" + url)?.host == nil {
+            return url.lastIndex(of: "@")
+        }
         switch hostPart(hostAndPort) {
         case .host: return at
         case .hostAndPort:
@@ -116,8 +122,28 @@ package enum Redaction {
             guard rest.first == ":" else { return .invalid }
             return rest.dropFirst().allSatisfy(\.isASCIIDigit) ? .hostAndPort : .invalid
         }
-        guard let colon = rest.firstIndex(of: ":") else { return .host }
+        let colon = rest.firstIndex(of: ":")
+        let name = rest[..<(colon ?? rest.endIndex)]
+        guard !name.isEmpty, isRegisteredName(name) else { return .invalid }
+        guard let colon else { return .host }
         return rest[rest.index(after: colon)...].allSatisfy(\.isASCIIDigit) ? .hostAndPort : .invalid
+    }
+
+    /// RFC 3986's reg-name (letters of any script, as in an IDN): unreserved characters, sub-delimiters and `%XX`
+    /// escapes (an IPv4 address is one too).
+    private static func isRegisteredName(_ host: Substring) -> Bool {
+        var escape = 0
+        for character in host {
+            if escape > 0 {
+                guard character.isHexDigit else { return false }
+                escape -= 1
+            } else if character == "%" {
+                escape = 2
+            } else {
+                guard character.isLetter || character.isNumber || "-._~!$&'()*+,;=".contains(character) else { return false }
+            }
+        }
+        return escape == 0
     }
 
     /// Masks the value of every secret parameter that follows a `?`, `#` or `&` (a fragment may carry parameters

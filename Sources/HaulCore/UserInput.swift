@@ -72,17 +72,25 @@ public enum UserInput {
         // `example.com/file` (as a browser takes it): say which URL was probably meant, never guess silently.
         if !trimmed.isEmpty, !trimmed.contains("://"), let first = trimmed.split(separator: "/").first,
            first.contains(".") || first.hasPrefix("localhost"), !first.contains(" ") {
-            throw InputError("\"\(Redaction.url(trimmed))\" has no scheme; did you mean https://\(Redaction.url(trimmed))?")
+            let suggested = Redaction.url("https://" + trimmed)
+            throw InputError("\"\(suggested.dropFirst("https://".count))\" has no scheme; did you mean \(suggested)?")
         }
         guard !trimmed.isEmpty, let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
-            throw InputError("\"\(text)\" is not a valid URL")
+            throw InputError("\"\(shown(text))\" is not a valid URL")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw InputError("unsupported URL scheme \"\(scheme)\" in \(text); haul downloads http:// and https:// URLs")
+            throw InputError("unsupported URL scheme \"\(scheme)\" in \(shown(text)); haul downloads http:// and https:// URLs")
         }
-        guard let host = url.host, !host.isEmpty else { throw InputError("URL \"\(text)\" has no host") }
+        guard let host = url.host, !host.isEmpty else { throw InputError("URL \"\(shown(text))\" has no host") }
         if let problem = URLCheck.problem(url) { throw InputError("\(problem) in \(Redaction.url(trimmed))") }
         return url
+    }
+
+    /// A URL as given, to quote in an error: its userinfo and secret parameters masked, also when it has no `://` to
+    /// find its authority by (`http:/user:pw@host`): then everything before its last `@` is masked.
+    static func shown(_ text: String) -> String {
+        guard !text.contains("://"), let at = text.lastIndex(of: "@") else { return Redaction.url(text) }
+        return Redaction.mask + Redaction.url(String(text[at...]))
     }
 
     /// A byte rate or size such as `500K`, `1.5M`, `2MiB`, `1G` or `65536` (K = 1024).
@@ -110,12 +118,16 @@ public enum UserInput {
 
     /// One `Name: value` header.
     public static func header(_ text: String) throws(InputError) -> HTTPFields.Field {
-        guard let colon = text.firstIndex(of: ":") else { throw InputError("header \"\(text)\" is not 'Name: value'") }
+        // Never quoted past its first word: `Authorization Bearer TOKEN` (a colon forgotten) is a credential.
+        let firstWord = text.prefix { $0 != " " && $0 != "\t" && $0 != ":" && $0 != "=" }.prefix(40)
+        guard let colon = text.firstIndex(of: ":") else {
+            throw InputError("header \"\(firstWord)…\" is not 'Name: value' (the colon is missing)")
+        }
         let name = String(text[..<colon])
         let value = text[text.index(after: colon)...].trimmingASCIIWhitespace()
         let tokenSymbols = Set("!#$%&'*+-.^_`|~")
         guard !name.isEmpty, name.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || tokenSymbols.contains($0) }) else {
-            throw InputError("header name \"\(name)\" is not a valid HTTP field name")
+            throw InputError("header name \"\(firstWord)\(firstWord.count < name.count ? "…" : "")\" is not a valid HTTP field name")
         }
         guard !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
             throw InputError("header \"\(name)\" has a control character in its value")

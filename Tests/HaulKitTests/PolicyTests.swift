@@ -127,6 +127,30 @@ import Testing
             #expect(throws: InputError.self) { try UserInput.header(bad) }
         }
     }
+
+    /// Whatever is wrong with a URL or a header, the error quotes none of its secrets.
+    @Test(arguments: [
+        "htp://user:SEKRET5@host/x", "http://u:SEKRET49@[::1", "http:/u:SEKRET53@host/x", "u:SEKRET54@host.example/x",
+        "http://bob:TOP/SEKRET@127.0.0.1:1/x", "ftp://a:SEKRET@h/x?key=SEKRET",
+    ])
+    func anInvalidURLsErrorQuotesNoSecret(_ text: String) {
+        do {
+            _ = try UserInput.url(text)
+            Issue.record("\(text) was taken")
+        } catch {
+            #expect(!error.message.contains("SEKRET"), "\(error.message)")
+        }
+    }
+
+    @Test(arguments: ["Authorization Bearer SEKRET1", "Authorization=Bearer SEKRET2", "Auth orization: SEKRET3"])
+    func aMalformedHeadersErrorQuotesNoValue(_ text: String) {
+        do {
+            _ = try UserInput.header(text)
+            Issue.record("\(text) was taken")
+        } catch {
+            #expect(!error.message.contains("SEKRET"), "\(error.message)")
+        }
+    }
 }
 
 @Suite struct TransferRateTests {
