@@ -69,7 +69,7 @@ struct BatchGet {
         // A person waits at the terminal, as for one URL: a host that refuses or does not resolve fails each of its
         // URLs within about a second (as curl and wget do at once), instead of after a minute of backoff each.
         configuration.failsFastBeforeData = true
-        configuration.rateLimit = command.file.limitRate?.bytesPerSecond
+        configuration.rateLimit = command.file.limitRate
         if command.verbose { configuration.logger = GetCommand.verboseLogger() }
         let hook = OnComplete(command.onComplete, toStandardError: command.json)
         if let hook { configuration.onCompletion = { hook.run(for: $0, session: identifier) } }

@@ -39,7 +39,7 @@ extension HaulError {
         case .noSpace:
             return "free some space, then " + again.step + " to resume"
         case .httpStatus(401, _):
-            return "it needs a user and password: give them with -u USER:PASSWORD, or --netrc to take them from ~/.netrc"
+            return "it needs a user and password it accepts: give them with -u USER:PASSWORD, or --netrc to take them from ~/.netrc (if you did, check them)"
         case .httpStatus(let status, _) where (400..<500).contains(status):
             return "check the URL and any headers it needs"
         case .destinationExists:
@@ -67,7 +67,7 @@ extension HaulError {
         case .daemonNotRunning:
             return "start one with `haul daemon`, or drop --no-autostart"
         case .unusableSocketPath:
-            return "choose another --socket"
+            return "choose another path with --socket (or HAUL_SOCKET)"
         case .replacedWhileDownloading:
             return again.step + " to download it afresh"
         case .httpStatus, .busy, .impossibleLength, .untrustedFolder, .other:

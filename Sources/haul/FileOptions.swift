@@ -131,8 +131,14 @@ struct FileOptions: ParsableArguments {
     @Option(name: .customLong("retry-wait"), parsing: .unconditional, help: "Seconds before the first retry; doubles each time, with jitter.")
     var retryWait = Seconds(1)
 
-    @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024).")
-    var limitRate: ByteRate?
+    @Option(name: .customLong("limit-rate"), parsing: .unconditional, help: "Maximum speed, e.g. 500K, 2M (bytes per second; K = 1024); 0 for none, as in curl, wget and aria2c.")
+    var limitRateOption: RateLimitChange?
+
+    /// `--limit-rate` in bytes per second; `nil` without a limit (none given, or `0`).
+    var limitRate: Int64? {
+        if case .limit(let rate)? = limitRateOption { return rate.bytesPerSecond }
+        return nil
+    }
 
     @Option(name: [.customShort("s"), .customLong("segments"), .customLong("split")], parsing: .unconditional, help: "Connections for one file, 1-64 (default: up to 8 for large files, 1 for small ones; -s as in aria2c).")
     var segments: SegmentCount?
@@ -204,7 +210,7 @@ struct FileOptions: ParsableArguments {
         if overwrite { settings.overwrite = true }
         if continuesPartial { settings.continuePartial = true }
         if timestamping { settings.timestamping = true }
-        settings.rateLimit = limitRate?.bytesPerSecond
+        settings.rateLimit = limitRate
         if connectionsPerHost != Self.defaultConnectionsPerHost { settings.maxConnectionsPerHost = connectionsPerHost }
         settings.minSegmentSize = minSegmentSize?.bytes
         if allowInsecureRedirects { settings.allowInsecureRedirects = true }

@@ -116,6 +116,12 @@ enum FlagCompatibility {
                     // password to the server, and skip the proxy.
                     return .refused("-e: \(wgetCommands)")
                 }
+                if token == "--proxy" || token == "--all-proxy", index < arguments.count, arguments[index].isEmpty {
+                    // curl's `--proxy ""`: no proxy, whatever the environment says.
+                    result += ["--noproxy", "*"]
+                    index += 1
+                    continue
+                }
                 result.append(token)
                 if index < arguments.count {
                     result.append(arguments[index])
@@ -126,6 +132,10 @@ enum FlagCompatibility {
             if defaults.contains(token) { continue }
             if let replacement = rewrites[token] {
                 result.append(replacement)
+                continue
+            }
+            if token == "--proxy=" || token == "--all-proxy=" {
+                result += ["--noproxy", "*"]
                 continue
             }
             let name = token.split(separator: "=", maxSplits: 1).first.map(String.init) ?? token

@@ -40,7 +40,7 @@ import Testing
         #expect(try ByteRate(parsing: text).bytesPerSecond == bytes)
         #expect(ByteRate(argument: text) == ByteRate(bytesPerSecond: bytes))
         let command = try Self.get(["--limit-rate", text, "--min-segment-size", text])
-        #expect(command.file.limitRate?.bytesPerSecond == bytes)
+        #expect(command.file.limitRate == bytes)
         #expect(command.file.minSegmentSize?.bytes == bytes)
     }
 
@@ -51,7 +51,12 @@ import Testing
         var expected = ""
         do { _ = try UserInput.byteCount(text) } catch { expected = error.message }
         #expect(!expected.isEmpty)
-        #expect(Self.refusal(GetCommand.self, ["http://127.0.0.1:9/f", "--limit-rate", text]) == "--limit-rate: \(expected)")
+        if text == "0" {
+            // As in curl, wget and aria2c: no limit.
+            #expect(try Self.get(["--limit-rate", text]).file.limitRate == nil)
+        } else {
+            #expect(Self.refusal(GetCommand.self, ["http://127.0.0.1:9/f", "--limit-rate", text]) == "--limit-rate: \(expected)")
+        }
         // Named as typed: aria2c's spelling of the option.
         #expect(Self.refusal(AddCommand.self, ["http://127.0.0.1:9/f", "--min-split-size", text]) == "--min-split-size: \(expected)")
     }

@@ -103,7 +103,7 @@ extension DownloadJob {
     }
 
     private static func replaced(_ path: String) -> HaulError {
-        HaulError(.fileSystem, "\(path) was replaced by another program while downloading (it is no longer the file Haul wrote), so nothing was published; run the same command again to download afresh",
+        HaulError(.fileSystem, "\(path) was replaced by another program while downloading (it is no longer the file Haul wrote), so nothing was published",
                   reason: .replacedWhileDownloading(path: path))
     }
 

@@ -64,13 +64,15 @@ struct RequestSender: Sendable {
     ) async throws -> (StreamedResponse, URL) {
         var url = start
         var visited = [url]
+        // Cookies the redirects set on the way (a download gate's), for the next hops they match.
+        var received: [Cookie] = []
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
         while true {
             // Whatever the URL came from (a stored task, the protocol), nothing invalid reaches the network layer.
             if let problem = URLCheck.problem(url) {
                 throw HaulError(url == start ? .usage : .httpStatus, "cannot request \(Redaction.url(url)): \(problem)")
             }
-            let fields = requestFields(for: url, plan: plan, extra: url == start ? extra : HTTPFields())
+            let fields = requestFields(for: url, plan: plan, extra: url == start ? extra : HTTPFields(), received: received)
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
             let route = try engine.route(for: url, proxies: proxies, tunnel: proxyTunnel)
@@ -111,6 +113,7 @@ struct RequestSender: Sendable {
                 return (response, url)
             }
             await RequestSender.drain(response.body)
+            received = Self.keeping(response.headers["set-cookie"], from: url, in: received)
             switch policy.follow(from: url, location: location, visited: visited) {
             case .success(let next):
                 visited.append(next)
@@ -127,13 +130,29 @@ struct RequestSender: Sendable {
         }
     }
 
-    /// The headers of a request for `url`: the user's (to their origin only), cookies that match it (their origin
-    /// only), `User-Agent`, `Accept-Encoding: identity`, the plan's and `extra`.
-    func requestFields(for url: URL, plan: RequestPlan, extra: HTTPFields) -> HTTPFields {
+    /// `cookies` with what the `Set-Cookie` fields of a response for `url` set, up to 50 cookies of 4 KiB (a
+    /// server's cookies cannot grow the requests without bound).
+    static func keeping(_ fields: [String], from url: URL, in cookies: [Cookie]) -> [Cookie] {
+        var kept = cookies
+        let now = Int64(Date().timeIntervalSince1970)
+        for field in fields.prefix(50) where field.utf8.count <= 4096 {
+            guard let setting = Cookie.setting(field, from: url, now: now) else { continue }
+            let next = Cookie.applying(setting, to: kept)
+            if next.count <= 50 { kept = next }
+        }
+        return kept
+    }
+
+    /// The headers of a request for `url`: the user's (to their origin only), cookies that match it (the user's to
+    /// their origin only; those the redirects set where their domain and path match), `User-Agent`,
+    /// `Accept-Encoding: identity`, the plan's and `extra`.
+    func requestFields(for url: URL, plan: RequestPlan, extra: HTTPFields, received: [Cookie] = []) -> HTTPFields {
         let sameOrigin = userOrigin != nil && userOrigin == Origin(url)
         var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
-        if sameOrigin, !cookies.isEmpty,
-           let cookie = Cookie.header(for: url, from: cookies, now: Int64(Date().timeIntervalSince1970)) {
+        let now = Int64(Date().timeIntervalSince1970)
+        let own = sameOrigin && !cookies.isEmpty ? Cookie.header(for: url, from: cookies, now: now) : nil
+        let set = received.isEmpty ? nil : Cookie.header(for: url, from: received, now: now)
+        if let cookie = [own, set].compactMap({ $0 }).joined(separator: "; ").nilIfEmpty {
             if let given = fields.combined("cookie") {
                 fields.remove("cookie")
                 fields.append("Cookie", given + "; " + cookie)
@@ -171,4 +190,8 @@ struct RequestSender: Sendable {
             }
         } catch {}
     }
+}
+
+private extension String {
+    var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -29,6 +29,7 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
         ("attachment; filename*=UTF-8''evil%E2%80%AEtxt.exe", "eviltxt.exe"),
         ("inline; filename=\"/abs/path.bin\"", "_abs_path.bin"),
         ("attachment; filename=\"  . hidden\"", "hidden"),
+        ("attachment; filename=\"x.bin.haul-part\"", "x.bin_haul-part"),
     ])
     func hostileNamesStayInsideTheFolder(_ header: String, _ expected: String) async throws {
         try await withHarness { server, engine, sandbox in
@@ -158,6 +159,39 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
             #expect(server.requests("/final").count == 2)
             #expect(server.requests("/final")[1].header("Range") != nil)
             #expect(sandbox.records().first?.finalURL == server.url("/final"))
+        }
+    }
+
+    /// A cookie a redirect sets (a download gate's) goes with the next hops it matches, as wget, aria2c and a browser
+    /// send it; one for another host, or another path, or expired, does not; the user's `-b` cookies still go to their
+    /// origin only. (`localhost` and `127.0.0.1` are two origins of the one test server.)
+    @Test func cookiesARedirectSetsGoWithTheHopsTheyMatch() async throws {
+        try await withHarness { server, engine, sandbox in
+            let other = server.url("/final/f.bin").replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            server.route("/gate") { _ in
+                ResponsePlan(status: 302, headers: [
+                    ("Location", "/final/f.bin"), ("Set-Cookie", "gate=open; Path=/; HttpOnly"),
+                    ("Set-Cookie", "elsewhere=1; Path=/other"), ("Set-Cookie", "gone=1; Max-Age=0"),
+                    ("Set-Cookie", "foreign=1; Domain=example.com"),
+                    ("Set-Cookie", "dated=1; Expires=Wed, 09 Jun 2100 10:18:14 GMT"),
+                ])
+            }
+            server.route("/hop") { _ in redirectPlan(status: 302, to: other) }
+            server.serve("/final/f.bin", Resource(body: body, etag: "\"c\""))
+            var options = try testOptions(server.url("/gate"), .file(sandbox.path("f")))
+            options.cookies = [Cookie(domain: "127.0.0.1", includesSubdomains: false, path: "/", secure: false, expires: 0, name: "mine", value: "1")]
+            _ = try await engine.download(options)
+            let cookie = try #require(server.requests("/final/f.bin").first?.header("Cookie"))
+            #expect(Set(cookie.components(separatedBy: "; ")) == ["mine=1", "gate=open", "dated=1"], "\(cookie)")
+
+            // Set on 127.0.0.1, not sent to localhost (another host), and the user's neither.
+            server.route("/gate2") { _ in
+                ResponsePlan(status: 302, headers: [("Location", "/hop"), ("Set-Cookie", "gate=open; Path=/")])
+            }
+            _ = try await engine.download(try testOptions(server.url("/gate2"), .file(sandbox.path("g"))))
+            #expect(server.requests("/hop").first?.header("Cookie") == "gate=open")
+            let last = try #require(server.requests("/final/f.bin").last)
+            #expect(last.header("Cookie") == nil, "\(String(describing: last.header("Cookie")))")
         }
     }
 
