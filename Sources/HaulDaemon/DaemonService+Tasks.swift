@@ -59,7 +59,9 @@ extension DaemonService {
         try Self.refuse(caller, setsCommand: requests.contains { $0.spec.completionCommand != nil })
         try await check(requests, in: name)
         // Checked before the session is created, so that a refused addition leaves nothing behind.
-        let added = try await session(name, creating: true).add(requests)
+        // Adding a download that ended queues it again (`id=$(haul add URL) && haul wait $id` after the file was
+        // deleted downloads it again, instead of reporting the old finish).
+        let added = try await session(name, creating: true).add(requests, requeuesEnded: true)
         var result = AddTasks.Result(ids: added.map(\.id))
         if reply == "tasks" {
             let tasks = added.map(WireTask.init)

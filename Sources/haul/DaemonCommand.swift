@@ -18,7 +18,7 @@ struct DaemonCommand: AsyncParsableCommand {
 
             """ + HelpText.examples(
                 "haul daemon                                 # until Ctrl-C or SIGTERM",
-                "haul daemon --socket /tmp/haul.sock --verbose",
+                "haul daemon --socket \"$XDG_RUNTIME_DIR/haul-test.sock\" --verbose",
                 "haul daemon --web 7711                      # and the web dashboard",
                 "haul daemon --store postgres://haul@db/haul --node n1  # docs/fleet.md",
                 "haul daemon stop",

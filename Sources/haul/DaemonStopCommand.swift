@@ -8,7 +8,7 @@ struct DaemonStopCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stop",
         abstract: "Stop the running haul daemon; its downloads are saved and resume with the next daemon.",
-        discussion: HelpText.examples("haul daemon stop", "haul daemon stop --socket /tmp/haul.sock"))
+        discussion: HelpText.examples("haul daemon stop", "haul daemon stop --socket \"$XDG_RUNTIME_DIR/haul-test.sock\""))
 
     @Option(help: "The daemon's control socket (default: $HAUL_SOCKET, else $XDG_RUNTIME_DIR/haul/daemon.sock, else $HAUL_HOME/run/daemon.sock).")
     var socket: String?

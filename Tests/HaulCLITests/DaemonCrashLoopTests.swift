@@ -8,15 +8,18 @@ import Glibc
 #endif
 
 extension DaemonNeighbourTests {
-    /// Issue 10, a task that kills the daemon: a task that was running when two daemons in a row died is failed
-    /// instead of being resumed a third time. The deaths are `kill -9` of daemon subprocesses while a throttled
-    /// download runs; a SIGTERM in between is an orderly stop, which does not count.
+    /// Issue 10, a task that kills the daemon: a task that was running when two daemons in a row died without it
+    /// getting further is failed instead of being resumed a third time. The deaths are `kill -9` of daemon
+    /// subprocesses while a download waits for bytes that do not come; a SIGTERM in between is an orderly stop, and a
+    /// run that saved progress is one that got somewhere: neither counts.
     @Suite(.serialized) struct DaemonCrashLoopTests {
-        static let message = "the daemon stopped twice while running this task; it was not resumed a third time"
+        static let message = "the daemon stopped twice while running this task without getting further; it was not resumed a third time (resume it to try again)"
 
-        func serve(_ server: TestServer, _ path: String, _ body: [UInt8], rate: Int?) {
+        /// Serves `body` at `rate`, or (`stalled`) its head and then nothing: the download makes no progress.
+        func serve(_ server: TestServer, _ path: String, _ body: [UInt8], rate: Int?, stalled: Bool = false) {
             var resource = Resource(body: body, etag: "\"crash-v1\"")
             resource.faults.throttleBytesPerSecond = rate
+            if stalled { resource.faults.stallAfterBytes = 0 }
             server.serve(path, resource)
         }
 
@@ -43,9 +46,9 @@ extension DaemonNeighbourTests {
 
         @Test func aTaskRunningWhenTwoDaemonsInARowDiedIsFailedNotResumedAThirdTime() async throws {
             try await withTestServer { server in
-                // 2 MiB at 64 KiB/s: 32 s, so every daemon dies mid-download.
+                // Its head, then no byte: every daemon dies with the download where it was.
                 let source = TestData.bytes(2 << 20, seed: 601)
-                serve(server, "/crash.bin", source, rate: 64 << 10)
+                serve(server, "/crash.bin", source, rate: nil, stalled: true)
                 try await Sandbox.with { box in
                     let first = try await startDaemon(box)
                     let added = try await box.run(["add", server.url("/crash.bin"), "-o", "crash.bin", "--segments", "1", "--no-autostart"])
@@ -80,10 +83,39 @@ extension DaemonNeighbourTests {
             }
         }
 
+        /// Two deaths in a row, but the download saved progress in between (a slow, healthy download killed twice):
+        /// it is resumed again, and finishes.
+        @Test func progressBetweenTwoDeathsStartsTheCountAgain() async throws {
+            try await withTestServer { server in
+                let source = TestData.bytes(2 << 20, seed: 603)
+                serve(server, "/moving.bin", source, rate: 64 << 10)
+                try await Sandbox.with { box in
+                    let first = try await startDaemon(box)
+                    let added = try await box.run(["add", server.url("/moving.bin"), "-o", "moving.bin", "--segments", "1", "--no-autostart"])
+                    let id = try #require(added.stdoutLines.first, "add: \(added.stderr)")
+                    try await waitForRequest(server, "/moving.bin", count: 1, first)
+                    try await kill9(first)
+                    let second = try await startDaemon(box)
+                    try await waitForRequest(server, "/moving.bin", count: 2, second)
+                    // The second run gets somewhere: its progress is saved (bytes past where the first stopped).
+                    let before = (try await task(box, id)?["bytes"] as? Int) ?? 0
+                    try await eventuallyAsync("progress saved", timeout: .seconds(60), step: .milliseconds(200)) {
+                        ((try await task(box, id)?["bytes"] as? Int) ?? 0) > before + 4 * 65_536
+                    }
+                    try await kill9(second)
+                    serve(server, "/moving.bin", source, rate: nil)
+                    _ = try await startDaemon(box)
+                    let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                    #expect(waited.exitCode == 0, "wait: \(waited.stderr)")
+                    #expect(contentMismatch(box.path("moving.bin"), expected: source) == nil)
+                }
+            }
+        }
+
         @Test func anOrderlyStopBetweenTwoDeathsStartsTheCountAgain() async throws {
             try await withTestServer { server in
                 let source = TestData.bytes(2 << 20, seed: 602)
-                serve(server, "/steady.bin", source, rate: 64 << 10)
+                serve(server, "/steady.bin", source, rate: nil, stalled: true)
                 try await Sandbox.with { box in
                     let first = try await startDaemon(box)
                     let added = try await box.run(["add", server.url("/steady.bin"), "-o", "steady.bin", "--segments", "1", "--no-autostart"])

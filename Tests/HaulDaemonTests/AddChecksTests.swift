@@ -51,4 +51,46 @@ import Testing
         }
         try await server.shutdown()
     }
+
+    /// A task that ended, added again, is queued again: its finished file still complete is found so without a request;
+    /// deleted or replaced since, it is downloaded again; a failed one is tried again. Its id stays the same.
+    @Test func anEndedTaskAddedAgainIsQueuedAgain() async throws {
+        let server = try await TestServer.start()
+        let body = TestData.bytes(100_000, seed: 172)
+        server.serve("/c.bin", Resource(body: body, etag: "\"c\""))
+        try await InProcessDaemon.with { daemon in
+            let client = daemon.connect()
+            let path = daemon.work + "/c.bin"
+            let task: JSONValue = ["url": .string(server.url("/c.bin")), "path": .string(path), "id": "c"]
+            func state() async throws -> String? {
+                try await client.result("tasks.list", ["session": "default"])["tasks"]?.arrayValue?.first?["state"]?.stringValue
+            }
+            func addAndWait(_ expected: String) async throws {
+                let added = try await client.result("tasks.add", ["session": "default", "tasks": [task]])
+                #expect(added["ids"] == ["c"], "\(added)")
+                try await waitUntil("the task ends \(expected)") { try await state() == expected }
+            }
+            try await addAndWait("finished")
+            #expect(server.requests("/c.bin").count == 1)
+            // Still there: found complete, nothing asked.
+            try await addAndWait("finished")
+            #expect(server.requests("/c.bin").count == 1)
+            // Deleted: downloaded again.
+            try FileManager.default.removeItem(atPath: path)
+            try await addAndWait("finished")
+            #expect(FileManager.default.contents(atPath: path).map(Array.init) == body)
+            #expect(server.requests("/c.bin").count == 2)
+            // Failed (the server answers 404 for a while), then added again once it serves the file.
+            try FileManager.default.removeItem(atPath: path)
+            var missing = Resource(body: body, etag: "\"c\"")
+            missing.faults.statusForFirstRequests = (404, 100, nil)
+            server.serve("/c.bin", missing)
+            try await addAndWait("failed")
+            server.serve("/c.bin", Resource(body: body, etag: "\"c\""))
+            try await addAndWait("finished")
+            #expect(FileManager.default.contents(atPath: path).map(Array.init) == body)
+            #expect(try await client.result("tasks.list", ["session": "default"])["tasks"]?.arrayValue?.count == 1)
+        }
+        try await server.shutdown()
+    }
 }

@@ -46,9 +46,13 @@ package struct DaemonLocation: Equatable, Sendable {
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
+            let shown = String(info.st_mode & 0o7777, radix: 8)
+            // A folder others may write (such as /tmp) is shared by design: never advise to close it.
+            let advice = mode & 0o022 != 0 || info.st_mode & S_ISVTX != 0
+                ? "put the socket in a folder only you can enter, such as the default under HAUL_HOME or $XDG_RUNTIME_DIR"
+                : "run `chmod 700 \(directory)`, or put the socket in a folder only you can enter"
             throw HaulError(
-                .usage,
-                "the socket directory \(directory) is open to other users (mode \(String(info.st_mode & 0o7777, radix: 8))); run `chmod 700 \(directory)`",
+                .usage, "the socket directory \(directory) is open to other users (mode \(shown)); \(advice)",
                 reason: .unusableSocketPath(socketPath))
         }
     }

@@ -121,8 +121,12 @@ extension LocalSession {
     private func saveProgress(_ id: String, _ progress: DownloadProgress) {
         let file = startedFile(id)
         let previous = progressSaves[id]
+        // The first progress of this run: the task got somewhere, so the starts counted against it (a process that
+        // died while running it) begin again from this one; only starts that die without progress add up.
+        let firstOfRun = previous == nil
         progressSaves[id] = Task {
             await previous?.value
+            if firstOfRun { try? await self.store.clearStarts(ids: [id]) }
             // Progress only: not waited for again when the store is out of reach.
             _ = await self.write(for: id, retrying: false) { lease in
                 try await self.store.update(id: id, lease: lease) {
@@ -235,7 +239,12 @@ extension LocalSession {
 
     func setState(_ id: String, _ state: TaskState, lease: TaskLease? = nil) async throws {
         guard let old = try await store.task(id: id)?.state, old != state else { return }
-        if let stored = try await store.update(id: id, lease: lease, { $0.state = state }) { noteStored(stored) }
+        // Queued again (resumed): the failure it ended with last time is not its state any more.
+        let clearsError = state == .waiting
+        if let stored = try await store.update(id: id, lease: lease, {
+            $0.state = state
+            if clearsError { $0.record(nil) }
+        }) { noteStored(stored) }
         emit(.stateChanged(id: id, from: old, to: state))
     }
 
@@ -243,7 +252,7 @@ extension LocalSession {
     /// they are not resumed again (a person can still resume them).
     func failTasksThatStoppedTheProcess(_ ids: [String]) async {
         let who = journaling ? "the daemon" : "haul"
-        let message = "\(who) stopped twice while running this task; it was not resumed a third time"
+        let message = "\(who) stopped twice while running this task without getting further; it was not resumed a third time (resume it to try again)"
         try? await store.clearStarts(ids: ids)
         for id in ids {
             await conclude(id, .failed) {

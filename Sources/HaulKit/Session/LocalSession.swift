@@ -131,14 +131,39 @@ package actor LocalSession: SessionBackend {
 
     // MARK: Adding and controlling tasks
 
-    /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they are.
+    /// Adds downloads in one transaction; existing tasks (same id, or same URL and destination) are returned as they
+    /// are, or with `requeuesEnded`, queued again when they ended (finished, failed or cancelled), as running the same
+    /// `haul get` again takes a download up again: the download then finds a finished file still complete without a
+    /// request, and fetches one deleted or replaced since.
     package func add(_ requests: [DownloadRequest]) async throws -> [TaskSnapshot] {
-        let results = try await store.add(requests.map(anchored))
+        try await add(requests, requeuesEnded: false)
+    }
+
+    /// ``add(_:)``; with `requeuesEnded`, ended tasks added again are queued again (see the type's `add`).
+    package func add(_ requests: [DownloadRequest], requeuesEnded: Bool) async throws -> [TaskSnapshot] {
+        var results = try await store.add(requests.map(anchored))
         for (task, created) in results where created {
             noteStored(task)
             emit(.added(snapshot(of: task)))
         }
-        if results.contains(where: \.created) { Task { await self.schedule() } }
+        let ended: Set<TaskState> = [.finished, .failed, .cancelled]
+        let again = requeuesEnded ? results.filter { !$0.created && ended.contains($0.task.state) }.map(\.task) : []
+        if !again.isEmpty {
+            let queued = try await store.updateAll(ids: again.map(\.id)) { task in
+                guard ended.contains(task.state) else { return }
+                task.state = .waiting
+                task.record(nil)
+            }
+            var byID: [String: StoredTask] = [:]
+            for task in queued { byID[task.id] = task }
+            for old in again {
+                guard let task = byID[old.id], task.state == .waiting else { continue }
+                noteStored(task)
+                emit(.stateChanged(id: task.id, from: old.state, to: .waiting))
+            }
+            results = results.map { (byID[$0.task.id] ?? $0.task, $0.created) }
+        }
+        if results.contains(where: \.created) || !again.isEmpty { Task { await self.schedule() } }
         return results.map { snapshot(of: $0.task) }
     }
 

@@ -226,6 +226,16 @@ func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () a
             #expect(lines.contains("missing failed"))
             #expect(lines.contains("ok finished \(sandbox.path("ok"))"))
             #expect(callbacks.ids.sorted() == ["missing", "ok"])
+            // Resumed once the file is there: its old failure is not shown while it runs again, nor after.
+            var slow = Resource(body: TestData.bytes(400_000, seed: 12), etag: "\"m\"")
+            slow.faults.throttleBytesPerSecond = 200_000
+            server.serve("/missing", slow)
+            try await session.resume(["missing"])
+            let resumed = try #require(try await session.task("missing"))
+            #expect(resumed.state != .failed && resumed.error == nil, "\(resumed)")
+            await session.waitUntilIdle()
+            let finished = try #require(try await session.task("missing"))
+            #expect(finished.state == .finished && finished.error == nil, "\(finished)")
             await session.close()
         }
     }
