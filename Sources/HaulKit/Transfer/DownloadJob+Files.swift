@@ -29,15 +29,27 @@ extension DownloadJob {
         case .standardOutput:
             throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
         case .file(let path):
-            let saved = fresh(path)
-            let created = try await BlockingIO.run { () throws(HaulError) -> Result<PartialFile, HaulError> in
+            let planned = fresh(path)
+            let created = try await BlockingIO.run { () throws(HaulError) -> FreshPartial in
+                var saved = planned
+                // Another user's file at the partial file's name (a download of theirs into a folder both may write)
+                // is theirs: left alone, and this download's bytes go to a name of this user's own.
+                if let found = folder.status(Self.name(saved.partialPath)), !found.isOwnedByThisUser {
+                    saved.partialPath = path + ".\(geteuid()).haul-part"
+                }
                 try store.saveFirst(saved, choice: nil)
                 // The destination's lock is held and no record names this partial file: whatever is at its name
                 // (a stale partial of another program or run, a planted link) is foreign. Start from empty.
-                return Result { () throws(HaulError) in try folder.createFresh(Self.name(saved.partialPath)) }
+                let partial = Self.name(saved.partialPath)
+                do throws(HaulError) {
+                    return FreshPartial(record: saved, file: try folder.createFresh(partial), failure: nil)
+                } catch {
+                    return FreshPartial(record: saved, file: nil, failure: error)
+                }
             }
-            record = saved
-            file = try created.get()
+            record = created.record
+            if let failure = created.failure { throw failure }
+            file = created.file
         case .directory(let directory):
             let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
             let choice = directoryChoice
@@ -62,6 +74,13 @@ extension DownloadJob {
             }
             throw HaulError(.fileSystem, "another program keeps creating files in \(folder.path) under the names Haul chooses; stop it or choose another folder")
         }
+    }
+
+    /// A `-o` download's record, saved, and its partial file created (or why not).
+    private struct FreshPartial: Sendable {
+        var record: TransferRecord
+        var file: PartialFile?
+        var failure: HaulError?
     }
 
     /// What one try at a `--dir` download's free name came to.

@@ -41,6 +41,25 @@ import Testing
         }
     }
 
+    /// Another user's file at the partial file's name (their download into a folder both may write): left as it is,
+    /// theirs; this download writes a partial file of its own and publishes exactly the server's bytes.
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a file to another user"))
+    func anotherUsersPartialIsLeftAlone() async throws {
+        try await withHarness { server, engine, sandbox in
+            let body = Self.body(150_000, seed: 3), theirs = Self.body(90_000, seed: 4)
+            server.serve("/n", Resource(body: body, etag: "\"n\""))
+            sandbox.write(theirs, to: "n.bin.haul-part")
+            #expect(chown(sandbox.path("n.bin.haul-part"), 65534, 65534) == 0)
+            let result = try await engine.download(try testOptions(server.url("/n"), .file(sandbox.path("n.bin"))))
+            #expect(result.bytes == Int64(body.count))
+            let published = sandbox.contents("n.bin") == body, kept = sandbox.contents("n.bin.haul-part") == theirs
+            #expect(published && kept)
+            var info = stat()
+            #expect(lstat(sandbox.path("n.bin.haul-part"), &info) == 0 && info.st_uid == 65534)
+            #expect(sandbox.listing() == ["n.bin", "n.bin.haul-part"], "nothing of this download is left over")
+        }
+    }
+
     @Test func aLinkOrHardLinkAtThePartialPathIsReplacedNeverWrittenThrough() async throws {
         try await withHarness { server, engine, sandbox in
             let body = Self.body(120_000, seed: 1)
