@@ -140,7 +140,7 @@ struct DaemonCommand: AsyncParsableCommand {
         @Sendable func stopIfAsked(_ state: inout Stopping) {
             if state.requested, let server = state.server, state.task == nil { state.task = Task { await server.shutdown() } }
         }
-        let signals = SignalForwarder {
+        let signals = SignalForwarder(signals: [SIGINT, SIGTERM]) {
             stopping.withLockedValue { state in
                 state.requested = true
                 stopIfAsked(&state)

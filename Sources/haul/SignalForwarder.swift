@@ -1,14 +1,16 @@
 import Dispatch
 import Foundation
 
-/// Turns the first SIGINT or SIGTERM into a clean stop (`onSignal`); a second one exits at once.
+/// Turns the first SIGINT, SIGTERM or SIGHUP (the terminal closed) into a clean stop (`onSignal`): the state is saved,
+/// and the same command resumes; a second one exits at once.
 final class SignalForwarder: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
 
-    init(onSignal: @escaping @Sendable () -> Void) {
+    /// `signals`: the daemon, its own session, leaves SIGHUP alone (it is no terminal's).
+    init(signals: [Int32] = [SIGINT, SIGTERM, SIGHUP], onSignal: @escaping @Sendable () -> Void) {
         let queue = DispatchQueue(label: "haul.signals")
         let count = SignalCount()
-        for number in [SIGINT, SIGTERM] {
+        for number in signals {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {

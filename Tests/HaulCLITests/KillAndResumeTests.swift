@@ -75,7 +75,10 @@ import Glibc
         }
     }
 
-    @Test func sigintPausesWithExit130AndSameCommandFinishes() async throws {
+    /// Ctrl-C, a `kill`, or the terminal closing (SIGHUP, which ended the process without a save before): the same
+    /// clean pause.
+    @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
+    func aSignalPausesWithExit130AndSameCommandFinishes(_ number: Int32) async throws {
         try await withTestServer { server in
             let source = TestData.bytes(Self.size, seed: 202)
             serve(server, source, etag: Self.etag)
@@ -83,9 +86,9 @@ import Glibc
                 let destination = box.path("file.bin"), partial = destination + ".haul-part"
                 let args = ["get", server.url("/file.bin"), "-o", destination, "--quiet"]
                 let first = try box.start(args)
-                try await signalWhen(first, SIGINT, "the partial file holds ≥ 1 MiB") { (fileSize(partial) ?? 0) >= 1 << 20 }
+                try await signalWhen(first, number, "the partial file holds ≥ 1 MiB") { (fileSize(partial) ?? 0) >= 1 << 20 }
                 let paused = try await first.wait(timeout: .seconds(10))
-                #expect(paused.exitCode == 130 && !paused.signalled, "SIGINT must exit 130: \(paused)")
+                #expect(paused.exitCode == 130 && !paused.signalled, "signal \(number) must exit 130: \(paused)")
                 #expect(paused.stderr.contains("paused at"), "stderr: \(paused.stderr)")
                 #expect(paused.stderr.contains("run the same command again"), "stderr: \(paused.stderr)")
                 #expect(!fileExists(destination))
