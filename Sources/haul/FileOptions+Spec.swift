@@ -118,8 +118,9 @@ extension FileOptions {
         return fields
     }
 
-    /// Where `url` is saved: -o (under --dir when relative), standard output, or the folder; with -N a file
-    /// named as the server's URL names it, which -N compares.
+    /// Where `url` is saved: -o (under --dir when relative), standard output, or the folder; with -N or --continue
+    /// a file named as the server's URL names it, which -N compares and --continue continues (as wget -N, wget -c
+    /// and curl -C - -O name it).
     private func destination(for url: URL, entry: InputList.Entry) throws -> DownloadSpec.Destination {
         let folder = entry.directory ?? directory
         if let output = entry.output ?? output {
@@ -133,8 +134,8 @@ extension FileOptions {
             }
             return .file(absolutePath(output))
         }
-        if timestamping {
-            // wget -N compares the file the URL names.
+        if timestamping || continuesPartial {
+            // wget -N compares, and wget -c continues, the file the URL names.
             return .file(absolutePath((folder ?? ".") + "/" + FileNaming.suggestedName(contentDisposition: nil, finalURL: url)))
         }
         return .directory(absolutePath(folder ?? "."))
@@ -144,9 +145,6 @@ extension FileOptions {
     /// value before any network or file activity; a flag left at its default leaves the spec's member unset.
     func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
         let parsedURL = try UserInput.url(entry.url)
-        if continuesPartial, output == nil, entry.output == nil {
-            throw InputError("--continue (-C -) needs -o PATH: the partial file to continue (haul resumes its own interrupted downloads without it)")
-        }
         let destination = try destination(for: parsedURL, entry: entry)
         if timestamping, destination == .standardOutput { throw InputError("-N compares a file; it cannot write to standard output") }
         if continuesPartial, destination == .standardOutput { throw InputError("--continue needs a file; standard output cannot be resumed") }

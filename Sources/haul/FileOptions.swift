@@ -196,7 +196,7 @@ struct FileOptions: ParsableArguments {
         }
         if urls > 1, checksum != nil { throw InputError("--checksum checks one file; give one URL (or checksum= lines in an -i list)") }
         if urls > 1, output != nil { throw InputError("-o names one file; use --dir DIR with several URLs (or out= lines in an -i list)") }
-        if urls > 1, continuesPartial { throw InputError("--continue works with one URL and -o") }
+        if urls > 1, continuesPartial { throw InputError("--continue continues one file; give one URL (haul resumes its own interrupted downloads without it)") }
     }
 
     /// `--continue`, or curl's `-C -`.

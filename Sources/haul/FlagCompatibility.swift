@@ -47,6 +47,7 @@ enum FlagCompatibility {
 
     private static let crawling = "haul fetches the URLs it is given and does not crawl links; list them in a file and pass -i FILE"
     private static let credentialsTogether = "give the user and password together: -u USER:PASSWORD (or --netrc)"
+    private static let cookieJar = "haul writes no cookie jar (curl's -c FILE, wget's --save-cookies); its -c is --continue, as in wget and aria2c. Cookies a redirect sets go with that download's next hops"
     private static let noClobber = "haul never replaces a file it did not write: an existing name gets a numbered copy (NAME (1).EXT) and a rerun finds its own finished files complete; drop -nc, or use -N to fetch only newer files"
     private static let wgetCommands = "haul's -e is curl's --referer, and wget's -e COMMAND is not read: for http_proxy= or https_proxy= use --proxy URL (or the environment variable), and robots=off needs nothing (haul does not crawl)"
 
@@ -91,7 +92,7 @@ enum FlagCompatibility {
         "--password": credentialsTogether, "--http-user": credentialsTogether, "--http-password": credentialsTogether,
         "--proxy-password": "put the user and password in the proxy's URL: --proxy http://user:password@host:port",
         "-nc": noClobber, "--no-clobber": noClobber,
-        "--execute": wgetCommands,
+        "--execute": wgetCommands, "--cookie-jar": cookieJar, "--save-cookies": cookieJar,
         "--no-proxy": "use --noproxy '*' to reach every host directly, or --noproxy HOST,… for some",
         "--max-download-limit": "use --limit-rate RATE",
         "--max-overall-download-limit": "use --limit-rate RATE (with several URLs it caps them all together)",
@@ -109,6 +110,10 @@ enum FlagCompatibility {
             if token == "--" {
                 result += arguments[(index - 1)...]
                 break
+            }
+            if token == "-c", index < arguments.count, !arguments[index].hasPrefix("-"), !arguments[index].contains("://") {
+                // curl's `-c jar.txt`: a file name where haul's `-c` (a flag) is followed by a URL or an option.
+                return .refused("-c FILE: \(cookieJar)")
             }
             if valueOptions.contains(token) {
                 if token == "-e", index < arguments.count, isWgetCommand(arguments[index]) {

@@ -55,6 +55,28 @@ import Glibc
         }
     }
 
+    /// `wget -c URL` and `curl -C - -O URL`: without -o, the file the URL names is the one continued; curl's
+    /// `-c jar.txt` (a cookie jar to write) is refused in one line, never taken for a URL.
+    @Test func continueWithoutDashOContinuesTheFileTheURLNames() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(400_000, seed: 252)
+            server.serve("/dl/w.bin", Resource(body: body, etag: "\"w\""))
+            try await Sandbox.with { box in
+                for (index, arguments) in [["-c"], ["-C", "-", "-O"]].enumerated() {
+                    try? FileManager.default.removeItem(atPath: box.path("w.bin"))
+                    try writeBytes(Array(body.prefix(150_000)), to: box.path("w.bin"))
+                    let before = server.requests("/dl/w.bin").count
+                    let result = try await box.run(["get"] + arguments + [server.url("/dl/w.bin")])
+                    #expect(result.exitCode == 0, "\(arguments): \(result.stderr)")
+                    #expect(contentMismatch(box.path("w.bin"), expected: body) == nil, "\(arguments)")
+                    #expect(server.requests("/dl/w.bin").dropFirst(before).allSatisfy { $0.header("Range") != nil }, "round \(index): the bytes held were fetched again")
+                }
+                let jar = try await box.run(["get", "-b", "jar.txt", "-c", "jar.txt", server.url("/dl/w.bin")])
+                #expect(jar.exitCode == 2 && jar.stderrLines.count == 1 && jar.stderr.contains("no cookie jar"), "\(jar.stderr)")
+            }
+        }
+    }
+
     @Test func wgetsTriesCountTheFirstAttempt() async throws {
         try await withTestServer { server in
             server.route("/busy") { _ in .text(503, "busy") }
