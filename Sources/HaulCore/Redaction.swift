@@ -88,7 +88,7 @@ package enum Redaction {
     /// digits, a host and port followed by an `@` in the path. Then everything up to that last `@` is masked, which
     /// may hide more than the password (`http://host:8080/@scope`) but not less. One password is still read as
     /// every URL parser reads it: digits, then `?` or `#` (`u:80?x@h` is host `u`, port 80 and a query).
-    static func userinfoEnd(_ url: Substring) -> Substring.Index? {
+    package static func userinfoEnd(_ url: Substring) -> Substring.Index? {
         let authorityEnd = url.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
         let authority = url[..<authorityEnd]
         let at = authority.lastIndex(of: "@")

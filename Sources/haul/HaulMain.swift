@@ -13,7 +13,10 @@ struct HaulMain {
     /// Off the main actor, as a command's `run()` is: the command parsed here is the one that runs.
     nonisolated static func runCommandLine() async {
         let arguments: [String]
-        switch FlagCompatibility.rewrite(Array(CommandLine.arguments.dropFirst())) {
+        let given = Array(CommandLine.arguments.dropFirst())
+        // Read: from now on other users' `ps` sees no password, token or credential header in them.
+        ArgumentSecrets.blank()
+        switch FlagCompatibility.rewrite(given) {
         case .arguments(let rewritten):
             arguments = rewritten
         case .refused(let line):
