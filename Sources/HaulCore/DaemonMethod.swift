@@ -45,6 +45,6 @@ package enum DaemonCaller: Sendable, Equatable {
     public func commandRefusal(setsCommand: Bool) -> String? {
         guard setsCommand, !maySetCommands else { return nil }
         return "a completion command cannot be set through the web dashboard: it would run as the daemon's user; "
-            + "set it with haul add --on-complete or haul session --on-complete, or start the daemon with --web-allow-commands"
+            + "set it with haul add --on-complete or haul session set --on-complete, or start the daemon with --web-allow-commands"
     }
 }
