@@ -279,8 +279,14 @@ import Glibc
                 #expect(ContinuousClock.now - start >= .milliseconds(900), "300 KiB at 200 KiB/s takes over a second")
                 #expect(contentMismatch(box.path("o2.bin"), expected: source) == nil, "--overwrite replaced the file")
 
-                let bad = try await box.run(["add", server.url("/o.bin"), "--continue", "--no-autostart"])
-                #expect(bad.exitCode == 2 && bad.stderrLines.count == 1, "--continue without -o: \(bad)")
+                // --continue without -o continues the file the URL names, as wget -c does.
+                try writeBytes(Array(source.prefix(100_000)), to: box.path("o.bin"))
+                let before = server.requests("/o.bin").count
+                let continued = try await box.run(["add", server.url("/o.bin"), "--continue", "--no-autostart"])
+                let third = try #require(continued.stdoutLines.first, "--continue without -o: \(continued)")
+                #expect(try await box.run(["wait", third, "--no-autostart"]).exitCode == 0)
+                #expect(contentMismatch(box.path("o.bin"), expected: source) == nil)
+                #expect(server.requests("/o.bin").dropFirst(before).allSatisfy { $0.header("Range") != nil }, "the bytes held were kept")
             }
         }
     }

@@ -122,11 +122,11 @@ extension LocalSession {
         let file = startedFile(id)
         let previous = progressSaves[id]
         // The first progress of this run: the task got somewhere, so the starts counted against it (a process that
-        // died while running it) begin again from this one; only starts that die without progress add up.
-        let firstOfRun = previous == nil
+        // died while running it) begin again from this one; only starts that die without progress add up. (A fleet
+        // counts its nodes' deaths by their claims, and leaves its count as it is.)
+        let clearsStarts = previous == nil && shared == nil
         progressSaves[id] = Task {
             await previous?.value
-            if firstOfRun { try? await self.store.clearStarts(ids: [id]) }
             // Progress only: not waited for again when the store is out of reach.
             _ = await self.write(for: id, retrying: false) { lease in
                 try await self.store.update(id: id, lease: lease) {
@@ -134,6 +134,7 @@ extension LocalSession {
                     $0.total = progress.total ?? file?.total ?? $0.total
                     $0.filePath = file?.path ?? $0.filePath
                 }
+                if clearsStarts { try await self.store.clearStarts(ids: [id]) }
             }
         }
     }
