@@ -6,7 +6,9 @@ import struct Foundation.URL
 extension Cookie {
     /// What a `Set-Cookie` value said: a cookie to keep, or one to forget (expired: `Max-Age=0`, an `Expires` past).
     public enum Setting: Equatable, Sendable {
+        /// A cookie to send where it matches (replacing one of the same name, domain and path).
         case keep(Cookie)
+        /// A cookie to remove (its name, domain and path), as `Max-Age=0` or a past `Expires` asks.
         case forget(Cookie)
     }
 
