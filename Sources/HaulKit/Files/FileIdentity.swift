@@ -6,9 +6,11 @@ import Musl
 import Darwin
 #endif
 
-/// Which file a name leads to, over time: `DEVICE:INODE`, and its birth time where the file system keeps one. An
+/// Which file a name leads to, over time: its inode number, and its birth time where the file system keeps one. An
 /// inode number alone comes back: a file deleted and another created at its name often gets the same number at once,
-/// and only the birth time tells the two apart (ext4, XFS, Btrfs, tmpfs; APFS on Apple's systems).
+/// and only the birth time tells the two apart (ext4, XFS, Btrfs, tmpfs; APFS on Apple's systems). The device is left
+/// out: the same file on shared storage has another device number on each machine of a fleet (NFS keeps inode
+/// numbers), and a record names a file at one path, in one folder.
 enum FileIdentity {
     /// The identity of `name` in the folder open as `folder` (not following a link), or of the open file `fd` when
     /// `name` is `nil`; `nil` when there is nothing there.
@@ -16,7 +18,7 @@ enum FileIdentity {
         var info = stat()
         let found = name.map { fstatat(folder, $0, &info, AT_SYMLINK_NOFOLLOW) } ?? fstat(folder, &info)
         guard found == 0 else { return nil }
-        let base = "\(UInt64(info.st_dev)):\(UInt64(info.st_ino))"
+        let base = "\(UInt64(info.st_ino))"
         #if canImport(Darwin)
         return base + ":\(info.st_birthtimespec.tv_sec).\(info.st_birthtimespec.tv_nsec)"
         #elseif os(Linux)

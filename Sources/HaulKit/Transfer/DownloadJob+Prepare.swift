@@ -113,9 +113,10 @@ extension DownloadJob {
 
     /// Whether `found` can be the file `saved` describes: a regular file of this user's, and the very file the record
     /// names when it names one (a rename keeps it; a file put in its place by anyone, or by another user's hand, is
-    /// not it, whatever its size).
+    /// not it, whatever its size). In a fleet, whose nodes may run as other users of other machines on shared
+    /// storage, the record's file alone decides.
     func isTheFile(_ found: FileStatus, at path: String, of saved: TransferRecord) -> Bool {
-        guard found.isRegular, found.isOwnedByThisUser else { return false }
+        guard found.isRegular, found.isOwnedByThisUser || options.leaseGate != nil else { return false }
         guard let fileID = saved.fileID else { return true }
         return folder?.identity(Self.name(path)) == fileID
     }
