@@ -13,6 +13,15 @@ struct DaemonClientOptions: ParsableArguments {
     @Option(help: "The daemon session to use.")
     var session = "default"
 
+    /// A session name the daemon would refuse is refused here, before anything is sent (exit 2).
+    func validate() throws {
+        do {
+            try SessionFolder.validate(identifier: session)
+        } catch {
+            throw InputError("--session: \(error.message)")
+        }
+    }
+
     /// Connects (starting a daemon unless --no-autostart); on failure prints one line and exits.
     func connect() async throws -> DaemonConnection {
         let environment = ProcessInfo.processInfo.environment

@@ -61,6 +61,14 @@ import Testing
         #expect(Self.refusal(AddCommand.self, ["http://127.0.0.1:9/f", "--min-split-size", text]) == "--min-split-size: \(expected)")
     }
 
+    /// A session name the daemon would refuse is refused before anything is sent, in one line naming the option.
+    @Test(arguments: ["..", ".hidden", "a/b", "", String(repeating: "s", count: 101)])
+    func aSessionNameTheDaemonWouldRefuseIsRefusedHere(_ name: String) {
+        let refusal = Self.refusal(AddCommand.self, ["http://127.0.0.1:9/f", "--session", name, "--no-autostart"])
+        #expect(refusal?.hasPrefix("--session: session identifier") == true, "\(String(describing: refusal))")
+        #expect(refusal?.contains("not starting with '.'") == true)
+    }
+
     /// Any number of K, M, G or T in any of the suffixes the tools write, in any letter case, is that many bytes.
     @Test func everyUnitAndSuffixMeansItsBytes() async {
         let suffixes = ["", "b", "ib", "/s", "b/s", "ib/s"]

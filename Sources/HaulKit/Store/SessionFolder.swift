@@ -8,7 +8,7 @@ package enum SessionFolder {
         guard !identifier.isEmpty, identifier.count <= 100,
               identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }),
               !identifier.hasPrefix(".") else {
-            throw HaulError(.usage, "session identifier \"\(identifier)\" must be letters, digits, '.', '_' or '-'")
+            throw HaulError(.usage, "session identifier \"\(identifier.prefix(100))\" must be letters, digits, '.', '_' or '-' (1 to 100 of them, not starting with '.')")
         }
     }
 
