@@ -69,7 +69,8 @@ enum NetrcFiles {
     }
 
     private static func checked(_ contents: NamedFileReader.Contents, _ path: String) throws -> String {
-        guard contents.permissions & 0o077 == 0 else {
+        // An empty file (or /dev/null, read as empty) holds no password: no advice about its mode.
+        guard contents.bytes.isEmpty || contents.permissions & 0o077 == 0 else {
             throw InputError("\(path) can be read by other users, so its passwords are not used; run chmod 600 \(path)")
         }
         return String(decoding: contents.bytes, as: UTF8.self)

@@ -250,6 +250,7 @@ import Glibc
                 #expect(v4.exitCode == 0, "\(v4.stderr)")
                 let v6 = try await box.run(["get", server.url("/f.bin"), "-o", "b.bin", "-6", "--retries", "0"])
                 #expect(v6.exitCode == 3 && v6.stderr.contains("-4 or -6"), "an IPv4 server over IPv6 only: \(v6.stderr)")
+                #expect(!v6.stderr.contains("after 0 retries"), "with --retries 0 nothing was given up: \(v6.stderr)")
                 #expect(!fileExists(box.path("b.bin")))
                 let both = try await box.run(["get", server.url("/f.bin"), "-o", "c.bin", "-4", "-6"])
                 #expect(both.exitCode == 2, "\(both.stderr)")

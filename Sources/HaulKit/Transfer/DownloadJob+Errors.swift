@@ -151,7 +151,9 @@ extension DownloadJob {
             let who = connection.map { "connection \($0) gave up" } ?? "gave up"
             // What to do next is the front end's to say (run the command again, resume the task), from the reason.
             let reason: FailureReason = heldBytes || connection != nil ? .retriesExhausted(retries: retries) : .unreachable(retries: retries)
-            return HaulError(failure.kind, "\(failure.reason) (\(who) after \(tries))", reason: reason)
+            // With retries turned off (--retries 0) there was nothing to give up on.
+            let said = retries == 0 ? (connection.map { " (connection \($0))" } ?? "") : " (\(who) after \(tries))"
+            return HaulError(failure.kind, "\(failure.reason)\(said)", reason: reason)
         case .endsAtSamePlace(let retries):
             return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries)",
                              reason: .endsAtSamePlace(retries: retries))

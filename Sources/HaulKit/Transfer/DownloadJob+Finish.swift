@@ -28,7 +28,7 @@ extension DownloadJob {
                 return hasher.hexDigest()
             }
             guard actual == digest.hex else {
-                throw discardMismatch(record, "\(record.destinationPath) does not have the digest the server announced (Repr-Digest \(digest.algorithm.rawValue):\(digest.hex.prefix(16))…, got …\(actual.prefix(16))); the download was discarded",
+                throw discardMismatch(record, "\(record.destinationPath) does not have the digest the server announced (\(digest.algorithm.rawValue) \(digest.hex.prefix(16))…, got \(actual.prefix(16))…); the download was discarded",
                                       reason: .checksumMismatch(path: record.destinationPath, expected: digest.description, actual: "\(digest.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
