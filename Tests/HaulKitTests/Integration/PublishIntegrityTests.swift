@@ -322,7 +322,7 @@ import Testing
             let error = await expectHaulError(.checksum) {
                 _ = try await engine.download(try testOptions(server.url("/bad"), .file(sandbox.path("bad"))))
             }
-            #expect(error?.message.contains("Repr-Digest") == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains("does not have the digest the server announced (sha256 ") == true, "\(error?.message ?? "")")
             #expect(!sandbox.exists("bad") && !sandbox.exists("bad.haul-part"))
 
             // A Content-Digest describes a 200's whole content: the file.
