@@ -27,7 +27,8 @@ package enum Redaction {
 
     /// A URL string as it may be shown: any userinfo and the value of every secret query (or fragment) parameter
     /// replaced by `***`; everything else is left exactly as it is (a string that does not parse is treated the
-    /// same way).
+    /// same way, and one without `://` to find an authority by, such as `user:pw@proxy:3128` or `http:/u:pw@host`,
+    /// has everything before its last `@` masked).
     public static func url(_ text: String) -> String {
         maskingQuery(maskingUserinfo(text), stoppingAt: { _ in false })
     }
@@ -59,7 +60,8 @@ package enum Redaction {
     private static func maskingUserinfo(_ text: String) -> String {
         // Most URLs have no userinfo: looked for byte by byte first, as this runs for every download (every
         // delimiter is ASCII).
-        guard text.utf8.contains(UInt8(ascii: "@")), let schemeEnd = text.firstRange(of: "://") else { return text }
+        guard let lastAt = text.utf8.lastIndex(of: UInt8(ascii: "@")) else { return text }
+        guard let schemeEnd = text.firstRange(of: "://") else { return mask + String(text[lastAt...]) }
         let afterScheme = text[schemeEnd.upperBound...]
         guard let at = userinfoEnd(afterScheme) else { return text }
         return String(text[..<schemeEnd.upperBound]) + mask + "@" + String(afterScheme[afterScheme.index(after: at)...])
@@ -150,13 +152,29 @@ package enum Redaction {
     /// too: OAuth's `#access_token=`): the value runs to the next `&` or `#`, or to the first character for which
     /// `isEnd` holds (the end of a URL inside text).
     private static func maskingQuery(_ text: String, stoppingAt isEnd: (Character) -> Bool) -> String {
-        guard text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else { return text }
+        let values = secretQueryValues(in: Substring(text), stoppingAt: isEnd)
+        guard !values.isEmpty else { return text }
         var result = ""
+        var shown = text.startIndex
+        for value in values {
+            result += text[shown..<value.lowerBound] + mask
+            shown = value.upperBound
+        }
+        return result + text[shown...]
+    }
+
+    /// Where the (non-empty) values of the secret parameters after a `?`, `#` or `&` in `text` are; a value runs to
+    /// the next `&` or `#`, or to the first character for which `isEnd` holds. What ``url(_:)`` and ``text(_:)`` mask,
+    /// for a caller that masks in place.
+    package static func secretQueryValues(
+        in text: Substring, stoppingAt isEnd: (Character) -> Bool = { _ in false }
+    ) -> [Range<Substring.Index>] {
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else { return [] }
+        var values: [Range<Substring.Index>] = []
         var inParameters = false
-        var rest = Substring(text)
+        var rest = text
         while let index = rest.firstIndex(where: { $0 == "?" || $0 == "#" || $0 == "&" || (inParameters && isEnd($0)) }) {
             let character = rest[index]
-            result += rest[...index]
             rest = rest[rest.index(after: index)...]
             if character == "?" || character == "#" {
                 inParameters = true
@@ -170,10 +188,10 @@ package enum Redaction {
             guard nameEnd < rest.endIndex, rest[nameEnd] == "=", isSecretQueryParameter(rest[..<nameEnd]) else { continue }
             let valueStart = rest.index(after: nameEnd)
             let valueEnd = rest[valueStart...].firstIndex { $0 == "&" || $0 == "#" || isEnd($0) } ?? rest.endIndex
-            result += rest[...nameEnd] + (valueStart == valueEnd ? "" : mask)
+            if valueStart < valueEnd { values.append(valueStart..<valueEnd) }
             rest = rest[valueEnd...]
         }
-        return result + rest
+        return values
     }
 }
 

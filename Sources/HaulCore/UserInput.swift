@@ -76,21 +76,14 @@ public enum UserInput {
             throw InputError("\"\(suggested.dropFirst("https://".count))\" has no scheme; did you mean \(suggested)?")
         }
         guard !trimmed.isEmpty, let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
-            throw InputError("\"\(shown(text))\" is not a valid URL")
+            throw InputError("\"\(Redaction.url(text))\" is not a valid URL")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw InputError("unsupported URL scheme \"\(scheme)\" in \(shown(text)); haul downloads http:// and https:// URLs")
+            throw InputError("unsupported URL scheme \"\(scheme)\" in \(Redaction.url(text)); haul downloads http:// and https:// URLs")
         }
-        guard let host = url.host, !host.isEmpty else { throw InputError("URL \"\(shown(text))\" has no host") }
+        guard let host = url.host, !host.isEmpty else { throw InputError("URL \"\(Redaction.url(text))\" has no host") }
         if let problem = URLCheck.problem(url) { throw InputError("\(problem) in \(Redaction.url(trimmed))") }
         return url
-    }
-
-    /// A URL as given, to quote in an error: its userinfo and secret parameters masked, also when it has no `://` to
-    /// find its authority by (`http:/user:pw@host`): then everything before its last `@` is masked.
-    static func shown(_ text: String) -> String {
-        guard !text.contains("://"), let at = text.lastIndex(of: "@") else { return Redaction.url(text) }
-        return Redaction.mask + Redaction.url(String(text[at...]))
     }
 
     /// A byte rate or size such as `500K`, `1.5M`, `2MiB`, `1G` or `65536` (K = 1024).

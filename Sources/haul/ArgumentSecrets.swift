@@ -56,26 +56,11 @@ enum ArgumentSecrets {
         if let scheme = text.range(of: "://") {
             let start = text.utf8.distance(from: text.utf8.startIndex, to: scheme.upperBound)
             let rest = Substring(String(decoding: bytes[start...], as: UTF8.self))
-            if let at = Redaction.userinfoEnd(rest) {
-                mask(start..<(start + rest.utf8.distance(from: rest.utf8.startIndex, to: at)))
-            }
-            maskSecretParameters(&bytes, from: start)
+            func offset(_ index: Substring.Index) -> Int { start + rest.utf8.distance(from: rest.utf8.startIndex, to: index) }
+            if let at = Redaction.userinfoEnd(rest) { mask(start..<offset(at)) }
+            for value in Redaction.secretQueryValues(in: rest) { mask(offset(value.lowerBound)..<offset(value.upperBound)) }
         }
         return bytes
-    }
-
-    /// Masks the value of each secret `NAME=VALUE` after the first `?` or `#` (and between `&`s) from `start` on.
-    private static func maskSecretParameters(_ bytes: inout [UInt8], from start: Int) {
-        guard let query = bytes[start...].firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else { return }
-        var index = query + 1
-        while index < bytes.count {
-            let end = bytes[index...].firstIndex(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "#") }) ?? bytes.count
-            if let equals = bytes[index..<end].firstIndex(of: UInt8(ascii: "=")),
-               Redaction.isSecretQueryParameter(Substring(String(decoding: bytes[index..<equals], as: UTF8.self))) {
-                for position in (equals + 1)..<end { bytes[position] = UInt8(ascii: "*") }
-            }
-            index = end + 1
-        }
     }
 }
 

@@ -104,6 +104,16 @@ import Testing
         }
     }
 
+    /// A URL without `://` to find its authority by (a proxy given as `user:pw@host:port`, `http:/u:pw@host`): all
+    /// before its last `@` is masked, wherever such a string is shown as a URL.
+    @Test(arguments: ["user:SEKRET@proxy:3128", "http:/u:SEKRET@host/x", "u:SEK/RET@host.example/x?sig=SEKRET"])
+    func aURLWithoutItsSchemeSeparatorStillHidesItsPassword(_ text: String) {
+        let shown = Redaction.url(text)
+        #expect(!shown.contains("SEKRET") && !shown.contains("RET"), "\(shown)")
+        #expect(shown.hasPrefix(Redaction.mask + "@"), "\(shown)")
+        #expect(Redaction.url(shown) == shown)
+    }
+
     @Test func anyTextIsRedactedWithoutTrappingAndOnlyOnce() async {
         let alphabet = Array("htps:/?&#=@ %\"'()xyzSIGsigTOKENtoken_-.\t\n")
         await propertyCheck(count: 500, input: Gen.element(of: alphabet).map { $0 ?? "x" }.string(of: 0...60)) { text in
