@@ -149,10 +149,9 @@ struct RequestSender: Sendable {
     func requestFields(for url: URL, plan: RequestPlan, extra: HTTPFields, received: [Cookie] = []) -> HTTPFields {
         let sameOrigin = userOrigin != nil && userOrigin == Origin(url)
         var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
-        let now = Int64(Date().timeIntervalSince1970)
-        let own = sameOrigin && !cookies.isEmpty ? Cookie.header(for: url, from: cookies, now: now) : nil
-        let set = received.isEmpty ? nil : Cookie.header(for: url, from: received, now: now)
-        if let cookie = [own, set].compactMap({ $0 }).joined(separator: "; ").nilIfEmpty {
+        // One jar for the request, as RFC 6265 §5.4 orders it: the user's (their origin only) and the redirects'.
+        let candidates = (sameOrigin ? cookies : []) + received
+        if !candidates.isEmpty, let cookie = Cookie.header(for: url, from: candidates, now: Int64(Date().timeIntervalSince1970)) {
             if let given = fields.combined("cookie") {
                 fields.remove("cookie")
                 fields.append("Cookie", given + "; " + cookie)
@@ -190,8 +189,4 @@ struct RequestSender: Sendable {
             }
         } catch {}
     }
-}
-
-private extension String {
-    var nilIfEmpty: String? { isEmpty ? nil : self }
 }
