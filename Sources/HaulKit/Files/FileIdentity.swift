@@ -12,12 +12,10 @@ import Darwin
 /// out: the same file on shared storage has another device number on each machine of a fleet (NFS keeps inode
 /// numbers), and a record names a file at one path, in one folder.
 enum FileIdentity {
-    /// The identity of `name` in the folder open as `folder` (not following a link), or of the open file `fd` when
-    /// `name` is `nil`; `nil` when there is nothing there.
-    static func of(_ folder: Int32, _ name: String?) -> String? {
-        var info = stat()
-        let found = name.map { fstatat(folder, $0, &info, AT_SYMLINK_NOFOLLOW) } ?? fstat(folder, &info)
-        guard found == 0 else { return nil }
+    /// The identity of the file `info` describes (already read): `name` in the folder open as `folder` (not
+    /// following a link), or the open file `folder` itself when `name` is `nil`. Only the birth time is read anew,
+    /// where `stat` does not carry it (Linux).
+    static func of(_ info: stat, at folder: Int32, _ name: String?) -> String {
         let base = "\(UInt64(info.st_ino))"
         #if canImport(Darwin)
         return base + ":\(info.st_birthtimespec.tv_sec).\(info.st_birthtimespec.tv_nsec)"
@@ -30,7 +28,7 @@ enum FileIdentity {
 
     #if os(Linux)
     /// `statx(2)`, found at run time: Swift's Glibc module does not import it (glibc has it since 2.28; Musl since
-    /// 1.2.5). Without it identities are `DEVICE:INODE`.
+    /// 1.2.5). Without it an identity is the inode number alone.
     private typealias Statx = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UInt32, UnsafeMutableRawPointer) -> Int32
     private static let statx: Statx? = {
         guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "statx") else { return nil }

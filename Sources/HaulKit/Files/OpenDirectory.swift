@@ -121,15 +121,17 @@ final class OpenDirectory: Sendable {
     func pathOf(_ name: String) -> String { path == "/" ? "/" + name : path + "/" + name }
 
     /// What is at `name` (not following a symbolic link), or `nil` when nothing is.
-    /// Which file `name` is (``FileIdentity``), not following a link; `nil` when nothing is there.
-    func identity(_ name: String) -> String? {
-        FileIdentity.of(fd, name)
-    }
-
     func status(_ name: String) -> FileStatus? {
         var info = stat()
         guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return FileStatus(info)
+    }
+
+    /// What is at `name` and which file it is (``FileIdentity``), not following a link; `nil` when nothing is there.
+    func statusAndIdentity(_ name: String) -> (status: FileStatus, identity: String)? {
+        var info = stat()
+        guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return (FileStatus(info), FileIdentity.of(info, at: fd, name))
     }
 
     /// Opens the regular file `name` for reading and writing (`writable: false`: reading), never through a symbolic
@@ -145,7 +147,7 @@ final class OpenDirectory: Sendable {
         }
         // Writes block as on any file; O_NONBLOCK only kept the open of a FIFO planted at the name from waiting.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return PartialFile(descriptor: fd, path: pathOf(name), identity: FileIdentity.of(fd, nil))
+        return PartialFile(descriptor: fd, path: pathOf(name), identity: FileIdentity.of(info, at: fd, nil))
     }
 
     /// Creates `name` afresh: whatever is there (a stale partial file, a link planted in its place) is removed

@@ -191,7 +191,7 @@ final class PartialFile: Sendable {
     }
 
     /// Takes over `descriptor`, an open file at `path` (see ``OpenDirectory/openFile(_:exclusive:)``) that is the file
-    /// `identity` (``FileStatus/identity``).
+    /// `identity` (``FileIdentity``).
     init(descriptor: Int32, path: String, identity: String? = nil) {
         self.path = path
         self.descriptor = NIOLockedValueBox(descriptor)

@@ -29,8 +29,8 @@ package struct TransferRecord: Codable, Equatable, Sendable {
     /// For a segmented download: each range and how much of it is durable; `offset` is then their sum.
     public var segments: [Segment]? = nil
     /// Which file Haul writes the bytes to (``FileIdentity``: inode and birth time), and once published, the
-    /// destination (the rename keeps it). A file found at the partial's or the destination's name later is trusted only if it is still that file
-    /// (`nil` in records of older versions, and before the file exists).
+    /// destination (the rename keeps it). A file found at the partial's or the destination's name later is trusted
+    /// only if it is still that file (`nil` in records of older versions, and before the file exists).
     public var fileID: String? = nil
 
     public var validators: Validators {

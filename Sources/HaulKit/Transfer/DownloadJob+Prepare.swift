@@ -107,26 +107,25 @@ extension DownloadJob {
     /// record's whole length: the partial file was moved into place.
     func isMovedIntoPlace(_ saved: TransferRecord) -> Bool {
         guard saved.state != .finished, !saved.adopted, let total = saved.totalLength, status(saved.partialPath) == nil,
-              let destination = status(saved.destinationPath), isTheFile(destination, at: saved.destinationPath, of: saved) else { return false }
+              let destination = theFile(at: saved.destinationPath, of: saved) else { return false }
         return destination.size == total
     }
 
-    /// Whether `found` can be the file `saved` describes: a regular file of this user's, and the very file the record
-    /// names when it names one (a rename keeps it; a file put in its place by anyone, or by another user's hand, is
-    /// not it, whatever its size). In a fleet, whose nodes may run as other users of other machines on shared
-    /// storage, the record's file alone decides.
-    func isTheFile(_ found: FileStatus, at path: String, of saved: TransferRecord) -> Bool {
-        guard found.isRegular, found.isOwnedByThisUser || options.leaseGate != nil else { return false }
-        guard let fileID = saved.fileID else { return true }
-        return folder?.identity(Self.name(path)) == fileID
+    /// What is at `path` when it can be the file `saved` describes: a regular file of this user's, and the very file
+    /// the record names when it names one (a rename keeps it; a file put in its place by anyone, or by another user's
+    /// hand, is not it, whatever its size); `nil` otherwise. In a fleet, whose nodes may run as other users of other
+    /// machines on shared storage, the record's file alone decides.
+    func theFile(at path: String, of saved: TransferRecord) -> FileStatus? {
+        guard let (found, identity) = folder?.statusAndIdentity(Self.name(path)), found.isRegular,
+              found.isOwnedByThisUser || options.leaseGate != nil, saved.fileID.map({ $0 == identity }) ?? true else { return nil }
+        return found
     }
 
     /// The size of the partial file `saved` holds bytes in, when the file at its name is that file; `nil` when there
     /// is none, or anything else (a link, a file another user put there or owns, another file in its place): its
     /// bytes are then never continued, and the download starts that file afresh.
     func heldPartialSize(_ saved: TransferRecord) -> Int64? {
-        guard let found = status(saved.partialPath), isTheFile(found, at: saved.partialPath, of: saved) else { return nil }
-        return found.size
+        theFile(at: saved.partialPath, of: saved)?.size
     }
 
     /// The last component of `path`: a file's name in its folder.
@@ -138,12 +137,6 @@ extension DownloadJob {
     /// following a link; `nil` when nothing is.
     func status(_ path: String) -> FileStatus? {
         folder?.status(Self.name(path))
-    }
-
-    /// The size of the regular file at `path`; `nil` when there is none (or something else, such as a link planted
-    /// there, which is never continued: ``openDestination`` replaces it).
-    func partialSize(_ path: String) -> Int64? {
-        status(path).flatMap { $0.isRegular ? $0.size : nil }
     }
 
     /// Opens the file at `path` in the destination's folder (a regular file, never through a link).
@@ -168,10 +161,9 @@ extension DownloadJob {
         let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
         if saved.state == .finished {
             // With -N a finished file is compared with the server's (checkTimestamp), not taken as it is.
-            let found = status(saved.destinationPath)
-            let isTheFinishedFile = found.map { isTheFile($0, at: saved.destinationPath, of: saved) } ?? false
-            if !options.overwrite, !options.timestamping, let found, isTheFinishedFile,
-               saved.totalLength == nil || found.size == saved.totalLength {
+            let found = theFile(at: saved.destinationPath, of: saved)
+            let isTheFinishedFile = found != nil
+            if !options.overwrite, !options.timestamping, let found, saved.totalLength == nil || found.size == saved.totalLength {
                 return .complete(try alreadyFinished(saved))
             }
             store.remove(saved.key)
