@@ -86,8 +86,9 @@ struct BatchGet {
         let events = await session.events()
         let printer = Task { for await event in events { reporter.handle(event) } }
         // On a terminal, the running tasks are read again every second: the file a --dir download was named, and
-        // why one is not moving (a retry, a connection it waits for), which no event says.
-        let poller = mode == .terminal ? Task {
+        // why one is not moving (a retry, a connection it waits for), which no event says. With --json, whether the
+        // per-host limit holds downloads back (a `heldBack` line when that changes).
+        let poller = mode == .terminal || mode == .json ? Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
                 var shown: [TaskSnapshot] = []

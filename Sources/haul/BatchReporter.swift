@@ -36,6 +36,10 @@ final class BatchReporter: @unchecked Sendable {
     private var atOnce: Int?
     /// The per-host limit holding waiting tasks back while fewer run than may (a batch's session says).
     private var heldBackPerHost: Int?
+    /// The held-back limit last written as a `heldBack` line (`--json`): a line is written when it changes.
+    private var heldBackWritten: Int?
+    /// Whether `allFinished` was written (`--json`): it stays the last line.
+    private var allFinishedWritten = false
     /// The most downloads seen running at once: the live view's size, which per-file lines leave room for.
     private var mostActive: Int
     private var listed = 0
@@ -97,7 +101,10 @@ final class BatchReporter: @unchecked Sendable {
     private func update(_ tasks: [TaskSnapshot], countsWaiting: Bool, atOnce: Int?, summary: WaitingSummary?) {
         lock.lock()
         defer { lock.unlock() }
-        guard mode != .json else { return }
+        guard mode != .json else {
+            if let summary { jsonHeldBack(summary) }
+            return
+        }
         for task in tasks {
             var entry = known[task.id] ?? Known(url: Redaction.url(task.url))
             if let path = task.filePath { entry.path = path }
@@ -129,7 +136,10 @@ final class BatchReporter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if case .added = event { addedHandled += 1 }
-        if mode == .json { return json(event) }
+        if mode == .json {
+            if case .allFinished = event { allFinishedWritten = true }
+            return json(event)
+        }
         switch event {
         case .added(let task):
             // Only what a live view may show soon: a batch of a million tasks is not held whole (a task that starts
@@ -248,6 +258,25 @@ final class BatchReporter: @unchecked Sendable {
         return ProgressLine.State(
             name: task.filePath.map(fileName) ?? url, bytes: task.bytes, total: task.total, bytesPerSecond: task.bytesPerSecond,
             note: task.note)
+    }
+
+    /// `--json`: a `heldBack` line whenever the per-host limit starts or stops holding waiting downloads back (or
+    /// another limit does), as the total line says it on a terminal.
+    private func jsonHeldBack(_ summary: WaitingSummary) {
+        guard summary.heldBackPerHost != heldBackWritten, !allFinishedWritten else { return }
+        heldBackWritten = summary.heldBackPerHost
+        let line = BatchReporter.heldBackJSON(summary)
+        Reporter.write(line.serialized + "\n", to: STDOUT_FILENO)
+    }
+
+    /// `{"type":"heldBack","limit":8,"waiting":120}`; `limit` null once nothing is held back any more, `waiting` null
+    /// when the session does not count its waiting tasks (a long list).
+    static func heldBackJSON(_ summary: WaitingSummary) -> JSONValue {
+        [
+            "type": "heldBack",
+            "limit": summary.heldBackPerHost.map { JSONValue($0) } ?? .null,
+            "waiting": summary.waiting.map { JSONValue($0) } ?? .null,
+        ]
     }
 
     private func json(_ event: SessionEvent) {

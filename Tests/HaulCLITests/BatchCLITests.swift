@@ -66,6 +66,29 @@ import Glibc
         }
     }
 
+    /// `-j 4` against one server that allows 2 at once: `--json` says that the per-host limit holds two back, and
+    /// later that it holds none (issue 25: the total line, `haul ls` and `--json` all say why fewer run).
+    @Test func jsonBatchSaysWhenThePerHostLimitHoldsDownloadsBack() async throws {
+        try await withTestServer { server in
+            // Each file ~3 s: the first two still run when the batch first asks its session (after a second).
+            let files = BatchFiles(server, prefix: "held", count: 4, size: 300_000, seed: 1_100, rate: 100_000)
+            try await Sandbox.with { box in
+                let out = box.path("out")
+                let result = try await box.run(
+                    ["get"] + files.urls + ["-j", "4", "--max-connections-per-host", "2", "--dir", out, "--json"], timeout: .seconds(60))
+                #expect(result.exitCode == 0 && !result.signalled, "exit \(result.exitCode): \(result.stderr)")
+                files.expectExact(in: out)
+                let heldBack = try result.jsonEvents().filter { $0["type"] as? String == "heldBack" }
+                let limits = heldBack.map { ($0["limit"] as? NSNumber)?.intValue }
+                #expect(heldBack.contains { ($0["limit"] as? NSNumber)?.intValue == 2 && ($0["waiting"] as? NSNumber)?.intValue == 2 },
+                        "a heldBack line with limit 2 and 2 waiting: \(heldBack)")
+                #expect(limits.last == .some(nil), "the last heldBack line says nothing is held back any more: \(heldBack)")
+                // Written when it changes, not every second.
+                #expect(zip(limits, limits.dropFirst()).allSatisfy { $0 != $1 }, "\(heldBack)")
+            }
+        }
+    }
+
     // MARK: 2. kill -9 at several moments, then the same command
 
     @Test func sigkillAtSeveralMomentsNeverLosesOrDuplicatesTasks() async throws {
