@@ -303,7 +303,7 @@ extension ResponseDecision: CustomStringConvertible {
         case .append(_, let length, let overlap): return "append \(length - overlap) bytes after checking \(overlap) overlapping bytes"
         case .alreadyComplete: return "already complete"
         case .restart(let reason): return "restart from byte 0: \(reason)"
-        case .redirect(let location): return "redirect to \(location)"
+        case .redirect(let location): return "redirect to \(Redaction.url(location))"
         case .retry(let status, let retryAfter): return "retry after \(status)\(retryAfter.map { " (Retry-After: \($0))" } ?? "")"
         case .fail(let status): return "fail with \(status)"
         case .protocolViolation(let why): return "protocol violation: \(why)"

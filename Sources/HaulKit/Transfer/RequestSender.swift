@@ -112,6 +112,7 @@ struct RequestSender: Sendable {
             guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
                 return (response, url)
             }
+            logger.debug("\(status) from \(Redaction.url(url)): redirect to \(Redaction.url(location))")
             await RequestSender.drain(response.body)
             received = Self.keeping(response.headers["set-cookie"], from: url, in: received)
             switch policy.follow(from: url, location: location, visited: visited) {

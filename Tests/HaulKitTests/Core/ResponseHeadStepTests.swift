@@ -83,3 +83,42 @@ import Testing
                 == .append(unknown, overlap: 0, connections: .single(reason: "the server did not say how long the file is")))
     }
 }
+
+/// What `--verbose` prints of a decision: words, never a Swift value, and a redirect's secrets masked.
+@Suite struct DecisionWordsTests {
+    private let info = ResourceInfo(
+        validators: Validators(entityTag: EntityTag("\"v2\""), lastModified: "Tue, 15 Nov 1994 08:12:31 GMT"), totalLength: 1000, acceptsRanges: true)
+
+    @Test func everyStepReadsAsWords() {
+        let steps: [ResponseHeadStep] = [
+            .redirectNotFollowed(location: "ftp://u:pw@example.com/x?X-Amz-Signature=abc"), .retry(status: 503, retryAfter: "5"),
+            .refused(status: 404), .protocolViolation("bad"), .impossibleLength(1 << 62), .complete(recordEmptyFile: true),
+            .complete(recordEmptyFile: false), .adoptedFileDiffers("ETag changed"), .adoptedFileUncheckable,
+            .foreignBytesDiffer("why"), .restart(.overlapMismatch),
+            .writeWhole(info, announceSingleConnection: true, replacingHeldBytes: true),
+            .append(info, overlap: 65536, connections: .segmented(parts: 4)),
+            .append(info, overlap: 0, connections: .single(reason: "the file is too small to split")),
+        ]
+        for step in steps {
+            let words = step.description
+            #expect(!words.contains("HaulCore") && !words.contains("Optional(") && !words.isEmpty, "\(words)")
+            #expect(!words.contains("pw@") && !words.contains("=abc"), "a redirect's secrets are masked: \(words)")
+        }
+        #expect(ResponseHeadStep.append(info, overlap: 65536, connections: .segmented(parts: 4)).description
+                == "continue after the bytes held, checking the 65536 before them (1000 bytes, ETag \"v2\", Last-Modified Tue, 15 Nov 1994 08:12:31 GMT, ranges), 4 connections")
+        #expect(ResponseHeadStep.retry(status: 503, retryAfter: "5").description == "retry later (503, Retry-After 5)")
+    }
+
+    @Test func everyDecisionReadsAsWords() {
+        let decisions: [ResponseDecision] = [
+            .writeWhole(info, bodyLength: 1000), .append(info, bodyLength: 10, overlap: 10), .append(info, bodyLength: 10, overlap: 0),
+            .alreadyComplete, .restart(.resourceChanged("ETag changed")), .redirect(location: "https://u:pw@example.com/"),
+            .retry(status: 429, retryAfter: nil), .fail(status: 410), .protocolViolation("bad"), .impossibleLength(1 << 62),
+        ]
+        for decision in decisions {
+            let words = decision.description
+            #expect(!words.contains("HaulCore") && !words.contains("Optional(") && !words.contains("pw@"), "\(words)")
+        }
+        #expect(ResponseDecision.restart(.resourceChanged("ETag changed")).description == "restart from byte 0: the file on the server changed (ETag changed)")
+    }
+}
