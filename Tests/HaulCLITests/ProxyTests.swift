@@ -104,6 +104,24 @@ struct ProxyTests {
         }
     }
 
+    /// A proxy that takes the connection and never answers a plain `http://` request (sent to it in absolute form):
+    /// the error names the proxy, not the server it was asked for, and nothing goes around it.
+    @Test func aSilentProxyIsNamedAsTheOneThatDidNotAnswer() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(1000, seed: 162), etag: "\"d\""))
+            let silent = try RefusingPort()
+            defer { silent.close() }
+            try silent.listenSilently()
+            try await Sandbox.with { box in
+                let result = try await box.run(
+                    ["get", server.url("/f.bin"), "-o", "a.bin", "--proxy", "127.0.0.1:\(silent.port)", "-T", "1", "--retries", "0"])
+                #expect(result.exitCode == 3, "\(result.stderr)")
+                #expect(result.stderr.contains("the proxy http://127.0.0.1:\(silent.port) did not answer in time"), "\(result.stderr)")
+                #expect(server.requests("/f.bin").isEmpty, "Haul connected directly around the proxy")
+            }
+        }
+    }
+
     @Test func proxyAuthenticationFromTheProxyURLAndNeverPrinted() async throws {
         let proxy = try Tinyproxy(basicAuth: ("pu", "ppass"))
         defer { proxy.stop() }

@@ -300,7 +300,20 @@ struct ProxyTransport {
             promise.futureResult.whenComplete { _ in timeout.cancel() }
             return promise.futureResult
         }.get()
-        let received = try await responseHead.get()
+        let received: HTTPResponseHead
+        do {
+            received = try await responseHead.get()
+        } catch let error as HTTPClientError where absoluteForm {
+            // A request to the proxy itself (no tunnel): the proxy is who did not answer, whatever it waits for.
+            switch error {
+            case .deadlineExceeded:
+                throw TransientFailure(reason: "the proxy \(proxy) did not answer in time (asked for \(hostHeader(url)))")
+            case .remoteConnectionClosed:
+                throw TransientFailure(reason: "the proxy \(proxy) closed the connection before answering (asked for \(hostHeader(url)))")
+            default:
+                throw error
+            }
+        }
         if absoluteForm, received.status.code == 407 {
             channel.close(promise: nil)
             throw proxyAuthentication(proxy, answer: "407 \(received.status.reasonPhrase)")
