@@ -68,7 +68,7 @@ struct HaulCommand: AsyncParsableCommand {
         ) + "\n\n" + ExitStatus.help,
         version: HaulVersion.string,
         subcommands: [
-            GetCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self, ResumeCommand.self, RemoveCommand.self,
+            GetCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self, ResumeCommand.self, PriorityCommand.self, RemoveCommand.self,
             WatchCommand.self, WaitCommand.self, SessionCommand.self, WebCommand.self, DaemonCommand.self, FleetCommand.self, CleanCommand.self,
         ]
     )

@@ -262,3 +262,32 @@ private func control<Call: DaemonCall>(
         throw CLIFailure.exit(error)
     }
 }
+
+struct PriorityCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "priority", abstract: "Change the priority of queued tasks: higher runs first (0 when added without --priority).",
+        discussion: HelpText.examples(
+            "haul priority 10 3f2a 9b1c            # these start before the rest",
+            "haul priority -- -5 3f2a              # a negative value goes after --"
+        ) + "\n\nA running task keeps running; the priority decides which waiting task starts next.")
+    @Argument(help: "The new priority (-1000000000 to 1000000000).")
+    var priority: Int
+    @Argument(help: "Task ids (or unique prefixes of them).")
+    var ids: [String] = []
+    @OptionGroup var daemon: DaemonClientOptions
+
+    func validate() throws {
+        guard abs(priority) <= 1_000_000_000 else { throw InputError("the priority must be between -1000000000 and 1000000000") }
+        guard !ids.isEmpty else { throw InputError("give at least one task id after the priority") }
+    }
+
+    func run() async throws {
+        do {
+            let connection = try await daemon.connect()
+            _ = try await connection.call(SetPriority.self, .init(priority: priority, ids: try await connection.resolve(ids)))
+            await connection.close()
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+    }
+}

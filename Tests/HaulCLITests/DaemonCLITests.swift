@@ -200,6 +200,46 @@ import Glibc
         }
     }
 
+    /// `haul priority`: a task queued last, raised, is the next to start; a negative value goes after `--`; bad
+    /// input is a usage error (exit 2) in one line.
+    @Test func priorityChangesWhichWaitingTaskStartsNext() async throws {
+        try await withTestServer { server in
+            for name in ["a", "b", "c"] {
+                serve(server, "/\(name).bin", TestData.bytes(1 << 20, seed: 520), rate: 128 << 10, stallAfter: 256 << 10)
+            }
+            try await Sandbox.with { box in
+                _ = try await startDaemon(box)
+                #expect(try await box.run(["session", "set", "--max-concurrent", "1", "--no-autostart"]).exitCode == 0)
+                var ids: [String] = []
+                for name in ["a", "b", "c"] {
+                    let added = try await box.run(["add", server.url("/\(name).bin"), "--no-autostart"])
+                    ids.append(try #require(added.stdoutLines.first, "add: \(added.stderr)"))
+                }
+                let (a, b, c) = (ids[0], ids[1], ids[2])
+                try await eventuallyAsync("a runs first", timeout: .seconds(30), step: .milliseconds(100)) {
+                    try await list(box).first { $0["id"] as? String == a }?["state"] as? String == "running"
+                }
+                #expect(try await box.run(["priority", "10", String(c.prefix(8)), "--no-autostart"]).exitCode == 0)
+                #expect(try await box.run(["priority", "--no-autostart", "--", "-3", b]).exitCode == 0)
+                let tasks = try await list(box)
+                #expect(tasks.first { $0["id"] as? String == c }?["priority"] as? NSNumber == 10, "\(tasks)")
+                #expect(tasks.first { $0["id"] as? String == b }?["priority"] as? NSNumber == -3, "\(tasks)")
+
+                #expect(try await box.run(["pause", a, "--no-autostart"]).exitCode == 0)
+                try await eventuallyAsync("c, raised, starts before b", timeout: .seconds(30), step: .milliseconds(100)) {
+                    try await list(box).first { $0["id"] as? String == c }?["state"] as? String == "running"
+                }
+                #expect(try await list(box).first { $0["id"] as? String == b }?["state"] as? String == "waiting")
+
+                for bad in [["priority", "5"], ["priority", "10000000000", b], ["priority", "x", b], ["priority", "1", "no-such-task"]] {
+                    let refused = try await box.run(bad + ["--no-autostart"])
+                    #expect(refused.exitCode == 2 && refused.stderrLines.count == 1, "\(bad): \(refused)")
+                }
+                _ = try await box.run(["rm", "--all", "--no-autostart"])
+            }
+        }
+    }
+
     @Test func watchFollowsRunningTasksUntilTheyEnd() async throws {
         try await withTestServer { server in
             let one = TestData.bytes(1200 << 10, seed: 509), two = TestData.bytes(300 << 10, seed: 510)
