@@ -141,8 +141,21 @@ struct SessionSetCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let connection = try await daemon.connect()
+            // A session that does not exist yet is made with these settings (to add to it later), and said so: a
+            // mistyped --session would otherwise pass unnoticed.
+            var existed = true
+            do {
+                _ = try await connection.client.call(SessionSettings.self, NoParameters(), session: daemon.session)
+            } catch let error as RPCError {
+                guard error.isNoSuchSession else { throw error.haulError }
+                // The default session is there for every daemon, made on first use.
+                existed = daemon.session == "default"
+            }
             _ = try await connection.call(OpenSession.self, .init(configuration: changes))
             await connection.close()
+            if !existed {
+                Reporter.printError("haul: created the session \"\(daemon.session)\" with these settings (`haul session show --session \(daemon.session)`)")
+            }
         } catch {
             throw CLIFailure.exit(error)
         }

@@ -10,7 +10,7 @@ import Testing
                 "session", "set", "--max-concurrent", "5", "--limit-rate", "2M", "--on-complete", "echo \"$HAUL_TASK_PATH\"",
                 "--no-autostart",
             ])
-            #expect(set.exitCode == 0, "\(set.stderr)")
+            #expect(set.exitCode == 0 && set.stderr.isEmpty, "the default session is no news: \(set.stderr)")
             let shown = try await box.run(["session", "show", "--no-autostart"])
             #expect(shown.exitCode == 0, "\(shown.stderr)")
             let lines = shown.stdoutLines
@@ -43,6 +43,13 @@ import Testing
             let missing = try await box.run(["session", "show", "--session", "nope", "--no-autostart"])
             #expect(missing.exitCode == 2 && missing.stderr.contains("no session \"nope\""), "\(missing.stderr)")
             #expect(!FileManager.default.fileExists(atPath: box.home + "/sessions/nope"))
+
+            // Setting a session that does not exist makes it (to add to it later), and says so once: a mistyped
+            // --session does not pass unnoticed.
+            let made = try await box.run(["session", "set", "--session", "nightly", "--max-concurrent", "2", "--no-autostart"])
+            #expect(made.exitCode == 0 && made.stderr.contains("created the session \"nightly\""), "\(made.stderr)")
+            let again = try await box.run(["session", "set", "--session", "nightly", "--max-concurrent", "3", "--no-autostart"])
+            #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again.stderr)")
         }
     }
 }
