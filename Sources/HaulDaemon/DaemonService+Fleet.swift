@@ -71,12 +71,12 @@ extension DaemonService {
         return FleetNodes.Result(store: catalog.location, node: catalog.node, nodes: nodes)
     }
 
-    /// This daemon as a node of a fleet of one: the tasks its open sessions run.
+    /// This daemon as a node of a fleet of one: the tasks its open sessions run (no leases: `secondsLeft` 0).
     private func localNode() async -> FleetNode {
         var leases: [FleetLease] = []
         for name in sessions.keys.sorted() {
-            guard let session = sessions[name], let tasks = try? await session.tasks(after: 0, limit: Int.max) else { continue }
-            for (_, task) in tasks where task.state == .running {
+            guard let session = sessions[name], let tasks = try? await session.runningTasks() else { continue }
+            for task in tasks where task.state == .running {
                 leases.append(FleetLease(
                     session: name, taskID: task.id, url: Redaction.url(task.url), bytes: task.bytes, total: task.total, secondsLeft: 0))
             }

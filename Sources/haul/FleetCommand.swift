@@ -46,7 +46,8 @@ struct FleetCommand: AsyncParsableCommand {
             print("\n\(TerminalText.sanitized(node.name)):")
             for lease in node.leases {
                 let bytes = ByteFormat.string(lease.bytes) + (lease.total.map { " of " + ByteFormat.string($0) } ?? "")
-                let left = lease.secondsLeft > 0 ? "lease \(Int(lease.secondsLeft.rounded())) s" : "lease expired"
+                // A daemon of its own (no fleet store) holds no leases: its tasks simply run.
+                let left = answer.store == nil ? "running" : lease.secondsLeft > 0 ? "lease \(Int(lease.secondsLeft.rounded())) s" : "lease expired"
                 print("  \(TerminalText.sanitized(String(lease.taskID.prefix(8))))  \(lease.session)  \(bytes)  \(left)  \(TerminalText.sanitized(lease.url))")
             }
         }

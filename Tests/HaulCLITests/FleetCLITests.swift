@@ -79,6 +79,16 @@ struct FleetCLITests {
             #expect(!(try await sandbox.run(["ls", "--json"])).stdout.contains("\"node\""))
             let single = try await sandbox.run(["fleet"])
             #expect(single.exitCode == 0 && single.stdout.contains("alive") && !single.stdout.contains("store:"), "\(single.stdout)")
+            // A daemon of its own holds no leases: a task it runs is shown running, never "lease expired".
+            let running = try await sandbox.run(["add", server.url("/slow.bin"), "-o", sandbox.path("alone-slow.bin")])
+            let runningID = try #require(running.stdoutLines.first, "\(running.stderr)")
+            var fleetList = ""
+            try await eventuallyAsync("haul fleet lists the running task", timeout: .seconds(60)) {
+                fleetList = try await sandbox.run(["fleet"]).stdout
+                return fleetList.contains(String(runningID.prefix(8)))
+            }
+            #expect(fleetList.contains("running") && !fleetList.contains("lease"), "\(fleetList)")
+            #expect(try await sandbox.run(["rm", runningID]).exitCode == 0)
             alone.signal(SIGTERM)
             _ = try await alone.wait()
 

@@ -226,6 +226,11 @@ package actor LocalSession: SessionBackend {
         try await store.tasks(after: sequence, limit: limit).map { ($0.sequence, snapshot(of: $0)) }
     }
 
+    /// The tasks this session runs now, in the order added: read by their ids, however long the queue.
+    package func runningTasks() async throws -> [TaskSnapshot] {
+        try await tasks(ids: Array(running.keys)).map(\.task)
+    }
+
     /// The tasks of `ids` that exist, in the order added, each with its sequence.
     package func tasks(ids: [String]) async throws -> [(sequence: Int64, task: TaskSnapshot)] {
         try await store.tasks(ids: ids).map { ($0.sequence, snapshot(of: $0)) }
