@@ -77,6 +77,24 @@ import Testing
         }
     }
 
+    /// Two commands at once with no daemon running: each may start one, one daemon wins the socket, and only the
+    /// command whose daemon that is says it started one (naming the pid that runs).
+    @Test func racingAutostartsSayStartedOnceNamingTheDaemonThatRuns() async throws {
+        try await Sandbox.with { box in
+            async let first = box.run(["ls"])
+            async let second = box.run(["ls"])
+            let results = try await [first, second]
+            #expect(results.allSatisfy { $0.exitCode == 0 }, "\(results)")
+            let lines = results.flatMap { $0.stderrLines.filter { $0.contains("started the haul daemon") } }
+            #expect(lines.count == 1, "exactly one command started the daemon that answers: \(lines)")
+            let pids = box.daemonPIDs()
+            #expect(pids.count == 1, "one daemon runs: \(pids)")
+            if let pid = pids.first { #expect(lines.first?.contains("(pid \(pid))") == true, "\(lines) vs \(pid)") }
+            for pid in pids { kill(pid, SIGTERM) }
+            try await eventually("the daemon exits on SIGTERM") { pids.allSatisfy { kill($0, 0) != 0 || isZombie($0) } }
+        }
+    }
+
     func isZombie(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
         return stat[close...].hasPrefix(") Z")

@@ -4,6 +4,8 @@ import NIOPosix
 /// One connection to `haul daemon`: JSON-RPC calls, and the notifications the daemon sends.
 package actor DaemonClient {
     public let socketPath: String
+    /// The process id of the daemon that answered (its hello).
+    package private(set) var daemonPID = 0
     /// The daemon's notifications (`method`, `params`), in order; ends when the connection closes.
     public nonisolated let notifications: AsyncStream<(method: String, params: JSONValue)>
     private let notify: AsyncStream<(method: String, params: JSONValue)>.Continuation
@@ -51,12 +53,15 @@ package actor DaemonClient {
             guard hello.protocolVersion == DaemonProtocol.version else {
                 throw HaulError(.server, "the haul daemon at \(socketPath) speaks another protocol; restart it with this haul")
             }
+            await connection.noteDaemonPID(hello.pid)
         } catch {
             await connection.close()
             throw error
         }
         return connection
     }
+
+    private func noteDaemonPID(_ pid: Int) { daemonPID = pid }
 
     private func start(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) {
         self.channel = channel

@@ -46,7 +46,9 @@ package enum DaemonLauncher {
         while ContinuousClock.now < deadline {
             do {
                 let connected = try await DaemonClient.connect(socketPath: location.socketPath, client: client)
-                if kill(pid, 0) == 0 { started?(pid, log) }
+                // Only when it is the daemon this call started: another client starting one at the same moment
+                // may have won (ours then exits), and two "started" lines would name a daemon that is gone.
+                if await connected.daemonPID == Int(pid) { started?(pid, log) }
                 return connected
             } catch {
                 lastError = error
