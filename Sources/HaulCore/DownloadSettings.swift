@@ -27,6 +27,8 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     public var maxConnectionsPerHost: Int?
     /// Follow a redirect from HTTPS to plain HTTP. Default `false`.
     public var allowInsecureRedirects: Bool?
+    /// Redirects followed at most, `0` for none (curl's `--max-redirs`, wget's `--max-redirect`). Default 10.
+    public var maxRedirects: Int?
     /// `false`: the finished file keeps the time it was written, not the server's `Last-Modified`. Default `true`
     /// (the server's time, like `curl -R` and wget).
     public var keepsRemoteTime: Bool?
@@ -55,7 +57,7 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     /// The protocol's names of the members (docs/protocol.md, "Add options").
     private enum CodingKeys: String, CodingKey {
         case overwrite, continuePartial = "continue", rateLimit, maxRetries = "retries", retryWait, minSegmentSize
-        case maxConnectionsPerHost, allowInsecureRedirects, keepsRemoteTime = "remoteTime", completionCommand
+        case maxConnectionsPerHost, allowInsecureRedirects, maxRedirects, keepsRemoteTime = "remoteTime", completionCommand
         case proxies = "proxy", tls, credentials, proxyTunnel, ipFamily, timestamping, cookies
     }
 
@@ -77,6 +79,7 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
         merged.minSegmentSize = minSegmentSize ?? base.minSegmentSize
         merged.maxConnectionsPerHost = maxConnectionsPerHost ?? base.maxConnectionsPerHost
         merged.allowInsecureRedirects = allowInsecureRedirects ?? base.allowInsecureRedirects
+        merged.maxRedirects = maxRedirects ?? base.maxRedirects
         merged.keepsRemoteTime = keepsRemoteTime ?? base.keepsRemoteTime
         merged.completionCommand = completionCommand ?? base.completionCommand
         merged.proxies = proxies ?? base.proxies
@@ -95,6 +98,8 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     public static let retryRange = 0...1000
     /// Seconds before the first retry a download may ask for (`--retry-wait`, the protocol).
     public static let retryWaitRange = 0.0...86_400.0
+    /// How many redirects a download may be allowed to follow (`--max-redirs`, the protocol).
+    public static let redirectRange = 0...1000
 
     /// Checks every value said, wherever it came from (flags, the protocol, a session's configuration, a library);
     /// the message names the offending one. What depends on the destination is ``DownloadSpec/validate()``'s.
@@ -108,6 +113,9 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
         }
         if let retryWait, !Self.retryWaitRange.contains(retryWait) {
             throw InputError("the retry wait must be between 0 and 86400 seconds")
+        }
+        if let maxRedirects, !Self.redirectRange.contains(maxRedirects) {
+            throw InputError("the redirect limit must be between \(Self.redirectRange.lowerBound) and \(Self.redirectRange.upperBound)")
         }
         if let minSegmentSize, minSegmentSize < 1 { throw InputError("the minimum segment size must be at least 1 byte") }
         if let maxConnectionsPerHost, !Self.connectionsPerHostRange.contains(maxConnectionsPerHost) {

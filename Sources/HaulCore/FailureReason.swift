@@ -41,6 +41,8 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         case untrustedCertificate(server: String)
         /// A redirect from https to plain http was refused (allowing it is the download's choice).
         case insecureRedirect(target: String)
+        /// The server redirected more often than the download's limit allows (`limit`: 0 when none is followed).
+        case tooManyRedirects(limit: Int)
         /// No daemon is running at the socket and starting one was not allowed.
         case daemonNotRunning(socketPath: String)
         /// The daemon's socket path cannot be used (too long, or in a folder of another user).
@@ -151,6 +153,8 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     public static func insecureRedirect(target: String) -> FailureReason {
         FailureReason(.insecureRedirect(target: target))
     }
+    /// The server redirected more often than the download's limit allows (`limit`: 0 when none is followed).
+    public static func tooManyRedirects(limit: Int) -> FailureReason { FailureReason(.tooManyRedirects(limit: limit)) }
     /// No daemon is running at the socket and starting one was not allowed.
     public static func daemonNotRunning(socketPath: String) -> FailureReason {
         FailureReason(.daemonNotRunning(socketPath: socketPath))

@@ -48,7 +48,10 @@ package struct RedirectPolicy: Equatable, Sendable {
     public var maxRedirects: Int
     public var allowInsecureRedirects: Bool
 
-    public init(maxRedirects: Int = 10, allowInsecureRedirects: Bool = false) {
+    /// The redirects a download follows unless told otherwise (curl's default is 50, wget's 20).
+    public static let defaultMaxRedirects = 10
+
+    public init(maxRedirects: Int = RedirectPolicy.defaultMaxRedirects, allowInsecureRedirects: Bool = false) {
         self.maxRedirects = maxRedirects
         self.allowInsecureRedirects = allowInsecureRedirects
     }

@@ -64,6 +64,8 @@ extension HaulError {
             return "trust its CA with --cacert FILE (or SSL_CERT_FILE)"
         case .insecureRedirect:
             return "pass --allow-insecure-redirects to allow it"
+        case .tooManyRedirects:
+            return "raise the limit with --max-redirs N (wget's --max-redirect N) if the redirects are meant"
         case .daemonNotRunning:
             return "start one with `haul daemon`, or drop --no-autostart"
         case .unusableSocketPath:

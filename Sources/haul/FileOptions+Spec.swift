@@ -66,6 +66,10 @@ extension FileOptions {
         if let segments, !segmentRange.contains(segments.value) {
             throw InputError("--segments must be between \(segmentRange.lowerBound) and \(segmentRange.upperBound)")
         }
+        let redirects = DownloadSettings.redirectRange
+        if let maxRedirects, !redirects.contains(maxRedirects) {
+            throw InputError("--max-redirs must be between \(redirects.lowerBound) and \(redirects.upperBound) (0 follows no redirect)")
+        }
         let hostRange = DownloadSpec.connectionsPerHostRange
         guard hostRange.contains(connectionsPerHost) else {
             throw InputError("--max-connections-per-host must be between \(hostRange.lowerBound) and \(hostRange.upperBound)")

@@ -154,6 +154,10 @@ struct FileOptions: ParsableArguments {
     @Flag(name: .customLong("allow-insecure-redirects"), help: "Follow redirects from https to plain http.")
     var allowInsecureRedirects = false
 
+    @Option(name: [.customLong("max-redirs"), .customLong("max-redirect")], parsing: .unconditional,
+            help: "Follow at most this many redirects, 0 for none (default 10; curl's --max-redirs, wget's --max-redirect).")
+    var maxRedirects: Int?
+
     @Flag(name: .customLong("no-remote-time"), help: "Leave the finished file's time as it was written, not the server's Last-Modified.")
     var noRemoteTime = false
 
@@ -215,6 +219,7 @@ struct FileOptions: ParsableArguments {
         if connectionsPerHost != Self.defaultConnectionsPerHost { settings.maxConnectionsPerHost = connectionsPerHost }
         settings.minSegmentSize = minSegmentSize?.bytes
         if allowInsecureRedirects { settings.allowInsecureRedirects = true }
+        settings.maxRedirects = maxRedirects
         if noRemoteTime { settings.keepsRemoteTime = false }
         let engine = RetryPolicy()
         if retryCount != engine.maxRetries { settings.maxRetries = retryCount }

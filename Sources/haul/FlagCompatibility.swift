@@ -24,7 +24,7 @@ enum FlagCompatibility {
         "--min-segment-size", "--min-split-size", "-x", "--max-connections-per-host", "--max-connection-per-server",
         "-u", "--user", "--netrc-file", "-i", "--input-file", "-j", "--jobs", "--stall-timeout", "--connect-timeout",
         "-T", "--timeout", "--max-time", "--on-complete", "--proxy", "--all-proxy", "--noproxy", "--cacert", "--capath",
-        "--cert", "--key", "--priority", "--id", "--socket", "--session",
+        "--cert", "--key", "--priority", "--id", "--socket", "--session", "--max-redirs", "--max-redirect",
     ]
 
     /// Flags whose meaning is Haul's default: dropped.

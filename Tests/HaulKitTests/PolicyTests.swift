@@ -26,6 +26,18 @@ import Testing
         #expect((try? policy.follow(from: start, location: "/next", visited: Array(chain.prefix(10))).get()) != nil)
     }
 
+    /// `--max-redirs N` (curl), `--max-redirect N` (wget): N redirects are followed, the next one is refused; 0
+    /// follows none.
+    @Test func theLimitIsTheDownloads() {
+        let chain = (0...3).map { URL(string: "https://a.example/\($0)")! }
+        let three = RedirectPolicy(maxRedirects: 3)
+        #expect((try? three.follow(from: start, location: "/next", visited: Array(chain.prefix(3))).get()) != nil)
+        #expect(three.follow(from: start, location: "/next", visited: chain) == .failure(.tooManyRedirects(3)))
+        let none = RedirectPolicy(maxRedirects: 0)
+        #expect(none.follow(from: start, location: "/next", visited: [start]) == .failure(.tooManyRedirects(0)))
+        #expect(RedirectPolicy().maxRedirects == RedirectPolicy.defaultMaxRedirects)
+    }
+
     @Test func rejectsOtherSchemes() {
         #expect(policy.follow(from: start, location: "ftp://a.example/y", visited: [start]) == .failure(.unsupportedScheme("ftp")))
         #expect(policy.follow(from: start, location: "file:///etc/passwd", visited: [start]) == .failure(.unsupportedScheme("file")))

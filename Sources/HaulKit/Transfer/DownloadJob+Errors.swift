@@ -174,11 +174,12 @@ extension DownloadJob {
 
     static func describe(_ failure: RedirectPolicy.Failure, from url: URL) -> String {
         switch failure {
+        case .tooManyRedirects(0): return "\(Redaction.url(url)) redirected, and the download follows no redirects"
         case .tooManyRedirects(let count): return "stopped after \(count) redirects starting at \(Redaction.url(url))"
-        case .loop(let target): return "redirect loop: \(url) leads back to \(target)"
-        case .invalidLocation(let location): return "\(url) redirected to an invalid location \"\(location)\""
-        case .unsupportedScheme(let scheme): return "\(url) redirected to an unsupported scheme \"\(scheme)\""
-        case .insecureRedirect(let target): return "refused to follow a redirect from https to plain http (\(target))"
+        case .loop(let target): return "redirect loop: \(Redaction.url(url)) leads back to \(Redaction.url(target))"
+        case .invalidLocation(let location): return "\(Redaction.url(url)) redirected to an invalid location \"\(Redaction.text(location))\""
+        case .unsupportedScheme(let scheme): return "\(Redaction.url(url)) redirected to an unsupported scheme \"\(scheme)\""
+        case .insecureRedirect(let target): return "refused to follow a redirect from https to plain http (\(Redaction.url(target)))"
         }
     }
 }

@@ -139,6 +139,11 @@ public struct DownloadOptions: Sendable {
         get { settings.allowInsecureRedirects ?? false }
         set { settings.allowInsecureRedirects = newValue }
     }
+    /// Redirects followed at most; `0` follows none. Default 10.
+    public var maxRedirects: Int {
+        get { settings.maxRedirects ?? RedirectPolicy.defaultMaxRedirects }
+        set { settings.maxRedirects = newValue }
+    }
     /// The finished file takes the server's `Last-Modified` as its modification time (like `curl -R` and wget);
     /// `false` leaves the time it was written. Default `true`.
     public var keepsRemoteTime: Bool {

@@ -37,7 +37,7 @@ struct RequestSender: Sendable {
         }
         self.userHeaders = headers
         self.userOrigin = Origin(options.url)
-        self.policy = RedirectPolicy(allowInsecureRedirects: options.allowInsecureRedirects)
+        self.policy = RedirectPolicy(maxRedirects: options.maxRedirects, allowInsecureRedirects: options.allowInsecureRedirects)
         self.logger = engine.configuration.logger
         self.proxies = options.proxies
         self.tls = options.tls
@@ -121,7 +121,7 @@ struct RequestSender: Sendable {
                 url = next
             case .failure(.tooManyRedirects(let count)):
                 // Named after the URL asked for, not the last hop.
-                throw HaulError(.httpStatus, DownloadJob.describe(.tooManyRedirects(count), from: start))
+                throw HaulError(.httpStatus, DownloadJob.describe(.tooManyRedirects(count), from: start), reason: .tooManyRedirects(limit: count))
             case .failure(let failure):
                 if case .insecureRedirect(let target) = failure {
                     throw HaulError(.httpStatus, DownloadJob.describe(failure, from: url), reason: .insecureRedirect(target: Redaction.url(target)))

@@ -18,6 +18,7 @@ import Testing
         settings.minSegmentSize = 4096
         settings.maxConnectionsPerHost = 3
         settings.allowInsecureRedirects = true
+        settings.maxRedirects = 4
         settings.keepsRemoteTime = false
         settings.completionCommand = "true"
         settings.proxies = ProxyChoice(explicit: try ProxyEndpoint(parsing: "socks5h://u:p@proxy:1080"), noProxy: "localhost")
@@ -57,7 +58,7 @@ import Testing
         let keys = Set(try JSONValueEncoder.encode(Self.everyMemberSaid()).objectValue?.keys.map { $0 } ?? [])
         #expect(keys == [
             "overwrite", "continue", "rateLimit", "retries", "retryWait", "minSegmentSize", "maxConnectionsPerHost",
-            "allowInsecureRedirects", "remoteTime", "completionCommand", "proxy", "tls", "credentials", "proxyTunnel",
+            "allowInsecureRedirects", "maxRedirects", "remoteTime", "completionCommand", "proxy", "tls", "credentials", "proxyTunnel",
             "ipFamily", "timestamping", "cookies",
         ])
         #expect(try JSONValueEncoder.encode(DownloadSettings()) == .object([:]), "nothing said, nothing written")
@@ -111,6 +112,7 @@ import Testing
         for (options, fragment) in [
             (#"{"ipFamily": "v5"}"#, #""options.ipFamily" must be "v4" or "v6""#),
             (#"{"retries": 1001}"#, "retries must be between 0 and 1000"),
+            (#"{"maxRedirects": -1}"#, "the redirect limit must be between 0 and 1000"),
             (#"{"proxy": {"url": "ftp://x"}}"#, #""proxy.url""#),
             (#"{"cookies": [{"domain": "example.com", "name": "a=b"}]}"#, "cannot be sent"),
             (#"{"credentials": {"password": "p"}}"#, #""user" is required"#),
