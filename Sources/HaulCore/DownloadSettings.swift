@@ -50,6 +50,10 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     /// wget's `-N`: when the destination file exists, ask with `If-Modified-Since` its time and leave it as it is
     /// unless the server's copy is newer (then replace it once the new one is complete). Default `false`.
     public var timestamping: Bool?
+    /// Headers Haul would send itself that this download leaves out (curl's `-H 'Name:'`), by their lower-cased
+    /// names: `user-agent`, `accept-encoding`, a session's default header, the `Cookie` made of ``cookies`` and
+    /// the `Authorization` made of ``credentials``. Headers of the spec's own are sent as given. Default: none.
+    public var omittedHeaders: [String]?
     /// Cookies from a jar or given as `NAME=VALUE`: each is sent where its domain, path and secure flag match,
     /// and only to the origin of the URL (never after a redirect to another); never shown. Default: none.
     public var cookies: [Cookie]?
@@ -58,7 +62,7 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     private enum CodingKeys: String, CodingKey {
         case overwrite, continuePartial = "continue", rateLimit, maxRetries = "retries", retryWait, minSegmentSize
         case maxConnectionsPerHost, allowInsecureRedirects, maxRedirects, keepsRemoteTime = "remoteTime", completionCommand
-        case proxies = "proxy", tls, credentials, proxyTunnel, ipFamily, timestamping, cookies
+        case proxies = "proxy", tls, credentials, proxyTunnel, ipFamily, timestamping, omittedHeaders = "omitHeaders", cookies
     }
 
     /// Settings that say nothing: every member comes from the level below.
@@ -88,6 +92,7 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
         merged.proxyTunnel = proxyTunnel ?? base.proxyTunnel
         merged.ipFamily = ipFamily ?? base.ipFamily
         merged.timestamping = timestamping ?? base.timestamping
+        merged.omittedHeaders = omittedHeaders ?? base.omittedHeaders
         merged.cookies = cookies ?? base.cookies
         return merged
     }
@@ -122,6 +127,10 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
             throw InputError("connections per host must be between 1 and 64")
         }
         try tls?.validate()
+        for name in omittedHeaders ?? [] {
+            let (fields, omitted) = try UserInput.headers([name + ":"])
+            guard fields.fields.isEmpty, omitted == [name.lowercased()] else { throw InputError("\"\(name)\" is not a header name to leave out") }
+        }
         for cookie in cookies ?? [] where !cookie.maySend {
             throw InputError("\"cookies\" holds a cookie that cannot be sent")
         }

@@ -109,6 +109,37 @@ public enum UserInput {
     /// Headers Haul sets itself for resuming; a user value would break the resume rules.
     static let reservedHeaders: Set<String> = ["range", "if-range", "content-length", "transfer-encoding", "connection"]
 
+    /// What `-H` texts say, by curl's rules: `Name: value` is sent; `Name;` is sent with an empty value; `Name:` with
+    /// nothing after the colon sends nothing by that name and is in `omitted` (lower-cased, each once), for the header
+    /// Haul would otherwise send itself (`User-Agent`, `Accept-Encoding`, the `Cookie` and `Authorization` it makes)
+    /// to be left out too. A field given with a value is sent whatever is omitted, as curl sends it.
+    public static func headers(_ texts: [String]) throws(InputError) -> (fields: HTTPFields, omitted: [String]) {
+        var fields = HTTPFields()
+        var omitted: [String] = []
+        for text in texts {
+            let trimmed = text.trimmingASCIIWhitespace()
+            if !trimmed.contains(":"), trimmed.hasSuffix(";") {
+                // curl's `X-Empty;`: the one way to send a header with no value.
+                let field = try header(String(trimmed.dropLast()) + ":")
+                fields.append(field.name, "")
+                continue
+            }
+            let field = try header(text)
+            if field.value.isEmpty {
+                try checkOmittable(field.name)
+                if !omitted.contains(field.name.lowercased()) { omitted.append(field.name.lowercased()) }
+            } else {
+                fields.append(field.name, field.value)
+            }
+        }
+        return (fields, omitted)
+    }
+
+    /// Refuses a header that cannot be left out: `Host`, which every HTTP/1.1 request carries.
+    static func checkOmittable(_ name: String) throws(InputError) {
+        if name.lowercased() == "host" { throw InputError("header \"Host\" cannot be left out: every request names its server") }
+    }
+
     /// One `Name: value` header.
     public static func header(_ text: String) throws(InputError) -> HTTPFields.Field {
         // Never quoted past its first word: `Authorization Bearer TOKEN` (a colon forgotten) is a credential.

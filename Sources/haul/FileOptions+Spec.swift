@@ -97,7 +97,7 @@ extension FileOptions {
         let parsedURL = try UserInput.url(entry.url)
         var spec = template
         spec.url = parsedURL
-        spec.headers = try requestHeaders(for: parsedURL, extra: entry.headers)
+        (spec.headers, spec.omittedHeaders) = try requestHeaders(for: parsedURL, extra: entry.headers)
         let sent = try cookies.cookies(for: parsedURL)
         spec.cookies = sent.isEmpty ? nil : sent
         spec.destination = try destination(for: parsedURL, entry: entry)
@@ -106,20 +106,26 @@ extension FileOptions {
     }
 
     /// The -H headers (and an -i line's `header=`), -A and -e, and the credentials for `url` as an Authorization
-    /// header unless -H gives one.
-    private func requestHeaders(for url: URL, extra: [String] = []) throws -> HTTPFields {
-        var fields = HTTPFields(try (headers + extra).map { try UserInput.header($0) })
-        if let userAgent, !fields.contains("user-agent") { fields.append("User-Agent", try UserInput.header("User-Agent: " + userAgent).value) }
-        if let referer, !fields.contains("referer") {
+    /// header unless -H gives one; and the names of the headers left out, by curl's rules (`-H 'Name:'`, `-A ''`):
+    /// a header -A, -e or the credentials would make is not made then either.
+    private func requestHeaders(for url: URL, extra: [String] = []) throws -> (fields: HTTPFields, omitted: [String]?) {
+        var (fields, omitted) = try UserInput.headers(headers + extra)
+        if userAgent == "", !omitted.contains("user-agent") { omitted.append("user-agent") }
+        func mayAdd(_ name: String) -> Bool { !fields.contains(name) && !omitted.contains(name) }
+        if let userAgent, !userAgent.isEmpty, mayAdd("user-agent") {
+            fields.append("User-Agent", try UserInput.header("User-Agent: " + userAgent).value)
+        }
+        if let referer, mayAdd("referer") {
             // curl's `;auto` (update it on redirects) has no meaning here: the referer goes to the URL's origin only.
             let value = referer.hasSuffix(";auto") ? String(referer.dropLast(5)) : referer
-            fields.append("Referer", try UserInput.header("Referer: " + value).value)
+            // `-e ''` sends none, as curl.
+            if !value.isEmpty { fields.append("Referer", try UserInput.header("Referer: " + value).value) }
         }
-        if let credentials = try credentials(for: url), !fields.contains("authorization") {
+        if mayAdd("authorization"), let credentials = try credentials(for: url) {
             // As a header it travels with the task to the daemon; it is sent to the URL's origin only.
             fields.append("Authorization", credentials.authorization)
         }
-        return fields
+        return (fields, omitted.isEmpty ? nil : omitted)
     }
 
     /// Where `url` is saved: -o (under --dir when relative), standard output, or the folder; with -N or --continue
@@ -155,7 +161,7 @@ extension FileOptions {
         var spec = DownloadSpec(url: parsedURL, destination: destination)
         spec.settings = settings
         spec.checksum = try entry.checksum.map { try Checksum(parsing: $0) } ?? checksum
-        spec.headers = try requestHeaders(for: parsedURL, extra: entry.headers)
+        (spec.headers, spec.omittedHeaders) = try requestHeaders(for: parsedURL, extra: entry.headers)
         let sent = try cookies.cookies(for: parsedURL)
         spec.cookies = sent.isEmpty ? nil : sent
         spec.segments = segments?.value

@@ -46,4 +46,37 @@ import Glibc
             }
         }
     }
+
+    /// curl's rules: `-H 'Name:'` sends nothing by that name, not even the header Haul would make itself
+    /// (User-Agent, Accept-Encoding, the Cookie of -b, the Authorization of -u or the URL); `-H 'Name;'` sends it
+    /// empty; `-A ''` and `-e ''` send none. A header given with a value is sent as given.
+    @Test func aHeaderWithNothingAfterItsColonIsLeftOut() async throws {
+        try await withTestServer { server in
+            server.serve("/h.bin", Resource(body: TestData.bytes(5_000, seed: 262), etag: "\"h\""))
+            try await Sandbox.with { box in
+                let url = server.url("/h.bin").replacingOccurrences(of: "http://", with: "http://u:pw@")
+                let result = try await box.run([
+                    "get", url, "-o", "a.bin", "-H", "User-Agent:", "-H", "Accept-Encoding:", "-H", "Accept:", "-H", "X-Empty;",
+                    "-b", "a=b", "-H", "Cookie:", "-H", "Authorization:", "-H", "X-Kept: 1", "-H", "X-Kept:", "-e", "http://ref.example/",
+                    "-H", "Referer:",
+                ])
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                let request = try #require(server.requests("/h.bin").last)
+                for name in ["User-Agent", "Accept-Encoding", "Accept", "Cookie", "Authorization", "Referer"] {
+                    #expect(request.headerValues(name).isEmpty, "\(name) was sent: \(request.headers)")
+                }
+                #expect(request.headerValues("X-Empty") == [""], "\(request.headers)")
+                #expect(request.headerValues("X-Kept") == ["1"], "\(request.headers)")
+
+                let blank = try await box.run(["get", server.url("/h.bin"), "-o", "b.bin", "-A", "", "-e", ""])
+                #expect(blank.exitCode == 0, "\(blank.stderr)")
+                let plain = try #require(server.requests("/h.bin").last)
+                #expect(plain.headerValues("User-Agent").isEmpty && plain.headerValues("Referer").isEmpty, "\(plain.headers)")
+                #expect(plain.header("Accept-Encoding") == "identity")
+
+                let host = try await box.run(["get", server.url("/h.bin"), "-o", "c.bin", "-H", "Host:"])
+                #expect(host.exitCode == 2 && host.stderrLines.count == 1 && host.stderr.contains("Host"), "\(host.stderr)")
+            }
+        }
+    }
 }

@@ -109,6 +109,24 @@ import Testing
         #expect(throws: InputError.self) { try UserInput.url("/local/path") }
     }
 
+    /// curl's `-H` rules: `Name:` leaves the header out, `Name;` sends it empty, `Name: value` is sent.
+    @Test func headersFollowCurlsRules() throws {
+        let (fields, omitted) = try UserInput.headers(["Accept:", "X-Empty;", "X-A: 1", "x-a:", "User-Agent:  ", "ACCEPT:"])
+        #expect(fields == ["X-Empty": "", "X-A": "1"])
+        #expect(omitted == ["accept", "x-a", "user-agent"])
+        #expect(throws: InputError.self) { try UserInput.headers(["Host:"]) }
+        #expect(throws: InputError.self) { try UserInput.headers(["Range:"]) }
+        #expect(throws: InputError.self) { try UserInput.headers(["X-Foo;bar"]) }
+        #expect(throws: InputError.self) { try UserInput.headers([";"]) }
+        var settings = DownloadSettings()
+        settings.omittedHeaders = ["user-agent"]
+        #expect(throws: Never.self) { try settings.validate() }
+        settings.omittedHeaders = ["range"]
+        #expect(throws: InputError.self) { try settings.validate() }
+        settings.omittedHeaders = ["a b"]
+        #expect(throws: InputError.self) { try settings.validate() }
+    }
+
     @Test func parsesChecksums() throws {
         let hex = String(repeating: "ab", count: 32)
         #expect(try Checksum(parsing: "sha256:\(hex.uppercased())") == Checksum(algorithm: .sha256, hex: hex))

@@ -25,15 +25,17 @@ extension DownloadOptions {
     /// its headers over theirs. The one place where a download's description meets its session's settings.
     public init(_ spec: DownloadSpec, defaults: DownloadDefaults = DownloadDefaults()) {
         self.init(url: spec.url, destination: spec.destination ?? .directory(defaults.directory))
+        settings = spec.settings.resolved(over: defaults.settings)
+        // A default header the download leaves out (curl's `-H 'Name:'`) is not sent either.
+        let omitted = Set(settings.omittedHeaders ?? [])
         var merged = HTTPFields(defaults.headers.fields.filter { field in
-            !spec.headers.contains { $0.name.lowercased() == field.name.lowercased() }
+            !omitted.contains(field.name.lowercased()) && !spec.headers.contains { $0.name.lowercased() == field.name.lowercased() }
         })
         for field in spec.headers { merged.append(field.name, field.value) }
         headers = merged
         checksum = spec.checksum
         segments = spec.segments
         retryPacing = defaults.retry
-        settings = spec.settings.resolved(over: defaults.settings)
         sharedRateLimiter = defaults.sharedRateLimiter
         progressInterval = defaults.progressInterval
         failFastBeforeData = defaults.failFastBeforeData

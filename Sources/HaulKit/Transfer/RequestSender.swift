@@ -25,14 +25,19 @@ struct RequestSender: Sendable {
     let cookies: [Cookie]
     /// HTTP/1.1 requests ask for the connection to be closed after the response (``DownloadOptions/closesConnection``).
     let closesConnection: Bool
+    /// Headers Haul makes that the download leaves out (curl's `-H 'Name:'`), lower-cased.
+    let omitted: Set<String>
 
     /// The sender of the download `options` describe.
     init(engine: TransferEngine, options: DownloadOptions) {
         self.engine = engine
         self.configuration = engine.configuration
         var headers = options.headers
+        let omitted = Set(options.settings.omittedHeaders ?? [])
+        self.omitted = omitted
         // user:password@ in the URL (or given apart) becomes Basic authentication, for the URL's origin only.
-        if let credentials = options.credentials ?? Credentials(userinfoOf: options.url), !headers.contains("authorization") {
+        if let credentials = options.credentials ?? Credentials(userinfoOf: options.url), !headers.contains("authorization"),
+           !omitted.contains("authorization") {
             headers.append("Authorization", credentials.authorization)
         }
         self.userHeaders = headers
@@ -146,12 +151,12 @@ struct RequestSender: Sendable {
 
     /// The headers of a request for `url`: the user's (to their origin only), cookies that match it (the user's to
     /// their origin only; those the redirects set where their domain and path match), `User-Agent`,
-    /// `Accept-Encoding: identity`, the plan's and `extra`.
+    /// `Accept-Encoding: identity` (each unless the download leaves it out), the plan's and `extra`.
     func requestFields(for url: URL, plan: RequestPlan, extra: HTTPFields, received: [Cookie] = []) -> HTTPFields {
         let sameOrigin = userOrigin != nil && userOrigin == Origin(url)
         var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
         // One jar for the request, as RFC 6265 §5.4 orders it: the user's (their origin only) and the redirects'.
-        let candidates = (sameOrigin ? cookies : []) + received
+        let candidates = omitted.contains("cookie") ? [] : (sameOrigin ? cookies : []) + received
         if !candidates.isEmpty, let cookie = Cookie.header(for: url, from: candidates, now: Int64(Date().timeIntervalSince1970)) {
             if let given = fields.combined("cookie") {
                 fields.remove("cookie")
@@ -160,8 +165,8 @@ struct RequestSender: Sendable {
                 fields.append("Cookie", cookie)
             }
         }
-        if !fields.contains("user-agent") { fields.append("User-Agent", configuration.userAgent) }
-        if !fields.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
+        if !fields.contains("user-agent"), !omitted.contains("user-agent") { fields.append("User-Agent", configuration.userAgent) }
+        if !fields.contains("accept-encoding"), !omitted.contains("accept-encoding") { fields.append("Accept-Encoding", "identity") }
         for field in plan.headers { fields.append(field.name, field.value) }
         for field in extra { fields.append(field.name, field.value) }
         return fields

@@ -27,6 +27,7 @@ import Testing
         settings.proxyTunnel = true
         settings.ipFamily = .v4
         settings.timestamping = true
+        settings.omittedHeaders = ["user-agent"]
         settings.cookies = [Cookie(domain: "example.com", includesSubdomains: true, path: "/", secure: false, expires: 9, name: "a", value: "b")]
         return settings
     }
@@ -59,7 +60,7 @@ import Testing
         #expect(keys == [
             "overwrite", "continue", "rateLimit", "retries", "retryWait", "minSegmentSize", "maxConnectionsPerHost",
             "allowInsecureRedirects", "maxRedirects", "remoteTime", "completionCommand", "proxy", "tls", "credentials", "proxyTunnel",
-            "ipFamily", "timestamping", "cookies",
+            "ipFamily", "timestamping", "omitHeaders", "cookies",
         ])
         #expect(try JSONValueEncoder.encode(DownloadSettings()) == .object([:]), "nothing said, nothing written")
     }
