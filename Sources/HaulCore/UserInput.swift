@@ -86,6 +86,29 @@ public enum UserInput {
         return url
     }
 
+    /// A URL as a person types it — a `haul get` or `haul add` argument, a line of an `-i` list: one without a scheme
+    /// is `http://`, as curl and wget take `example.com/file` and `127.0.0.1:8080/x`. A scheme is letters (then
+    /// letters, digits, `+`, `-`, `.`) before `:/`, as curl reads it when it guesses, so `localhost:8080` is a host
+    /// and port. A word that is clearly no URL (a path: `/x`, `./x`, `~/x`; an option) is refused. The one place
+    /// that decides what a typed word means; ``url(_:)`` is the strict reading of what a program sends.
+    public static func typedURL(_ text: String) throws(InputError) -> URL {
+        let trimmed = text.trimmingASCIIWhitespace()
+        guard !trimmed.isEmpty, !hasScheme(trimmed) else { return try url(text) }
+        if let first = trimmed.first, "/.~-".contains(first) || trimmed.contains(where: { $0 == " " || $0 == "\t" }) {
+            throw InputError("\"\(Redaction.url(trimmed))\" is not a URL; give http:// or https:// URLs, or a file listing them with -i FILE")
+        }
+        return try url("http://" + trimmed)
+    }
+
+    /// Whether `text` begins with a scheme and `:/` (`https://`, `ftp:/x`), as curl tells a URL with a scheme from
+    /// one it guesses (`host:port/path` has none).
+    static func hasScheme(_ text: String) -> Bool {
+        guard let colon = text.firstIndex(of: ":"), let first = text.first, first.isASCII, first.isLetter else { return false }
+        let scheme = text[..<colon]
+        guard scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return false }
+        return text[colon...].hasPrefix(":/")
+    }
+
     /// A byte rate or size such as `500K`, `1.5M`, `2MiB`, `1G` or `65536` (K = 1024).
     public static func byteCount(_ text: String) throws(InputError) -> Int64 {
         var number = text.trimmingASCIIWhitespace().lowercased()

@@ -52,9 +52,11 @@ enum ArgumentSecrets {
         default:
             break
         }
-        // Any URL: its userinfo, and the values of its secret query parameters.
-        if let scheme = text.range(of: "://") {
-            let start = text.utf8.distance(from: text.utf8.startIndex, to: scheme.upperBound)
+        // Any URL: its userinfo, and the values of its secret query parameters. A URL without a scheme (an argument
+        // taken as http://, a proxy's `user:password@host:port`) from its start.
+        let schemeEnd = text.range(of: "://").map { text.utf8.distance(from: text.utf8.startIndex, to: $0.upperBound) }
+        let bare = !text.hasPrefix("-") && (!FlagCompatibility.valueOptions.contains(option) || ["--proxy", "--all-proxy"].contains(option))
+        if let start = schemeEnd ?? (bare ? 0 : nil) {
             let rest = Substring(String(decoding: bytes[start...], as: UTF8.self))
             func offset(_ index: Substring.Index) -> Int { start + rest.utf8.distance(from: rest.utf8.startIndex, to: index) }
             if let at = Redaction.userinfoEnd(rest) { mask(start..<offset(at)) }

@@ -94,7 +94,7 @@ extension FileOptions {
     /// URL) with this URL and what depends on it. Building each of thousands of specs whole was most of the wait
     /// before a batch's first download.
     func makeSpec(entry: InputList.Entry, like template: DownloadSpec, cookies: GivenCookies) throws -> DownloadSpec {
-        let parsedURL = try UserInput.url(entry.url)
+        let parsedURL = try UserInput.typedURL(entry.url)
         var spec = template
         spec.url = parsedURL
         (spec.headers, spec.omittedHeaders) = try requestHeaders(for: parsedURL, extra: entry.headers)
@@ -154,7 +154,7 @@ extension FileOptions {
     /// The download these flags describe for `entry`: the one place the CLI makes a ``DownloadSpec``. Checks every
     /// value before any network or file activity; a flag left at its default leaves the spec's member unset.
     func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
-        let parsedURL = try UserInput.url(entry.url)
+        let parsedURL = try UserInput.typedURL(entry.url)
         let destination = try destination(for: parsedURL, entry: entry)
         if timestamping, destination == .standardOutput { throw InputError("-N compares a file; it cannot write to standard output") }
         if continuesPartial, destination == .standardOutput { throw InputError("--continue needs a file; standard output cannot be resumed") }

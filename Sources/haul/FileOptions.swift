@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 /// The URLs of `haul get` and `haul add`: arguments, and `-i FILE` (one per line, `-` for stdin; aria2c's indented
 /// per-URL options `out=`, `dir=`, `checksum=`, `header=` apply to the URL above them).
 struct URLList: ParsableArguments {
-    @Argument(help: "The http:// or https:// URLs to download.")
+    @Argument(help: "The http:// or https:// URLs to download (one without a scheme is http://, as in curl and wget).")
     var urls: [String] = []
 
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from a file, one per line ('-' for stdin); blank lines and lines starting with # are skipped; indented lines out=NAME, dir=FOLDER, checksum=ALG=HEX, header=NAME: VALUE apply to the URL above (as in aria2c).")
@@ -193,10 +193,10 @@ struct FileOptions: ParsableArguments {
         return Netrc.credentials(for: host, in: try NetrcFiles.text(path))
     }
 
-    /// -o, --continue and --checksum are about one file; with `-O` (curl's), an argument that is not a URL was
-    /// probably meant as wget's `-O FILE`.
+    /// -o, --continue and --checksum are about one file; with `-O` (curl's) and more than one argument, one without
+    /// a scheme was probably meant as wget's `-O FILE` (alone, it is a URL without a scheme, as curl takes it).
     func checkCount(_ urls: Int, remoteName: Bool, arguments: [String]) throws {
-        if remoteName, let name = arguments.first(where: { !$0.contains("://") }) {
+        if remoteName, arguments.count > 1, let name = arguments.first(where: { !$0.contains("://") }) {
             throw InputError("-O saves under the server's name (as curl -O); to name the file \"\(name.prefix(60))\" use -o (wget's -O FILE is haul's -o FILE)")
         }
         if urls > 1, checksum != nil { throw InputError("--checksum checks one file; give one URL (or checksum= lines in an -i list)") }

@@ -111,8 +111,10 @@ enum FlagCompatibility {
                 result += arguments[(index - 1)...]
                 break
             }
-            if token == "-c", index < arguments.count, !arguments[index].hasPrefix("-"), !arguments[index].contains("://") {
-                // curl's `-c jar.txt`: a file name where haul's `-c` (a flag) is followed by a URL or an option.
+            if token == "-c", index < arguments.count, !arguments[index].hasPrefix("-"), !arguments[index].contains("://"),
+               positionalCount(arguments) > 1 {
+                // curl's `-c jar.txt URL`: a file name where haul's `-c` (a flag) is followed by a URL or an option. A
+                // word without a scheme that is the command's only one is its URL (`-c example.com/f`, as wget reads it).
                 return .refused("-c FILE: \(cookieJar)")
             }
             if valueOptions.contains(token) {
@@ -197,6 +199,23 @@ enum FlagCompatibility {
             result.append(token)
         }
         return result
+    }
+
+    /// How many of `arguments` (the command's name first, values detached) are neither options nor their values.
+    static func positionalCount(_ arguments: [String]) -> Int {
+        var count = 0
+        var index = 1
+        while index < arguments.count {
+            let token = arguments[index]
+            index += 1
+            if token == "--" { return count + arguments.count - index }
+            if valueOptions.contains(token) {
+                index += 1
+            } else if !token.hasPrefix("-") || token == "-" {
+                count += 1
+            }
+        }
+        return count
     }
 
     /// Whether `value`, given to `-e`, is one of wget's `-e NAME=VALUE` commands rather than curl's Referer URL.

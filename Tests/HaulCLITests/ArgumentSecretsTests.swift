@@ -21,6 +21,9 @@ import Testing
         ("", "http://bob:SEKRET@host/f?X-Amz-Signature=SEKRET&part=1", "http://**********@host/f?X-Amz-Signature=******&part=1"),
         ("--proxy", "http://p:SEKRET@proxy:3128", "http://********@proxy:3128"),
         ("-o", "file.bin", "file.bin"),
+        ("-v", "bob:SEKRET@host/f?token=SEKRET", "**********@host/f?token=******"),
+        ("--proxy", "p:SEKRET@proxy:3128", "********@proxy:3128"),
+        ("-o", "me@host.bin", "me@host.bin"),
         ("", "https://example.com/@scope/pkg.tgz", "https://example.com/@scope/pkg.tgz"),
     ])
     func secretsAreMaskedInPlace(_ option: String, _ argument: String, _ expected: String) {

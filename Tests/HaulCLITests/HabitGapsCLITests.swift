@@ -47,6 +47,55 @@ import Glibc
         }
     }
 
+    /// `haul get 127.0.0.1:PORT/f` as curl and wget take it: http://. In `get`, `add` and an `-i` list; a word that is
+    /// clearly a path is still refused in one line, and a schemeless URL's password is never printed.
+    @Test func aURLWithoutASchemeIsHTTP() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(50_000, seed: 261)
+            server.serve("/s/f.bin", Resource(body: body, etag: "\"s\""))
+            server.serve("/s/g.bin", Resource(body: body, etag: "\"g\""))
+            server.route("/s/private") { _ in .text(401, "no", headers: [("WWW-Authenticate", "Basic realm=\"x\"")]) }
+            let bare = String(server.url("/s/f.bin").dropFirst("http://".count))
+            try await Sandbox.with { box in
+                let got = try await box.run(["get", bare, "-o", "a.bin"])
+                #expect(got.exitCode == 0, "\(got.stderr)")
+                #expect(contentMismatch(box.path("a.bin"), expected: body) == nil)
+                // curl's -O and wget's -c with the URL as the only word.
+                let named = try await box.run(["get", "-O", bare, "--dir", "named"])
+                #expect(named.exitCode == 0 && contentMismatch(box.path("named/f.bin"), expected: body) == nil, "\(named.stderr)")
+                try writeBytes(Array(body.prefix(20_000)), to: box.path("f.bin"))
+                let continued = try await box.run(["get", "-c", bare])
+                #expect(continued.exitCode == 0 && contentMismatch(box.path("f.bin"), expected: body) == nil, "\(continued.stderr)")
+
+                try "\(String(server.url("/s/g.bin").dropFirst("http://".count)))\n".write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let listed = try await box.run(["get", "-i", "list.txt", "--dir", "listed"])
+                #expect(listed.exitCode == 0 && contentMismatch(box.path("listed/g.bin"), expected: body) == nil, "\(listed.stderr)")
+
+                for word in ["./f.bin", "/tmp/f.bin"] {
+                    let path = try await box.run(["get", word])
+                    #expect(path.exitCode == 2 && path.stderrLines.count == 1 && path.stderr.contains("is not a URL"), "\(word): \(path.stderr)")
+                }
+                try "\(bare)\n./local/file\n".write(toFile: box.path("bad.txt"), atomically: true, encoding: .utf8)
+                let badList = try await box.run(["get", "-i", "bad.txt", "--dir", "bad"])
+                #expect(badList.exitCode == 2 && badList.stderr.contains("line 2"), "\(badList.stderr)")
+                #expect(!fileExists(box.path("bad/f.bin")), "nothing is fetched from a list refused")
+
+                let secret = "alice:SEKRETPW@" + String(server.url("/s/private").dropFirst("http://".count))
+                let refused = try await box.run(["get", secret, "-o", "p.bin", "-v"])
+                #expect(refused.exitCode == 4, "\(refused.stderr)")
+                #expect(server.requests("/s/private").last?.header("Authorization") != nil, "the userinfo is Basic authentication")
+                #expect(!(refused.stderr + refused.stdout).contains("SEKRETPW"), "\(refused.stderr)")
+
+                let added = try await box.run(["add", bare, "-o", "added.bin"])
+                #expect(added.exitCode == 0, "\(added.stderr)")
+                let id = try #require(added.stdoutLines.first)
+                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "\(waited.stderr)")
+                #expect(contentMismatch(box.path("added.bin"), expected: body) == nil)
+            }
+        }
+    }
+
     /// curl's rules: `-H 'Name:'` sends nothing by that name, not even the header Haul would make itself
     /// (User-Agent, Accept-Encoding, the Cookie of -b, the Authorization of -u or the URL); `-H 'Name;'` sends it
     /// empty; `-A ''` and `-e ''` send none. A header given with a value is sent as given.

@@ -109,6 +109,33 @@ import Testing
         #expect(throws: InputError.self) { try UserInput.url("/local/path") }
     }
 
+    /// A typed URL without a scheme is http://, as curl and wget take it; a scheme is read as curl reads it when it
+    /// guesses (`host:port` is none); a path is refused; a program's URL (``UserInput/url(_:)``) is still strict.
+    @Test func aTypedURLWithoutASchemeIsHTTP() throws {
+        #expect(try UserInput.typedURL("example.com/file").absoluteString == "http://example.com/file")
+        #expect(try UserInput.typedURL("127.0.0.1:8080/x").absoluteString == "http://127.0.0.1:8080/x")
+        #expect(try UserInput.typedURL("localhost:8080/f").port == 8080)
+        #expect(try UserInput.typedURL("[::1]:8080/f").host == "::1")
+        #expect(try UserInput.typedURL("u:p@example.com/f").user == "u")
+        #expect(try UserInput.typedURL("  https://example.com/a ").scheme == "https")
+        #expect(try UserInput.typedURL("HTTP://example.com/a").host == "example.com")
+        #expect(throws: InputError.self) { try UserInput.typedURL("ftp://example.com/a") }
+        #expect(throws: InputError.self) { try UserInput.typedURL("ftp:/example.com/a") }
+        for path in ["./x", "../x", "/x", "~/x", "-", "a b"] {
+            #expect(throws: InputError.self, "\(path)") { try UserInput.typedURL(path) }
+        }
+        #expect(throws: InputError.self) { try UserInput.typedURL("") }
+        #expect(throws: InputError.self) { try UserInput.typedURL("http:/") }
+        do {
+            _ = try UserInput.typedURL("./u:SEKRET@x")
+            Issue.record("a path was taken")
+        } catch {
+            #expect(!error.message.contains("SEKRET"), "\(error.message)")
+        }
+        #expect(UserInput.hasScheme("https://x") && UserInput.hasScheme("file:/x") && !UserInput.hasScheme("host:80/x"))
+        #expect(!UserInput.hasScheme("1http://x") && !UserInput.hasScheme("a b://x"))
+    }
+
     /// curl's `-H` rules: `Name:` leaves the header out, `Name;` sends it empty, `Name: value` is sent.
     @Test func headersFollowCurlsRules() throws {
         let (fields, omitted) = try UserInput.headers(["Accept:", "X-Empty;", "X-A: 1", "x-a:", "User-Agent:  ", "ACCEPT:"])

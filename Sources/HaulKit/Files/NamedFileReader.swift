@@ -204,7 +204,7 @@ package enum URLListReader {
         func take(_ entry: InputList.Entry?) throws {
             guard let entry else { return }
             do {
-                _ = try UserInput.url(entry.url)
+                _ = try UserInput.typedURL(entry.url)
             } catch {
                 throw HaulError(.usage, "\(name), line \(entry.line): \(error.message)")
             }
@@ -302,7 +302,7 @@ package final class URLListCursor {
     private func append(_ entry: InputList.Entry?) throws(HaulError) {
         guard let entry else { return }
         do {
-            _ = try UserInput.url(entry.url)
+            _ = try UserInput.typedURL(entry.url)
         } catch {
             throw HaulError(.usage, "\(name), line \(entry.line): \(error.message)")
         }
