@@ -38,12 +38,20 @@ package enum BatchReport {
 
     /// `saved PATH (SIZE)`, the path shortened in its folders to fit `width` (nil: whole).
     public static func savedLine(path: String, size: String, width: Int?) -> String {
+        pathLine("saved ", path, " (\(size))", width: width)
+    }
+
+    /// `PATH is already there; not retrieving it (-nc)`: wget's `-nc` left the file as it was. Fitted as ``savedLine(path:size:width:)``.
+    public static func keptLine(path: String, width: Int?) -> String {
+        pathLine("", path, " is already there; not retrieving it (-nc)", width: width)
+    }
+
+    private static func pathLine(_ prefix: String, _ path: String, _ suffix: String, width: Int?) -> String {
         let path = TerminalText.sanitized(path)
-        let suffix = " (\(size))"
-        guard let width else { return "saved " + path + suffix }
-        let room = width - TerminalText.width("saved ") - TerminalText.width(suffix)
-        guard room >= 8 else { return TerminalText.fit("saved " + TerminalText.fitPath(path, width: max(room, 1)) + suffix, width: width, cut: .end) }
-        return "saved " + TerminalText.fitPath(path, width: room) + suffix
+        guard let width else { return prefix + path + suffix }
+        let room = width - TerminalText.width(prefix) - TerminalText.width(suffix)
+        guard room >= 8 else { return TerminalText.fit(prefix + TerminalText.fitPath(path, width: max(room, 1)) + suffix, width: width, cut: .end) }
+        return prefix + TerminalText.fitPath(path, width: room) + suffix
     }
 
     /// One failure on a line starting with `lead`: whole (`URL: reason`, the URL said once) without a width; else

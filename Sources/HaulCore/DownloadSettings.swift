@@ -50,6 +50,10 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     /// wget's `-N`: when the destination file exists, ask with `If-Modified-Since` its time and leave it as it is
     /// unless the server's copy is newer (then replace it once the new one is complete). Default `false`.
     public var timestamping: Bool?
+    /// wget's `-nc`: when anything already has the destination's name (a file, a folder, a link, a device), it is
+    /// left as it is and nothing is fetched; the download counts as done (``DownloadResult`` says `keptExisting`).
+    /// Needs a file path. Default `false`.
+    public var noClobber: Bool?
     /// Headers Haul would send itself that this download leaves out (curl's `-H 'Name:'`), by their lower-cased
     /// names: `user-agent`, `accept-encoding`, a session's default header, the `Cookie` made of ``cookies`` and
     /// the `Authorization` made of ``credentials``. Headers of the spec's own are sent as given. Default: none.
@@ -62,7 +66,7 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     private enum CodingKeys: String, CodingKey {
         case overwrite, continuePartial = "continue", rateLimit, maxRetries = "retries", retryWait, minSegmentSize
         case maxConnectionsPerHost, allowInsecureRedirects, maxRedirects, keepsRemoteTime = "remoteTime", completionCommand
-        case proxies = "proxy", tls, credentials, proxyTunnel, ipFamily, timestamping, omittedHeaders = "omitHeaders", cookies
+        case proxies = "proxy", tls, credentials, proxyTunnel, ipFamily, timestamping, noClobber, omittedHeaders = "omitHeaders", cookies
     }
 
     /// Settings that say nothing: every member comes from the level below.
@@ -92,6 +96,7 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
         merged.proxyTunnel = proxyTunnel ?? base.proxyTunnel
         merged.ipFamily = ipFamily ?? base.ipFamily
         merged.timestamping = timestamping ?? base.timestamping
+        merged.noClobber = noClobber ?? base.noClobber
         merged.omittedHeaders = omittedHeaders ?? base.omittedHeaders
         merged.cookies = cookies ?? base.cookies
         return merged
@@ -111,6 +116,11 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     public func validate() throws(InputError) {
         if overwrite == true, continuePartial == true { throw InputError("use either continuePartial or overwrite, not both") }
         if timestamping == true, continuePartial == true { throw InputError("use either timestamping or continuePartial, not both") }
+        if noClobber == true {
+            if overwrite == true { throw InputError("use either noClobber or overwrite, not both") }
+            if continuePartial == true { throw InputError("use either noClobber or continuePartial, not both") }
+            if timestamping == true { throw InputError("use either noClobber or timestamping, not both") }
+        }
         if completionCommand?.isEmpty == true { throw InputError("the completion command cannot be empty") }
         if let rateLimit, rateLimit < 1 { throw InputError("the rate limit must be at least 1 byte per second") }
         if let maxRetries, !Self.retryRange.contains(maxRetries) {

@@ -70,6 +70,7 @@ public struct DownloadSpec: Equatable, Sendable {
         let isFile = if case .file? = destination { true } else { false }
         if settings.continuePartial == true, !isFile { throw InputError("continue needs a file path: the partial file to continue") }
         if settings.timestamping == true, !isFile { throw InputError("timestamping needs a file path: the file to compare") }
+        if settings.noClobber == true, !isFile { throw InputError("noClobber needs a file path: the name that may be taken") }
         if let segments, !Self.segmentRange.contains(segments) { throw InputError("\"segments\" must be between 1 and 64") }
         // Headers checked as `-H` checks them, wherever the spec came from (the protocol, the dashboard, a library):
         // a `Range`, `If-Range` or `Connection` of the user's would go out beside Haul's own.

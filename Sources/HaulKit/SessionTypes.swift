@@ -169,6 +169,8 @@ public struct TaskSnapshot: Equatable, Sendable {
     public var note: String? = nil
     /// The protocol a finished task's bytes came over (`HTTP/1.1` or `HTTP/2`), in the event of its end.
     public var httpVersion: String? = nil
+    /// In the event of its end: with `noClobber`, something already had the file's name and was left as it was.
+    public var keptExisting = false
     /// In a fleet, the node that runs the task (or ran it last); `nil` on one machine.
     public var node: String? = nil
 

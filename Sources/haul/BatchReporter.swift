@@ -165,7 +165,11 @@ final class BatchReporter: @unchecked Sendable {
             if mode != .quiet {
                 let path = task.filePath ?? Redaction.url(task.url)
                 let size = ByteFormat.string(task.bytes)
-                perFile { BatchReport.savedLine(path: path, size: size, width: $0) }
+                if task.keptExisting {
+                    perFile { BatchReport.keptLine(path: path, width: $0) }
+                } else {
+                    perFile { BatchReport.savedLine(path: path, size: size, width: $0) }
+                }
             }
         case .failed(let task):
             failed += 1

@@ -51,6 +51,10 @@ extension FileOptions {
         if continuesPartial, overwrite { throw InputError("use either --continue or --overwrite, not both") }
         if timestamping, continuesPartial { throw InputError("use either -N (--timestamping) or --continue, not both") }
         if timestamping, overwrite { throw InputError("use either -N (--timestamping) or --overwrite, not both") }
+        if noClobber, overwrite || continuesPartial || timestamping {
+            let other = overwrite ? "--overwrite" : continuesPartial ? "--continue" : "-N (--timestamping)"
+            throw InputError("use either -nc (--no-clobber), which keeps an existing file, or \(other), not both")
+        }
         let given = [retry.map { ("--retry", $0) }, tries.map { ("--tries", $0) }].compactMap { $0 }
         if given.count > 1 { throw InputError("give one of --retries, --retry and --tries") }
         if let tries, tries < 0 { throw InputError("--tries must be 0 (as many as haul allows) or more") }
@@ -144,8 +148,8 @@ extension FileOptions {
             }
             return .file(absolutePath(output))
         }
-        if timestamping || continuesPartial {
-            // wget -N compares, and wget -c continues, the file the URL names.
+        if timestamping || continuesPartial || noClobber {
+            // wget -N compares, wget -c continues, and wget -nc keeps, the file the URL names.
             return .file(absolutePath((folder ?? ".") + "/" + FileNaming.suggestedName(contentDisposition: nil, finalURL: url)))
         }
         return .directory(absolutePath(folder ?? "."))
@@ -165,6 +169,8 @@ extension FileOptions {
         let sent = try cookies.cookies(for: parsedURL)
         spec.cookies = sent.isEmpty ? nil : sent
         spec.segments = segments?.value
+        // Standard output has no name to keep.
+        if destination == .standardOutput { spec.noClobber = nil }
         return spec
     }
 }

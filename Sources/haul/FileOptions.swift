@@ -102,6 +102,9 @@ struct FileOptions: ParsableArguments {
     @Flag(name: [.customShort("N"), .customLong("timestamping")], help: "When the file exists, fetch it again only if the server's copy is newer (If-Modified-Since its time, as wget -N); an unchanged file is left as it is.")
     var timestamping = false
 
+    @Flag(name: .customLong("no-clobber"), help: "When the file already exists (or anything has its name), leave it and fetch nothing, as wget -nc (also -nc); without -o the file is named from the URL.")
+    var noClobber = false
+
     @Option(help: "Verify the download: md5, sha1, sha256 or sha512, as ALG:HEX (or aria2c's sha-256=HEX).")
     var checksum: Checksum?
 
@@ -215,6 +218,7 @@ struct FileOptions: ParsableArguments {
         if overwrite { settings.overwrite = true }
         if continuesPartial { settings.continuePartial = true }
         if timestamping { settings.timestamping = true }
+        if noClobber { settings.noClobber = true }
         settings.rateLimit = limitRate
         if connectionsPerHost != Self.defaultConnectionsPerHost { settings.maxConnectionsPerHost = connectionsPerHost }
         settings.minSegmentSize = minSegmentSize?.bytes

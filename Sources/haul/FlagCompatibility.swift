@@ -38,7 +38,7 @@ enum FlagCompatibility {
     /// Spellings rewritten to Haul's.
     static let rewrites: [String: String] = [
         "--check-certificate=false": "--insecure", "--allow-overwrite": "--overwrite", "--allow-overwrite=true": "--overwrite",
-        "--continue=true": "--continue",
+        "--continue=true": "--continue", "-nc": "--no-clobber",
     ]
 
     /// Letters of curl's clusters (`-fsSL`, `-LO`): the default ones are dropped, `s` is curl's silent.
@@ -48,7 +48,6 @@ enum FlagCompatibility {
     private static let crawling = "haul fetches the URLs it is given and does not crawl links; list them in a file and pass -i FILE"
     private static let credentialsTogether = "give the user and password together: -u USER:PASSWORD (or --netrc)"
     private static let cookieJar = "haul writes no cookie jar (curl's -c FILE, wget's --save-cookies); its -c is --continue, as in wget and aria2c. Cookies a redirect sets go with that download's next hops"
-    private static let noClobber = "haul never replaces a file it did not write: an existing name gets a numbered copy (NAME (1).EXT) and a rerun finds its own finished files complete; drop -nc, or use -N to fetch only newer files"
     private static let wgetCommands = "haul's -e is curl's --referer, and wget's -e COMMAND is not read: for http_proxy= or https_proxy= use --proxy URL (or the environment variable), and robots=off needs nothing (haul does not crawl)"
 
     /// Flags Haul cannot honour, with what to use instead.
@@ -91,7 +90,6 @@ enum FlagCompatibility {
         "--http3": "haul speaks HTTP/1.1 and HTTP/2 (offered by ALPN over TLS); drop it",
         "--password": credentialsTogether, "--http-user": credentialsTogether, "--http-password": credentialsTogether,
         "--proxy-password": "put the user and password in the proxy's URL: --proxy http://user:password@host:port",
-        "-nc": noClobber, "--no-clobber": noClobber,
         "--execute": wgetCommands, "--cookie-jar": cookieJar, "--save-cookies": cookieJar,
         "--no-proxy": "use --noproxy '*' to reach every host directly, or --noproxy HOST,… for some",
         "--max-download-limit": "use --limit-rate RATE",

@@ -90,7 +90,9 @@ final class Reporter: @unchecked Sendable {
         case .waitingForConnection(let host):
             note("waiting for a connection to \(host) (the other downloads use them all)")
         case .finished(let result):
-            if result.notModified {
+            if result.keptExisting {
+                note("\(result.path) is already there; not retrieving it (-nc)")
+            } else if result.notModified {
                 note("\(result.path) is up to date: the server's copy is not newer (\(ByteFormat.string(result.bytes)))")
             } else if result.alreadyComplete {
                 note("\(result.path) is already complete (\(ByteFormat.string(result.bytes)))")

@@ -128,4 +128,52 @@ import Glibc
             }
         }
     }
+
+    /// wget's `-nc`: a name already taken (a file, a link, a folder) is left as it is, nothing is fetched, and it is
+    /// a success said in one line; a free name is downloaded, for one URL and in a list.
+    @Test func noClobberKeepsWhatIsThereAndFetchesTheRest() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(40_000, seed: 263)
+            for name in ["kept.bin", "new.bin", "link.bin", "dir.bin", "listed.bin"] {
+                server.serve("/nc/\(name)", Resource(body: body, etag: "\"\(name)\""))
+            }
+            try await Sandbox.with { box in
+                try writeBytes([1, 2, 3], to: box.path("kept.bin"))
+                let kept = try await box.run(["get", "-nc", server.url("/nc/kept.bin")])
+                #expect(kept.exitCode == 0, "\(kept.stderr)")
+                #expect(kept.stderrLines.count == 1 && kept.stderr.contains("already there"), "\(kept.stderr)")
+                #expect(readBytes(box.path("kept.bin")) == [1, 2, 3])
+                #expect(server.requests("/nc/kept.bin").isEmpty, "a kept file was asked for")
+
+                let fresh = try await box.run(["get", "--no-clobber", server.url("/nc/new.bin")])
+                #expect(fresh.exitCode == 0 && contentMismatch(box.path("new.bin"), expected: body) == nil, "\(fresh.stderr)")
+
+                // A link is not followed, whatever it points to; a folder is a taken name too.
+                try writeBytes([9], to: box.path("target"))
+                try FileManager.default.createSymbolicLink(atPath: box.path("link.bin"), withDestinationPath: box.path("target"))
+                try FileManager.default.createDirectory(atPath: box.path("dir.bin"), withIntermediateDirectories: false)
+                for name in ["link.bin", "dir.bin"] {
+                    let result = try await box.run(["get", "-nc", "-q", server.url("/nc/\(name)"), "-o", name])
+                    #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(name): \(result.stderr)")
+                }
+                #expect(readBytes(box.path("target")) == [9])
+                #expect(server.requests("/nc/link.bin").isEmpty && server.requests("/nc/dir.bin").isEmpty)
+
+                let list = [server.url("/nc/kept.bin"), server.url("/nc/listed.bin")].joined(separator: "\n") + "\n"
+                try list.write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let batch = try await box.run(["get", "-nc", "-i", "list.txt"])
+                #expect(batch.exitCode == 0, "\(batch.stderr)")
+                #expect(batch.stderr.contains("kept.bin is already there"), "\(batch.stderr)")
+                #expect(readBytes(box.path("kept.bin")) == [1, 2, 3])
+                #expect(contentMismatch(box.path("listed.bin"), expected: body) == nil)
+                #expect(server.requests("/nc/kept.bin").isEmpty)
+                #expect(!box.workContents().contains { $0.contains("(1)") }, "a numbered copy: \(box.workContents())")
+
+                for other in [["--overwrite"], ["-N"], ["--continue"]] {
+                    let both = try await box.run(["get", "-nc", server.url("/nc/kept.bin")] + other)
+                    #expect(both.exitCode == 2 && both.stderrLines.count == 1 && both.stderr.contains("-nc"), "\(other): \(both.stderr)")
+                }
+            }
+        }
+    }
 }

@@ -94,7 +94,7 @@ import Glibc
         (["--compressed"], "--compressed", "decompress"), (["-X", "POST"], "-X", "GET"), (["-r", "0-99"], "-r", "-i FILE"),
         (["-U", "u:p"], "-U", "--user-agent"), (["-t", "3"], "-t", "--tries"), (["--proxy-user", "u:p"], "--proxy-user", "--proxy http://user:password@"),
         (["-m", "30"], "-m", "--max-time"), (["--retry-delay", "2"], "--retry-delay", "--retry-wait"), (["-z", "f"], "-z", "-N"),
-        (["--http3"], "--http3", "HTTP/2"), (["--mirror"], "--mirror", "-i FILE"), (["--no-clobber"], "--no-clobber", "numbered copy"),
+        (["--http3"], "--http3", "HTTP/2"), (["--mirror"], "--mirror", "-i FILE"),
         (["-e", "http_proxy=http://pu:SECRETPW@127.0.0.1:9"], "-e", "--proxy"), (["-erobots=off"], "-e", "robots=off"),
         (["--execute", "robots=off"], "--execute", "does not crawl"),
         (["--no-proxy"], "--no-proxy", "--noproxy"), (["--password=x"], "--password", "-u USER:PASSWORD"),

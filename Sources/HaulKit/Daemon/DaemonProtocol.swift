@@ -64,6 +64,7 @@ package enum DaemonProtocol {
             "error": error, "note": JSONValue(task.note),
         ]
         if let version = task.httpVersion { object["protocol"] = .string(version) }
+        if task.keptExisting { object["keptExisting"] = true }
         // In a fleet only: on one machine a task's JSON is as it was.
         if let node = task.node { object["node"] = .string(node) }
         return .object(object)
@@ -83,6 +84,7 @@ package enum DaemonProtocol {
             total: value["total"]?.int64Value, bytesPerSecond: value["bytesPerSecond"]?.doubleValue,
             filePath: value["path"]?.stringValue, error: error, note: value["note"]?.stringValue, node: value["node"]?.stringValue)
         task.httpVersion = value["protocol"]?.stringValue
+        task.keptExisting = value["keptExisting"]?.boolValue ?? false
         return task
     }
 

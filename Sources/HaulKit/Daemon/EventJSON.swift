@@ -64,6 +64,7 @@ package enum EventJSON {
             if let version = result.httpVersion { object["protocol"] = .string(version) }
             object["alreadyComplete"] = .bool(result.alreadyComplete)
             if result.notModified { object["notModified"] = true }
+            if result.keptExisting { object["keptExisting"] = true }
             object["checksum"] = result.checksum.map { .string($0.description) } ?? .null
             return .object(object)
         }

@@ -62,6 +62,14 @@ package enum POSIX {
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
+    /// Whether `path` names anything (a link itself, not followed): its size when it is a regular file, else 0;
+    /// `nil` when the name is free.
+    static func sizeOfAnyName(_ path: String) -> Int64? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : 0
+    }
+
     static func exists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0

@@ -164,7 +164,7 @@ extension LocalSession {
         // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
         case .success(let result):
-            await conclude(id, .finished, httpVersion: result.httpVersion, finalRecord: records.takeFinal(destinationPath: result.path)) {
+            await conclude(id, .finished, httpVersion: result.httpVersion, keptExisting: result.keptExisting, finalRecord: records.takeFinal(destinationPath: result.path)) {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
@@ -218,7 +218,8 @@ extension LocalSession {
     /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
     /// transaction, then tells everyone and runs the completion hooks.
     private func conclude(
-        _ id: String, _ state: TaskState, httpVersion: String? = nil, finalRecord: StoredRecord? = nil, _ change: (inout StoredTask) -> Void
+        _ id: String, _ state: TaskState, httpVersion: String? = nil, keptExisting: Bool = false, finalRecord: StoredRecord? = nil,
+        _ change: (inout StoredTask) -> Void
     ) async {
         let kind = state == .finished ? "finished" : "failed"
         let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
@@ -234,6 +235,7 @@ extension LocalSession {
         if old != state { emit(.stateChanged(id: id, from: old, to: state)) }
         var snapshot = self.snapshot(of: stored.task)
         snapshot.httpVersion = httpVersion
+        snapshot.keptExisting = keptExisting
         emit(state == .finished ? .finished(snapshot) : .failed(snapshot), sequence: stored.sequence)
         completionHooks(snapshot, own: stored.task.spec.completionCommand)
     }

@@ -139,6 +139,11 @@ public struct DownloadOptions: Sendable {
         get { settings.allowInsecureRedirects ?? false }
         set { settings.allowInsecureRedirects = newValue }
     }
+    /// Leave anything that already has the destination's name as it is, fetching nothing (wget's `-nc`). Default `false`.
+    public var noClobber: Bool {
+        get { settings.noClobber ?? false }
+        set { settings.noClobber = newValue }
+    }
     /// Redirects followed at most; `0` follows none. Default 10.
     public var maxRedirects: Int {
         get { settings.maxRedirects ?? RedirectPolicy.defaultMaxRedirects }
@@ -199,6 +204,9 @@ public struct DownloadResult: Equatable, Sendable {
 
     /// With timestamping: the server's copy is not newer than the file, which was left as it was.
     public var notModified = false
+    /// With `noClobber` (wget's `-nc`): something already had the destination's name and was left as it was; nothing
+    /// was fetched (``bytes`` is its size when it is a regular file, else 0).
+    public var keptExisting = false
 
     /// A result with these figures.
     public init(path: String, bytes: Int64, fetchedBytes: Int64, checksum: Checksum?, alreadyComplete: Bool, notModified: Bool = false) {

@@ -17,8 +17,9 @@ extension TransferEngine {
                 throw HaulError(.usage, "\(folder) is a file, not a folder to save into")
             }
         case .file(let path):
-            // A device, FIFO or socket is written straight through, never refused or replaced.
-            if StreamDownload.isStreamTarget(options.destination) { return }
+            // A device, FIFO or socket is written straight through, never refused or replaced; with -nc, a taken
+            // name is left alone, whatever it is.
+            if StreamDownload.isStreamTarget(options.destination) || options.noClobber { return }
             if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
             guard POSIX.exists(path), !options.overwrite, !options.continuePartial, !options.timestamping else { return }
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.

@@ -244,6 +244,13 @@ public final class TransferEngine: Sendable {
         case .standardOutput:
             break
         }
+        if options.noClobber, case .file(let path) = options.destination, let size = POSIX.sizeOfAnyName(path) {
+            // wget's -nc: a name that is taken, by anything, is left alone (never followed if it is a link).
+            var result = DownloadResult(path: path, bytes: size, fetchedBytes: 0, checksum: nil, alreadyComplete: true)
+            result.keptExisting = true
+            events(.finished(result))
+            return result
+        }
         if StreamDownload.isStreamTarget(options.destination) {
             return try await StreamDownload(engine: self, options: options, events: events).run()
         }

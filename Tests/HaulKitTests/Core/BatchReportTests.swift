@@ -58,6 +58,10 @@ import Testing
         let path = "/home/someone/Downloads/batch-of-many/file-01999.bin"
         #expect(BatchReport.savedLine(path: path, size: "16.0 KiB", width: nil) == "saved \(path) (16.0 KiB)")
         #expect(BatchReport.savedLine(path: path, size: "16.0 KiB", width: 50) == "saved /home/som…-of-many/file-01999.bin (16.0 KiB)")
+        #expect(BatchReport.keptLine(path: path, width: nil) == "\(path) is already there; not retrieving it (-nc)")
+        for width in 20...90 {
+            #expect(TerminalText.width(BatchReport.keptLine(path: path, width: width)) <= width, "\(width)")
+        }
     }
 
     @Test func perFileLinesStopBeforeTheyPushTheLiveViewOffTheScreen() {

@@ -27,6 +27,7 @@ import Testing
         settings.proxyTunnel = true
         settings.ipFamily = .v4
         settings.timestamping = true
+        settings.noClobber = false
         settings.omittedHeaders = ["user-agent"]
         settings.cookies = [Cookie(domain: "example.com", includesSubdomains: true, path: "/", secure: false, expires: 9, name: "a", value: "b")]
         return settings
@@ -60,7 +61,7 @@ import Testing
         #expect(keys == [
             "overwrite", "continue", "rateLimit", "retries", "retryWait", "minSegmentSize", "maxConnectionsPerHost",
             "allowInsecureRedirects", "maxRedirects", "remoteTime", "completionCommand", "proxy", "tls", "credentials", "proxyTunnel",
-            "ipFamily", "timestamping", "omitHeaders", "cookies",
+            "ipFamily", "timestamping", "noClobber", "omitHeaders", "cookies",
         ])
         #expect(try JSONValueEncoder.encode(DownloadSettings()) == .object([:]), "nothing said, nothing written")
     }
@@ -110,6 +111,11 @@ import Testing
         #expect(throws: Never.self) { try settings.validate() }
         settings.continuePartial = true
         #expect(throws: InputError.self) { try settings.validate() }
+        settings.continuePartial = nil
+        settings.noClobber = true
+        #expect(throws: InputError.self, "-nc with overwrite") { try settings.validate() }
+        settings.overwrite = nil
+        #expect(throws: Never.self) { try settings.validate() }
         for (options, fragment) in [
             (#"{"ipFamily": "v5"}"#, #""options.ipFamily" must be "v4" or "v6""#),
             (#"{"retries": 1001}"#, "retries must be between 0 and 1000"),
