@@ -59,6 +59,8 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         case noSpace(path: String)
         /// Stopped by the user or the program; the state was saved.
         case interrupted
+        /// The reader of the stream written (standard output, a FIFO) closed it (`| head`): nothing more can be written.
+        case outputClosed
         /// Any other failure: the message says what.
         case other
     }
@@ -179,6 +181,8 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     public static func noSpace(path: String) -> FailureReason { FailureReason(.noSpace(path: path)) }
     /// Stopped by the user or the program; the state was saved.
     public static let interrupted = FailureReason(.interrupted)
+    /// The reader of the stream written (standard output, a FIFO) closed it (`| head`): nothing more can be written.
+    public static let outputClosed = FailureReason(.outputClosed)
     /// Any other failure: the message says what.
     public static let other = FailureReason(.other)
 }

@@ -72,7 +72,7 @@ extension HaulError {
             return "choose another path with --socket (or HAUL_SOCKET)"
         case .replacedWhileDownloading:
             return again.step + " to download it afresh"
-        case .httpStatus, .busy, .impossibleLength, .untrustedFolder, .other:
+        case .httpStatus, .busy, .impossibleLength, .untrustedFolder, .outputClosed, .other:
             return nil
         }
     }

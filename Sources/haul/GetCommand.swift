@@ -134,7 +134,7 @@ struct GetCommand: AsyncParsableCommand {
         var failure: HaulError?
         if case .failure(let error) = outcome {
             let shown = error as? HaulError ?? HaulError(.network, String(describing: error))
-            reporter.failed(shown, exitCode: ExitStatus.code(for: shown.kind))
+            reporter.failed(shown, exitCode: ExitStatus.code(for: shown))
             failure = shown
         }
         // After the outcome is shown, as its last step: the command may move or open the file.
@@ -143,7 +143,7 @@ struct GetCommand: AsyncParsableCommand {
             hook.run(for: task, session: nil)
             await hook.waitForAll()
         }
-        if let failure { throw ExitCode(ExitStatus.code(for: failure.kind)) }
+        if let failure { throw ExitCode(ExitStatus.code(for: failure)) }
     }
 
     /// The URLs from the arguments and `-i`.

@@ -85,6 +85,13 @@ enum ExitStatus {
     static let server: Int32 = 7
     static let busy: Int32 = 8
     static let interrupted: Int32 = 130
+    /// The reader of standard output closed it (`| head`): as a process stopped by SIGPIPE is seen by a shell.
+    static let outputClosed: Int32 = 141
+
+    /// The exit code of `error`: by its kind, except a standard output closed by its reader.
+    static func code(for error: HaulError) -> Int32 {
+        error.reason == .outputClosed ? outputClosed : code(for: error.kind)
+    }
 
     static func code(for kind: HaulError.Kind) -> Int32 {
         switch kind.known {
@@ -103,6 +110,7 @@ enum ExitStatus {
     static let help = """
         Exit codes: 0 success, 2 bad usage or input, 3 network error, 4 HTTP error status, \
         5 checksum mismatch, 6 file system error, 7 unusable server response, 8 download already running, \
-        130 interrupted (state saved; run the same command again to resume).
+        130 interrupted (state saved; run the same command again to resume), \
+        141 standard output closed by its reader (haul get URL -o - | head), as after SIGPIPE.
         """
 }

@@ -41,7 +41,9 @@ final class Reporter: @unchecked Sendable {
             emit(EventJSON.downloadFailed(error, id: id, url: url, path: path.isEmpty ? nil : path, bytes: bytes, exitCode: exitCode))
         }
         area.close()
-        Reporter.printError("haul: \(error.kind == .interrupted ? "" : "error: ")\(error.line)")
+        // Stopped, not failed: Ctrl-C, or a reader that had what it wanted (`| head`).
+        let stopped = error.kind == .interrupted || error.reason == .outputClosed
+        Reporter.printError("haul: \(stopped ? "" : "error: ")\(error.line)")
     }
 
     /// Writes all of `text`, giving up quietly if the reader went away (a closed pipe must not stop a download).

@@ -176,4 +176,26 @@ import Glibc
             }
         }
     }
+
+    /// `haul get URL -o - | head -c 10`: the reader closing the pipe stops the download with one quiet line and exit
+    /// 141 (as a process stopped by SIGPIPE), and leaves no file or record.
+    @Test func aReaderThatClosesStandardOutputStopsTheDownloadQuietly() async throws {
+        try await withTestServer { server in
+            server.serve("/big.bin", Resource(body: TestData.bytes(8 << 20, seed: 264), etag: "\"b\""))
+            try await Sandbox.with { box in
+                let haul = try HaulBinary.path()
+                let script = "{ \"$0\" get \"$1\" -o -; echo $? > haul.status; } | head -c 10 > head.out"
+                let result = try await box.start(["-c", script, haul, server.url("/big.bin")], binary: "/bin/sh").wait(timeout: .seconds(60))
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                let status = try String(contentsOfFile: box.path("haul.status"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+                #expect(status == "141", "haul exited \(status): \(result.stderr)")
+                let lines = result.stderrLines.filter { !$0.hasPrefix("downloading ") }
+                #expect(lines.count == 1 && lines.first?.contains("closed by its reader") == true, "\(result.stderr)")
+                #expect(!result.stderr.contains("error") && !result.stderr.contains("Broken pipe"), "\(result.stderr)")
+                #expect(fileSize(box.path("head.out")) == 10)
+                #expect(box.workContents() == ["haul.status", "head.out"], "\(box.workContents())")
+                #expect(box.records().isEmpty, "a record was left")
+            }
+        }
+    }
 }

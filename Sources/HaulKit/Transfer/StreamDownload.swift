@@ -222,7 +222,13 @@ final class StreamDownload {
             let n = write(fd, base + done, bytes.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw POSIX.error("writing", shownPath == "-" ? "standard output" : shownPath)
+                let target = shownPath == "-" ? "standard output" : shownPath
+                if errno == EPIPE {
+                    // `| head`: the reader has what it wanted. Nothing is kept (a stream has no partial file).
+                    throw HaulError(.fileSystem, "\(target) was closed by its reader after \(written + Int64(done)) bytes; stopped",
+                                    reason: .outputClosed)
+                }
+                throw POSIX.error("writing", target)
             }
             done += n
         }
