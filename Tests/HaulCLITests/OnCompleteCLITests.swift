@@ -47,6 +47,28 @@ import Glibc
         }
     }
 
+    /// The hook starts as a shell would start it: no signal blocked, and SIGPIPE (which haul's network layer ignores
+    /// in its own process), SIGINT, SIGTERM, SIGHUP and SIGQUIT at their defaults, so `yes | head` ends and SIGTERM
+    /// stops it. Read from the hook shell's own `/proc/self/status`.
+    @Test func theCommandStartsWithNoSignalBlockedOrIgnored() async throws {
+        try await withTestServer { server in
+            server.serve("/file.bin", Resource(body: TestData.bytes(1_000, seed: 1302), etag: "\"s\""))
+            try await Sandbox.with { box in
+                let saved = box.path("hook.status")
+                let result = try await box.run(["get", server.url("/file.bin"), "-o", "file.bin", "--on-complete", "grep -E '^Sig(Blk|Ign):' /proc/self/status > '\(saved)'"])
+                #expect(result.exitCode == 0, "\(result)")
+                let text = (try? String(contentsOfFile: saved, encoding: .utf8)) ?? ""
+                func mask(_ name: String) -> UInt64? {
+                    text.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                        .flatMap { UInt64($0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces), radix: 16) }
+                }
+                let stops: UInt64 = [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM].reduce(0) { $0 | (1 << UInt64($1 - 1)) }
+                #expect(mask("SigBlk") == 0, "\(text)")
+                #expect(mask("SigIgn").map { $0 & stops } == 0, "\(text)")
+            }
+        }
+    }
+
     @Test func aFailedGetRunsItWithTheErrorAndJSONStaysOnStdout() async throws {
         try await withTestServer { server in
             try await Sandbox.with { box in

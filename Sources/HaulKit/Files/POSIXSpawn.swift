@@ -51,12 +51,22 @@ enum POSIXSpawn {
             posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
+        // The child starts with no signal blocked and SIGPIPE (which NIO ignores in this process) and the stop
+        // signals at their defaults: a hook's `yes | head` ends as in a shell, and SIGTERM stops what it runs.
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        let signalFlags = Int32(POSIX_SPAWN_SETSIGMASK) | Int32(POSIX_SPAWN_SETSIGDEF)
         #if os(Linux)
         let setSession: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID in <spawn.h>
         markCloseOnExec()
-        let flags = setSession
+        let flags = setSession | signalFlags
         #else
-        let flags = (newSession ? Int32(POSIX_SPAWN_SETSID) : 0) | Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)
+        let flags = (newSession ? Int32(POSIX_SPAWN_SETSID) : 0) | Int32(POSIX_SPAWN_CLOEXEC_DEFAULT) | signalFlags
         #endif
         posix_spawnattr_setflags(&attributes, Int16(flags))
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
