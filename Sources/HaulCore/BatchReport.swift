@@ -65,12 +65,32 @@ package enum BatchReport {
         let room = width - TerminalText.width(lead) - 2
         let reasonWidth = TerminalText.width(reason)
         let subjectWidth = TerminalText.width(subject)
-        let subjectRoom = room - reasonWidth >= min(subjectWidth, readableSubject)
+        var subjectRoom = room - reasonWidth >= min(subjectWidth, readableSubject)
             ? room - reasonWidth
             : min(subjectWidth, max(readableSubject, room / 2))
+        // A reason that must be shortened keeps what to do (``fitReason(_:width:)``) when the subject can give up the
+        // room, down to a readable name.
+        if room - subjectRoom < reasonWidth, let split = reason.range(of: "; ", options: .backwards) {
+            let needed = TerminalText.width(String(reason[split.upperBound...])) + 2 + readableSubject
+            if room - needed >= readableSubject { subjectRoom = min(subjectRoom, room - needed) }
+        }
         // A URL keeps its last part whole where it can, as a path keeps its file name.
-        let line = lead + TerminalText.fitPath(subject, width: subjectRoom) + ": " + reason
+        let fittedSubject = TerminalText.fitPath(subject, width: subjectRoom)
+        let reasonRoom = width - TerminalText.width(lead) - TerminalText.width(fittedSubject) - 2
+        let line = lead + fittedSubject + ": " + fitReason(reason, width: reasonRoom)
         return TerminalText.fit(line, width: width, cut: .end)
+    }
+
+    /// `reason` in `width` columns: a reason that ends with what to do ("…; check the URL") keeps that end whole
+    /// where it leaves room for a readable start, and what happened is shortened instead.
+    static func fitReason(_ reason: String, width: Int) -> String {
+        guard width > 0, TerminalText.width(reason) > width else { return reason }
+        if let split = reason.range(of: "; ", options: .backwards) {
+            let hint = String(reason[split.upperBound...])
+            let room = width - TerminalText.width(hint) - 2
+            if room >= readableSubject { return TerminalText.fit(String(reason[..<split.lowerBound]), width: room, cut: .end) + "; " + hint }
+        }
+        return TerminalText.fit(reason, width: width, cut: .end)
     }
 
     /// The end of a batch: the counts, then the first ``namedFailures`` failures one per line (indented) and how

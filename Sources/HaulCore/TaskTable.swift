@@ -133,7 +133,8 @@ package enum TaskTable {
         for (row, line) in lines.enumerated() {
             result.append(line)
             if let note = notes[row] {
-                result.append(String(repeating: " ", count: indent) + TerminalText.fit(note, width: width - indent, cut: .end))
+                // What to do (`…; haul resume ID`) kept whole where it fits; what happened shortened instead.
+                result.append(String(repeating: " ", count: indent) + BatchReport.fitReason(note, width: width - indent))
             }
         }
         return (result, widths)

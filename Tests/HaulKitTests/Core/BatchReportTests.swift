@@ -37,6 +37,17 @@ import Testing
         #expect(BatchReport.failureLine(failure, lead: "failed ", width: 30) == "failed report-2024.pdf: conne…")
     }
 
+    /// A reason too long for the line keeps what to do (after its last "; ") and shortens what happened.
+    @Test func aLongReasonKeepsWhatToDo() {
+        let failure = BatchReport.Failure(
+            url: "https://127.0.0.1:18777/static/1.bin",
+            message: "TLS handshake with 127.0.0.1:18777 failed: the server's certificate is not trusted (self signed); give its CA with --cacert FILE")
+        let line = BatchReport.failureLine(failure, lead: "  ", width: 80)
+        #expect(TerminalText.width(line) <= 80 && line.hasSuffix("; give its CA with --cacert FILE") && line.contains("TLS handshake"), "\(line)")
+        // Too narrow for both: cut at the end as before.
+        #expect(BatchReport.failureLine(failure, lead: "  ", width: 40).hasSuffix("…"))
+    }
+
     /// Any URL, path and message at any width: the line fits and holds no control character.
     @Test func failureLinesFitAnyWidth() {
         let alphabet: [Character] = Array("abc/:?=.-_0123456789 ") + ["日", "👨‍👩‍👧", "\u{1B}", "\n", "\u{202E}"]
