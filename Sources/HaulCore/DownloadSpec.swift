@@ -71,6 +71,8 @@ public struct DownloadSpec: Equatable, Sendable {
         if settings.continuePartial == true, !isFile { throw InputError("continue needs a file path: the partial file to continue") }
         if settings.timestamping == true, !isFile { throw InputError("timestamping needs a file path: the file to compare") }
         if settings.noClobber == true, !isFile { throw InputError("noClobber needs a file path: the name that may be taken") }
+        // A file kept unchecked would be reported as what the checksum names.
+        if settings.noClobber == true, checksum != nil { throw InputError("use either noClobber or a checksum, not both") }
         if let segments, !Self.segmentRange.contains(segments) { throw InputError("\"segments\" must be between 1 and 64") }
         // Headers checked as `-H` checks them, wherever the spec came from (the protocol, the dashboard, a library):
         // a `Range`, `If-Range` or `Connection` of the user's would go out beside Haul's own.

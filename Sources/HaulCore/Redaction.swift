@@ -13,11 +13,15 @@ package enum Redaction {
     /// Query parameters (lower-cased names) whose values are credentials: S3's and Google's signed-URL signature,
     /// credential and session token, Azure's SAS signature `sig`, Alibaba OSS's access key id, Backblaze B2's
     /// `Authorization`, API keys (`key` as Google's, `api_key`, `apikey`), OAuth's tokens and client secret, and the
-    /// generic `token`, `signature` (CloudFront signs with `Signature`), `password`, `secret` and `auth`.
+    /// generic `token`, `signature` (CloudFront signs with `Signature`), `password`, `secret` and `auth`; also OSS's
+    /// `x-oss-signature`, GitLab's `private_token`, Akamai's `hdnts` and `__gda__`, nginx secure_link's `md5`, `hmac`,
+    /// `jwt`, session ids and access or secret keys by their common names.
     public static let secretQueryParameters: Set<String> = [
         "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
         "ossaccesskeyid", "authorization", "sig", "token", "access_token", "refresh_token", "id_token", "client_secret",
         "signature", "key", "api_key", "apikey", "password", "passwd", "secret", "auth",
+        "x-oss-signature", "x-oss-credential", "x-oss-security-token", "private_token", "hdnts", "__gda__", "md5", "hmac",
+        "jwt", "session", "sessionid", "session_id", "pwd", "access_key", "secret_key", "access_key_id", "secret_access_key",
     ]
 
     /// `url` as it may be shown: userinfo and secret query values replaced by `***`.

@@ -20,6 +20,26 @@ enum ArgumentSecrets {
         }
     }
 
+    /// `line` (a refusal of the command line, which may quote an argument) with every secret of `arguments`
+    /// masked as ``blank()`` masks it: the secrets as typed (`-qubob:pw` in "unknown option '-qubob:pw'") never
+    /// reach the terminal or a log.
+    static func hiding(_ arguments: [String], in line: String) -> String {
+        var shown = line
+        var previous = ""
+        for argument in arguments {
+            let original = Array(argument.utf8)
+            let masked = self.masked(original, after: previous)
+            previous = argument
+            guard masked != original, let first = masked.indices.first(where: { masked[$0] != original[$0] }),
+                  let last = masked.indices.last(where: { masked[$0] != original[$0] }) else { continue }
+            shown = shown.replacingOccurrences(of: argument, with: String(decoding: masked, as: UTF8.self))
+            // The secret alone, wherever the message quotes part of the argument.
+            let secret = String(decoding: original[first...last], as: UTF8.self)
+            shown = shown.replacingOccurrences(of: secret, with: String(repeating: "*", count: last - first + 1))
+        }
+        return shown
+    }
+
     /// `argument` (given after `option`, the argument before it) with every secret byte replaced by `*`: the same
     /// length, so that it can be written over the original.
     static func masked(_ argument: [UInt8], after option: String) -> [UInt8] {
@@ -35,6 +55,16 @@ enum ArgumentSecrets {
         if text.hasPrefix("--"), let equals = argument.firstIndex(of: UInt8(ascii: "=")) {
             name = String(decoding: argument[..<equals], as: UTF8.self)
             value = (equals + 1)..<bytes.count
+        } else if text.hasPrefix("-"), !text.hasPrefix("--"), bytes.count > 2 {
+            // `-ubob:pw`, `-bsid=…`, `-HAuthorization: …`, `-qubob:pw`: letters clustered, the first that takes a
+            // value takes the rest of the argument.
+            for index in 1..<bytes.count {
+                let letter = "-" + String(decoding: bytes[index...index], as: UTF8.self)
+                guard bytes[index] < 0x80, FlagCompatibility.valueOptions.contains(letter) else { continue }
+                name = letter
+                value = (index + 1)..<bytes.count
+                break
+            }
         }
         let valueBytes = Array(bytes[value])
         switch name {

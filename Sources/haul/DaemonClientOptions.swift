@@ -135,8 +135,19 @@ final class DaemonConnection: Sendable {
 
     /// Full task ids for what the user typed: an id, or a prefix of exactly one id (among `ids`, else the session's).
     func resolve(_ typed: [String], among ids: [String]? = nil) async throws -> [String] {
+        // An empty word (`haul rm "$unset"`) is the prefix of every id: it names no task.
+        if typed.contains(where: { $0.isEmpty }) {
+            throw CLIFailure(HaulError(.usage, "an empty task id names no task; give an id from `haul ls`"))
+        }
         let known: [String]
-        if let ids { known = ids } else { known = try await tasks().map(\.id) }
+        if let ids {
+            known = ids
+        } else {
+            // Whole ids are looked up by themselves; only a prefix needs the session's ids (a long queue read in pages).
+            let exact = Set(try await tasks(ids: typed).map(\.id))
+            if typed.allSatisfy(exact.contains) { return typed }
+            known = try await tasks().map(\.id)
+        }
         return try typed.map { prefix in
             if known.contains(prefix) { return prefix }
             let matches = known.filter { $0.hasPrefix(prefix) }

@@ -55,6 +55,9 @@ extension FileOptions {
             let other = overwrite ? "--overwrite" : continuesPartial ? "--continue" : "-N (--timestamping)"
             throw InputError("use either -nc (--no-clobber), which keeps an existing file, or \(other), not both")
         }
+        if noClobber, checksum != nil {
+            throw InputError("use either -nc (--no-clobber), which keeps an existing file unchecked, or --checksum, not both")
+        }
         let given = [retry.map { ("--retry", $0) }, tries.map { ("--tries", $0) }].compactMap { $0 }
         if given.count > 1 { throw InputError("give one of --retries, --retry and --tries") }
         if let tries, tries < 0 { throw InputError("--tries must be 0 (as many as haul allows) or more") }

@@ -126,6 +126,13 @@ struct GetCommand: AsyncParsableCommand {
         var outcome = await download.result
         deadline?.cancel()
         signals.stop()
+        // A stream (`-o -`) keeps nothing to resume: stopped, it ends with the cancellation itself.
+        if case .failure(let error) = outcome, error is CancellationError {
+            let what = options.destination == .standardOutput
+                ? "stopped; what standard output received is not resumed: run the same command again to fetch it whole" : "stopped"
+            // Its own advice: "run the same command again to resume" would promise what a stream cannot do.
+            outcome = .failure(HaulError(.interrupted, what, reason: .other))
+        }
         if case .failure(let error as HaulError) = outcome, error.kind == .interrupted, let maxTime,
            (try? await deadline?.value) != nil {
             outcome = .failure(HaulError(.network, "stopped after --max-time \(maxTime.value.formatted()) s; \(error.line)"))

@@ -20,14 +20,14 @@ struct HaulMain {
         case .arguments(let rewritten):
             arguments = rewritten
         case .refused(let line):
-            Reporter.printError("haul: error: \(line)")
+            Reporter.printError("haul: error: \(ArgumentSecrets.hiding(given, in: line))")
             exit(ExitStatus.usage)
         }
         var command: any ParsableCommand
         do {
             command = try UsageError.parsing { try HaulCommand.parseAsRoot(arguments) }
         } catch let error as UsageError {
-            Reporter.printError("haul: error: \(error.line)")
+            Reporter.printError("haul: error: \(ArgumentSecrets.hiding(given, in: error.line))")
             exit(ExitStatus.usage)
         } catch {
             // --help, --version, a completion script.

@@ -25,11 +25,30 @@ import Testing
         ("--proxy", "p:SEKRET@proxy:3128", "********@proxy:3128"),
         ("-o", "me@host.bin", "me@host.bin"),
         ("", "https://example.com/@scope/pkg.tgz", "https://example.com/@scope/pkg.tgz"),
+        // Values attached to their letter, alone or after other letters of a cluster.
+        ("", "-ubob:SEKRET", "-ubob:******"),
+        ("", "-qubob:SEKRET", "-qubob:******"),
+        ("", "-bsid=SEKRET", "-bsid=******"),
+        ("", "-HAuthorization: Bearer SEKRET", "-HAuthorization:" + String(repeating: "*", count: 14)),
+        ("", "-HX-Plain: visible", "-HX-Plain: visible"),
+        ("", "-ofile.bin", "-ofile.bin"),
+        ("", "-x16", "-x16"),
     ])
     func secretsAreMaskedInPlace(_ option: String, _ argument: String, _ expected: String) {
         let shown = Self.masked(argument, after: option)
         #expect(shown == expected)
         #expect(shown.utf8.count == argument.utf8.count)
+    }
+
+    /// A refusal of the command line that quotes an argument (ArgumentParser's "unknown option '-qubob:pw'") masks
+    /// its secrets as `ps` would show them.
+    @Test func aRefusalQuotingAnArgumentShowsNoSecret() async throws {
+        try await Sandbox.with { box in
+            for arguments in [["get", "-qubob:SEKRET", "http://127.0.0.1:9/f"], ["get", "http://127.0.0.1:9/f", "--nope", "-ubob:SEKRET", "-u"]] {
+                let result = try await box.run(arguments)
+                #expect(result.exitCode == 2 && !result.stderr.contains("SEKRET"), "\(arguments): \(result.stderr)")
+            }
+        }
     }
 
     #if os(Linux)

@@ -231,10 +231,13 @@ import Glibc
                 }
                 #expect(try await list(box).first { $0["id"] as? String == b }?["state"] as? String == "waiting")
 
-                for bad in [["priority", "5"], ["priority", "10000000000", b], ["priority", "x", b], ["priority", "1", "no-such-task"]] {
+                // An empty word (`haul rm "$unset"`) is the prefix of every id: it names none.
+                for bad in [["priority", "5"], ["priority", "10000000000", b], ["priority", "x", b], ["priority", "1", "no-such-task"],
+                            ["priority", "1", ""], ["rm", ""], ["pause", ""]] {
                     let refused = try await box.run(bad + ["--no-autostart"])
                     #expect(refused.exitCode == 2 && refused.stderrLines.count == 1, "\(bad): \(refused)")
                 }
+                #expect(try await list(box).count == 3, "nothing removed by an empty id")
                 _ = try await box.run(["rm", "--all", "--no-autostart"])
             }
         }

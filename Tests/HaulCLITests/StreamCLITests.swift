@@ -19,6 +19,27 @@ import Testing
         }
     }
 
+    /// Ctrl-C (SIGINT) or SIGTERM while a stream runs: exit 130 with one line in words, which does not promise a
+    /// resume that a stream cannot do.
+    @Test func aStoppedStreamSaysSoInWordsAndExits130() async throws {
+        try await withTestServer { server in
+            var slow = Resource(body: TestData.bytes(2 << 20, seed: 303), etag: "\"s\"")
+            slow.faults.throttleBytesPerSecond = 64 << 10
+            server.serve("/slow.bin", slow)
+            try await Sandbox.with { box in
+                for signal in [SIGINT, SIGTERM] {
+                    let run = try box.start(["get", server.url("/slow.bin"), "-o", "-"])
+                    try await eventually("the stream runs", timeout: .seconds(30)) { server.requests("/slow.bin").count > (signal == SIGINT ? 0 : 1) }
+                    run.signal(signal)
+                    let result = try await run.wait()
+                    #expect(result.exitCode == 130, "\(signal): \(result.stderr)")
+                    #expect(result.stderrLines.last?.hasPrefix("haul: stopped; ") == true && !result.stderr.contains("Error()")
+                            && !result.stderr.contains("to resume"), "\(signal): \(result.stderr)")
+                }
+            }
+        }
+    }
+
     @Test func aDroppedStreamResumesWhenAStrongETagTiesTheRest() async throws {
         try await withTestServer { server in
             let body = TestData.bytes(600_000, seed: 301)
