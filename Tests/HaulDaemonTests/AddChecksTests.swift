@@ -93,4 +93,38 @@ import Testing
         }
         try await server.shutdown()
     }
+
+    /// The same download added again after it ended, with other options (`--overwrite`): the options given now are
+    /// the ones it runs with (a new task in place of the old, which is announced removed), not those of its first
+    /// time; added again as it was, it keeps its id.
+    @Test func anEndedTaskAddedAgainWithOtherOptionsRunsWithThem() async throws {
+        let server = try await TestServer.start()
+        let first = TestData.bytes(50_000, seed: 173), second = TestData.bytes(60_000, seed: 174)
+        server.serve("/v.txt", Resource(body: first, etag: "\"v1\""))
+        try await InProcessDaemon.with { daemon in
+            let client = daemon.connect()
+            let path = daemon.work + "/v.txt"
+            func tasks() async throws -> [JSONValue] {
+                try await client.result("tasks.list", ["session": "default"])["tasks"]?.arrayValue ?? []
+            }
+            let plain: JSONValue = ["url": .string(server.url("/v.txt")), "path": .string(path)]
+            let firstID = try await client.result("tasks.add", ["session": "default", "tasks": [plain]])["ids"]?.arrayValue?.first
+            try await waitUntil("the first version is saved") { try await tasks().first?["state"] == "finished" }
+            #expect(FileManager.default.contents(atPath: path).map(Array.init) == first)
+
+            server.serve("/v.txt", Resource(body: second, etag: "\"v2\""))
+            let overwriting: JSONValue = ["url": .string(server.url("/v.txt")), "path": .string(path), "options": ["overwrite": true]]
+            let secondID = try await client.result("tasks.add", ["session": "default", "tasks": [overwriting]])["ids"]?.arrayValue?.first
+            #expect(secondID != nil && secondID != firstID, "a new task with the options given now")
+            try await waitUntil("the second version replaces the first") {
+                let state = try await tasks().first?["state"]
+                return FileManager.default.contents(atPath: path).map(Array.init) == second && state == "finished"
+            }
+            #expect(try await tasks().count == 1, "the old task is gone")
+            // The same options again: queued again as it is, the same id.
+            let thirdID = try await client.result("tasks.add", ["session": "default", "tasks": [overwriting]])["ids"]?.arrayValue?.first
+            #expect(thirdID == secondID)
+        }
+        try await server.shutdown()
+    }
 }

@@ -141,12 +141,30 @@ package actor LocalSession: SessionBackend {
 
     /// ``add(_:)``; with `requeuesEnded`, ended tasks added again are queued again (see the type's `add`).
     package func add(_ requests: [DownloadRequest], requeuesEnded: Bool) async throws -> [TaskSnapshot] {
-        var results = try await store.add(requests.map(anchored))
+        let anchoredRequests = requests.map(anchored)
+        var results = try await store.add(anchoredRequests)
+        let ended: Set<TaskState> = [.finished, .failed, .cancelled]
+        if requeuesEnded {
+            // The same download added again with other options (`--overwrite`, `-N`, another checksum) after it
+            // ended: the options given now are the user's, so it is added anew with them (a new task in place of
+            // the old one), instead of queued again with the options of its first time.
+            let replaced = zip(results.indices, anchoredRequests).filter { index, request in
+                let (task, created) = results[index]
+                return !created && ended.contains(task.state) && task.spec.url == request.spec.url
+                    && task.spec.destination == request.spec.destination && task.spec != request.spec
+            }
+            if !replaced.isEmpty {
+                let old = replaced.map { results[$0.0].task.id }
+                try await store.remove(ids: old)
+                for id in old { emit(.removed(id: id)) }
+                let added = try await store.add(replaced.map(\.1))
+                for ((index, _), result) in zip(replaced, added) { results[index] = result }
+            }
+        }
         for (task, created) in results where created {
             noteStored(task)
             emit(.added(snapshot(of: task)))
         }
-        let ended: Set<TaskState> = [.finished, .failed, .cancelled]
         let again = requeuesEnded ? results.filter { !$0.created && ended.contains($0.task.state) }.map(\.task) : []
         if !again.isEmpty {
             let queued = try await store.updateAll(ids: again.map(\.id)) { task in
