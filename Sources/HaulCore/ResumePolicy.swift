@@ -183,11 +183,17 @@ package enum ResumePolicy {
             let length = bodyLength(headers)
             let info = ResourceInfo(validators: .wholeResponse(headers), totalLength: length, acceptsRanges: acceptsRanges(headers))
             return .writeWhole(info, bodyLength: length)
-        case 301, 302, 303, 307, 308:
+        case 300, 301, 302, 303, 307, 308:
             guard let location = headers["location"]?.trimmingASCIIWhitespace(), !location.isEmpty else {
+                // 300 Multiple Choices names its preferred choice in Location, if any (curl and wget follow it).
+                if response.status == 300 { return .fail(status: 300) }
                 return .protocolViolation("redirect \(response.status) without a Location header")
             }
             return .redirect(location: location)
+        case 305...399:
+            // 305 Use Proxy (deprecated, never followed), 306 and the unassigned: an answer, not a failure to retry.
+            // (304 to a request that was not conditional is the server's error: below.)
+            return .fail(status: response.status)
         case 416:
             return decideUnsatisfiable(plan: plan, point: point, headers: headers)
         case 408, 429, 500...599:

@@ -159,6 +159,24 @@ import Glibc
         }
     }
 
+    /// 300 with a Location is followed, as curl -L and wget follow it; 305 (and any 3xx that is no redirect) is an
+    /// answer reported at once (exit 4), not a server error retried for half a minute.
+    @Test func threeHundredIsFollowedAndOtherThreeHundredsAreAnswers() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(10_000, seed: 140)
+            server.serve("/choice.bin", Resource(body: body, etag: "\"c\""))
+            server.route("/multiple") { _ in redirectPlan(status: 300, to: "/choice.bin") }
+            server.route("/use-proxy") { _ in redirectPlan(status: 305, to: "/choice.bin") }
+            try await Sandbox.with { box in
+                let followed = try await box.run(["get", server.url("/multiple"), "-o", "m.bin"])
+                #expect(followed.exitCode == 0 && contentMismatch(box.path("m.bin"), expected: body) == nil, "\(followed.stderr)")
+                let answered = try await box.run(["get", server.url("/use-proxy"), "-o", "p.bin"])
+                #expect(answered.exitCode == 4 && answered.stderr.contains("305"), "\(answered.stderr)")
+                #expect(server.requests("/use-proxy").count == 1, "asked once, not retried")
+            }
+        }
+    }
+
     @Test func addRefusesStandardOutput() async throws {
         try await Sandbox.with { box in
             let result = try await box.run(["add", "http://127.0.0.1:9/x", "-o", "-", "--no-autostart"])

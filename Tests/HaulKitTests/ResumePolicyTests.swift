@@ -254,3 +254,22 @@ import Testing
         #expect(RangeAnswer.classify(.impossibleLength(claim), validators: Validators()) == .unusable("the server claims \(claim) bytes"))
     }
 }
+
+/// Redirect answers and the rest of 3xx: 300 with a Location is followed (as curl -L and wget follow it); any other
+/// 3xx that is no redirect is an answer to report at once, never a server error retried for half a minute.
+@Suite struct RedirectStatusTests {
+    func decide(_ status: Int, _ headers: HTTPFields) -> ResponseDecision {
+        ResumePolicy.decide(plan: .whole, point: ResumePoint(), response: ResponseHead(status: status, headers: headers))
+    }
+
+    @Test func everyThreeHundredIsARedirectOrAnAnswer() {
+        for status in [300, 301, 302, 303, 307, 308] {
+            #expect(decide(status, ["Location": "/next"]) == .redirect(location: "/next"), "\(status)")
+        }
+        #expect(decide(300, [:]) == .fail(status: 300))
+        for status in [305, 306, 309, 399] {
+            #expect(decide(status, ["Location": "/next"]) == .fail(status: status), "\(status)")
+        }
+        #expect(decide(302, [:]) == .protocolViolation("redirect 302 without a Location header"))
+    }
+}
