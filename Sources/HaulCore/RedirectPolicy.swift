@@ -57,7 +57,9 @@ package struct RedirectPolicy: Equatable, Sendable {
     }
 
     /// The next URL after a redirect from `current` to `location`; `visited` holds every URL requested in this chain.
-    public func follow(from current: URL, location: String, visited: [URL]) -> Result<URL, Failure> {
+    /// `loopsSince`: the first of `visited` a return to counts as a loop (a redirect that set a cookie may lead back
+    /// to where it came from, a download gate's way: the next request differs); all of them count toward the limit.
+    public func follow(from current: URL, location: String, visited: [URL], loopsSince: Int = 0) -> Result<URL, Failure> {
         guard visited.count <= maxRedirects else { return .failure(.tooManyRedirects(maxRedirects)) }
         guard let resolved = URL(string: location, relativeTo: current)?.absoluteURL,
               var components = resolved.absoluteString.split(separator: "#", maxSplits: 1).first.map(String.init),
@@ -69,7 +71,7 @@ package struct RedirectPolicy: Equatable, Sendable {
         if current.scheme?.lowercased() == "https", next.scheme?.lowercased() == "http", !allowInsecureRedirects {
             return .failure(.insecureRedirect(components))
         }
-        if visited.contains(where: { $0.absoluteString == components }) { return .failure(.loop(components)) }
+        if visited.dropFirst(loopsSince).contains(where: { $0.absoluteString == components }) { return .failure(.loop(components)) }
         return .success(next)
     }
 

@@ -177,6 +177,26 @@ import Glibc
         }
     }
 
+    /// A gate that sets a cookie and redirects back to itself (then, with the cookie, to the file) is no loop, as
+    /// wget, aria2c and curl -L get through it; one that only ever redirects to itself is, and says so.
+    @Test func aGateThatSetsACookieAndComesBackIsNoLoop() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(10_000, seed: 141)
+            server.serve("/gated.bin", Resource(body: body, etag: "\"g\""))
+            server.route("/gate") { request in
+                if request.header("Cookie")?.contains("ok=1") == true { return redirectPlan(to: "/gated.bin") }
+                return ResponsePlan(status: 302, headers: [("Location", "/gate"), ("Set-Cookie", "ok=1; Path=/")])
+            }
+            server.route("/loop") { _ in redirectPlan(to: "/loop") }
+            try await Sandbox.with { box in
+                let gated = try await box.run(["get", server.url("/gate"), "-o", "g.bin"])
+                #expect(gated.exitCode == 0 && contentMismatch(box.path("g.bin"), expected: body) == nil, "\(gated.stderr)")
+                let looped = try await box.run(["get", server.url("/loop"), "-o", "l.bin"])
+                #expect(looped.exitCode == 4 && looped.stderr.contains("redirect loop"), "\(looped.stderr)")
+            }
+        }
+    }
+
     @Test func addRefusesStandardOutput() async throws {
         try await Sandbox.with { box in
             let result = try await box.run(["add", "http://127.0.0.1:9/x", "-o", "-", "--no-autostart"])

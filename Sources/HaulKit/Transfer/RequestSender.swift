@@ -71,6 +71,8 @@ struct RequestSender: Sendable {
         var visited = [url]
         // Cookies the redirects set on the way (a download gate's), for the next hops they match.
         var received: [Cookie] = []
+        // The first of `visited` a return to is a loop (``RedirectPolicy/follow(from:location:visited:loopsSince:)``).
+        var loopsSince = 0
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
         while true {
             // Whatever the URL came from (a stored task, the protocol), nothing invalid reaches the network layer.
@@ -120,8 +122,12 @@ struct RequestSender: Sendable {
             }
             logger.debug("\(status) from \(Redaction.url(url)): redirect to \(Redaction.url(location))")
             await RequestSender.drain(response.body)
-            received = Self.keeping(response.headers["set-cookie"], from: url, in: received)
-            switch policy.follow(from: url, location: location, visited: visited) {
+            let kept = Self.keeping(response.headers["set-cookie"], from: url, in: received)
+            // A cookie set on the way makes the next request another one, even to a URL already asked (a gate that
+            // sets a cookie and sends the client back): not a loop. The redirect limit still bounds them all.
+            if kept != received { loopsSince = visited.count }
+            received = kept
+            switch policy.follow(from: url, location: location, visited: visited, loopsSince: loopsSince) {
             case .success(let next):
                 visited.append(next)
                 url = next
