@@ -33,7 +33,9 @@ enum ArgumentSecrets {
             guard masked != original, let first = masked.indices.first(where: { masked[$0] != original[$0] }),
                   let last = masked.indices.last(where: { masked[$0] != original[$0] }) else { continue }
             shown = shown.replacingOccurrences(of: argument, with: String(decoding: masked, as: UTF8.self))
-            // The secret alone, wherever the message quotes part of the argument.
+            // The secret alone, wherever the message quotes part of the argument (one long enough not to be any
+            // other word of the line: a one-letter password would mask every such letter).
+            guard last - first + 1 >= 6 else { continue }
             let secret = String(decoding: original[first...last], as: UTF8.self)
             shown = shown.replacingOccurrences(of: secret, with: String(repeating: "*", count: last - first + 1))
         }

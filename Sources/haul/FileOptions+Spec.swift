@@ -140,6 +140,14 @@ extension FileOptions {
     /// and curl -C - -O name it).
     private func destination(for url: URL, entry: InputList.Entry) throws -> DownloadSpec.Destination {
         let folder = entry.directory ?? directory
+        if let listed = entry.output {
+            // A list's out= names a file in the folder, as aria2c's does: a list written by someone else cannot
+            // place a file anywhere else (`out=/home/me/.bashrc`, `out=../../x`).
+            let parts = listed.split(separator: "/", omittingEmptySubsequences: false)
+            if listed.hasPrefix("/") || parts.contains("..") {
+                throw InputError("out=\(listed) leaves the folder; out= names a file in it (use dir= for the folder)")
+            }
+        }
         if let output = entry.output ?? output {
             guard !output.isEmpty else { throw InputError("-o needs a path") }
             if FileOptions.standardOutputNames.contains(output), entry.output == nil { return .standardOutput }

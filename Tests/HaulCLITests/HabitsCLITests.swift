@@ -185,6 +185,13 @@ import Glibc
                 try "\(server.url("/a.bin"))\n  split=4\n".write(toFile: box.path("bad.txt"), atomically: true, encoding: .utf8)
                 let bad = try await box.run(["get", "-i", "bad.txt"])
                 #expect(bad.exitCode == 2 && bad.stderr.contains("line 2") && bad.stderr.contains("split="), "\(bad.stderr)")
+                // A list's out= stays in the folder, whoever wrote the list.
+                for escape in [box.path("planted.bin"), "../planted.bin", "sub/../../planted.bin"] {
+                    try "\(server.url("/c.bin"))\n  out=\(escape)\n".write(toFile: box.path("escape.txt"), atomically: true, encoding: .utf8)
+                    let refused = try await box.run(["get", "-i", "escape.txt", "--dir", "out"])
+                    #expect(refused.exitCode == 2 && refused.stderr.contains("leaves the folder"), "\(escape): \(refused.stderr)")
+                    #expect(!fileExists(box.path("planted.bin")) && !fileExists(box.path("out/../planted.bin")))
+                }
             }
         }
     }
