@@ -142,8 +142,9 @@ public enum UserInput {
         for text in texts {
             let trimmed = text.trimmingASCIIWhitespace()
             if !trimmed.contains(":"), trimmed.hasSuffix(";") {
-                // curl's `X-Empty;`: the one way to send a header with no value.
+                // curl's `X-Empty;`: the one way to send a header with no value (never an empty Host).
                 let field = try header(String(trimmed.dropLast()) + ":")
+                try checkOmittable(field.name)
                 fields.append(field.name, "")
                 continue
             }

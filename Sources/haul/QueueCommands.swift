@@ -268,17 +268,25 @@ struct PriorityCommand: AsyncParsableCommand {
         commandName: "priority", abstract: "Change the priority of queued tasks: higher runs first (0 when added without --priority).",
         discussion: HelpText.examples(
             "haul priority 10 3f2a 9b1c            # these start before the rest",
-            "haul priority -- -5 3f2a              # a negative value goes after --"
+            "haul priority -5 3f2a                 # after the rest"
         ) + "\n\nA running task keeps running; the priority decides which waiting task starts next.")
-    @Argument(help: "The new priority (-1000000000 to 1000000000).")
-    var priority: Int
-    @Argument(help: "Task ids (or unique prefixes of them).")
-    var ids: [String] = []
+    /// The priority, then the ids: read as words, so that a negative priority (`-5`) is a value and not an option.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The new priority (-1000000000 to 1000000000), then task ids (or unique prefixes of them).", valueName: "priority> <ids"))
+    var words: [String] = []
     @OptionGroup var daemon: DaemonClientOptions
 
+    /// The words after a `--` that separates them (`haul priority -- -5 ID`, the habit for negative values).
+    private var values: [String] { words.filter { $0 != "--" } }
+    var priority: Int { values.first.flatMap { Int($0) } ?? 0 }
+    var ids: [String] { Array(values.dropFirst()) }
+
     func validate() throws {
+        guard let first = values.first, let priority = Int(first) else {
+            throw InputError("give the priority first, a whole number (a negative one too: haul priority -5 ID), then task ids")
+        }
         guard abs(priority) <= 1_000_000_000 else { throw InputError("the priority must be between -1000000000 and 1000000000") }
         guard !ids.isEmpty else { throw InputError("give at least one task id after the priority") }
+        if let option = ids.first(where: { $0.hasPrefix("-") }) { throw InputError("\(option) is not an option of haul priority (haul help priority)") }
     }
 
     func run() async throws {

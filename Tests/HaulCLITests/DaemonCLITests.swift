@@ -221,6 +221,7 @@ import Glibc
                 }
                 #expect(try await box.run(["priority", "10", String(c.prefix(8)), "--no-autostart"]).exitCode == 0)
                 #expect(try await box.run(["priority", "--no-autostart", "--", "-3", b]).exitCode == 0)
+                #expect(try await box.run(["priority", "-3", String(b.prefix(8)), "--no-autostart"]).exitCode == 0, "a negative value as is")
                 let tasks = try await list(box)
                 #expect(tasks.first { $0["id"] as? String == c }?["priority"] as? NSNumber == 10, "\(tasks)")
                 #expect(tasks.first { $0["id"] as? String == b }?["priority"] as? NSNumber == -3, "\(tasks)")
@@ -233,7 +234,7 @@ import Glibc
 
                 // An empty word (`haul rm "$unset"`) is the prefix of every id: it names none.
                 for bad in [["priority", "5"], ["priority", "10000000000", b], ["priority", "x", b], ["priority", "1", "no-such-task"],
-                            ["priority", "1", ""], ["rm", ""], ["pause", ""]] {
+                            ["priority", "1", ""], ["rm", ""], ["pause", ""], ["priority", "1", b, "--bogus"]] {
                     let refused = try await box.run(bad + ["--no-autostart"])
                     #expect(refused.exitCode == 2 && refused.stderrLines.count == 1, "\(bad): \(refused)")
                 }

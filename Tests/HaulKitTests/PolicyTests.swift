@@ -142,6 +142,7 @@ import Testing
         #expect(fields == ["X-Empty": "", "X-A": "1"])
         #expect(omitted == ["accept", "x-a", "user-agent"])
         #expect(throws: InputError.self) { try UserInput.headers(["Host:"]) }
+        #expect(throws: InputError.self) { try UserInput.headers(["Host;"]) }
         #expect(throws: InputError.self) { try UserInput.headers(["Range:"]) }
         #expect(throws: InputError.self) { try UserInput.headers(["X-Foo;bar"]) }
         #expect(throws: InputError.self) { try UserInput.headers([";"]) }

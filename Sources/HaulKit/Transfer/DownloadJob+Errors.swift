@@ -175,7 +175,8 @@ extension DownloadJob {
     static func describe(_ failure: RedirectPolicy.Failure, from url: URL) -> String {
         switch failure {
         case .tooManyRedirects(0): return "\(Redaction.url(url)) redirected, and the download follows no redirects"
-        case .tooManyRedirects(let count): return "stopped after \(count) redirects starting at \(Redaction.url(url))"
+        case .tooManyRedirects(let count):
+            return "stopped after \(count) redirect\(count == 1 ? "" : "s") starting at \(Redaction.url(url))"
         case .loop(let target): return "redirect loop: \(Redaction.url(url)) leads back to \(Redaction.url(target))"
         case .invalidLocation(let location): return "\(Redaction.url(url)) redirected to an invalid location \"\(Redaction.text(location))\""
         case .unsupportedScheme(let scheme): return "\(Redaction.url(url)) redirected to an unsupported scheme \"\(scheme)\""
