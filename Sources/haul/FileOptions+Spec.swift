@@ -159,8 +159,9 @@ extension FileOptions {
             }
             return .file(absolutePath(output))
         }
-        if timestamping || continuesPartial || noClobber {
-            // wget -N compares, wget -c continues, and wget -nc keeps, the file the URL names.
+        if timestamping || continuesPartial || noClobber || overwrite {
+            // wget -N compares, wget -c continues, wget -nc keeps, and --overwrite replaces (curl -O does), the file
+            // the URL names: not a numbered copy beside it.
             return .file(absolutePath((folder ?? ".") + "/" + FileNaming.suggestedName(contentDisposition: nil, finalURL: url)))
         }
         return .directory(absolutePath(folder ?? "."))

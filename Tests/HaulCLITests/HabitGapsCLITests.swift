@@ -180,6 +180,21 @@ import Glibc
 
     /// `haul get URL -o - | head -c 10`: the reader closing the pipe stops the download with one quiet line and exit
     /// 141 (as a process stopped by SIGPIPE), and leaves no file or record.
+    /// `--overwrite` without `-o` replaces the file the URL names (curl -O writes over it), never a numbered copy.
+    @Test func overwriteWithoutAnOutputReplacesTheFileTheURLNames() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(20_000, seed: 266)
+            server.serve("/ow/report.bin", Resource(body: body, etag: "\"r\""))
+            try await Sandbox.with { box in
+                #expect(FileManager.default.createFile(atPath: box.path("report.bin"), contents: Data("old".utf8)))
+                let result = try await box.run(["get", server.url("/ow/report.bin"), "--overwrite"])
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                #expect(contentMismatch(box.path("report.bin"), expected: body) == nil)
+                #expect(!box.workContents().contains { $0.contains("(1)") }, "\(box.workContents())")
+            }
+        }
+    }
+
     @Test func aReaderThatClosesStandardOutputStopsTheDownloadQuietly() async throws {
         try await withTestServer { server in
             server.serve("/big.bin", Resource(body: TestData.bytes(8 << 20, seed: 264), etag: "\"b\""))
