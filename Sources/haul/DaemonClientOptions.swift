@@ -133,6 +133,19 @@ final class DaemonConnection: Sendable {
         }
     }
 
+    /// Whether the session is not there yet (adding to it will create it); never for `default`, every daemon's.
+    func isNewSession() async -> Bool {
+        guard session != "default" else { return false }
+        do {
+            _ = try await client.call(SessionSettings.self, NoParameters(), session: session)
+            return false
+        } catch let error as RPCError {
+            return error.isNoSuchSession
+        } catch {
+            return false
+        }
+    }
+
     /// Full task ids for what the user typed: an id, or a prefix of exactly one id (among `ids`, else the session's).
     func resolve(_ typed: [String], among ids: [String]? = nil) async throws -> [String] {
         // An empty word (`haul rm "$unset"`) is the prefix of every id: it names no task.

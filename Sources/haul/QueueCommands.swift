@@ -79,6 +79,8 @@ struct AddCommand: AsyncParsableCommand {
         self.connection.warnIfInsecure()
         do {
             let connection = try await daemon.connect()
+            // Adding to a session creates it: said, so that a mistyped --session does not pass unnoticed.
+            let isNew = await connection.isNewSession()
             // The second reading: a part at a time, each sent in messages that fit (its ids printed as it is added).
             let entries = try BatchGet.Entries(arguments: arguments, list: listFile)
             while true {
@@ -87,6 +89,7 @@ struct AddCommand: AsyncParsableCommand {
                 for id in try await connection.add(try part.map { try addition(for: $0, cookies: cookies) }) { print(id) }
             }
             await connection.close()
+            if isNew { Reporter.printError("haul: created the session \"\(daemon.session)\" (`haul ls --session \(daemon.session)` lists its tasks)") }
         } catch {
             throw CLIFailure.exit(error)
         }

@@ -143,14 +143,7 @@ struct SessionSetCommand: AsyncParsableCommand {
             let connection = try await daemon.connect()
             // A session that does not exist yet is made with these settings (to add to it later), and said so: a
             // mistyped --session would otherwise pass unnoticed.
-            var existed = true
-            do {
-                _ = try await connection.client.call(SessionSettings.self, NoParameters(), session: daemon.session)
-            } catch let error as RPCError {
-                guard error.isNoSuchSession else { throw error.haulError }
-                // The default session is there for every daemon, made on first use.
-                existed = daemon.session == "default"
-            }
+            let existed = !(await connection.isNewSession())
             _ = try await connection.call(OpenSession.self, .init(configuration: changes))
             await connection.close()
             if !existed {

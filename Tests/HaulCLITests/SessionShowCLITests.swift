@@ -50,6 +50,11 @@ import Testing
             #expect(made.exitCode == 0 && made.stderr.contains("created the session \"nightly\""), "\(made.stderr)")
             let again = try await box.run(["session", "set", "--session", "nightly", "--max-concurrent", "3", "--no-autostart"])
             #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again.stderr)")
+            // Adding to a session that does not exist makes it too, and says so the first time.
+            let added = try await box.run(["add", "http://127.0.0.1:9/x", "-o", box.path("x"), "--session", "weekly", "--no-autostart"])
+            #expect(added.exitCode == 0 && added.stderr.contains("created the session \"weekly\""), "\(added.stderr)")
+            let addedAgain = try await box.run(["add", "http://127.0.0.1:9/y", "-o", box.path("y"), "--session", "weekly", "--no-autostart"])
+            #expect(addedAgain.exitCode == 0 && addedAgain.stderr.isEmpty, "\(addedAgain.stderr)")
         }
     }
 }

@@ -150,7 +150,10 @@ extension DownloadJob {
             let tries = retries == 1 ? "1 retry" : "\(retries) retries"
             let who = connection.map { "connection \($0) gave up" } ?? "gave up"
             // What to do next is the front end's to say (run the command again, resume the task), from the reason.
-            let reason: FailureReason = heldBytes || connection != nil ? .retriesExhausted(retries: retries) : .unreachable(retries: retries)
+            // Unreachable only when the network failed: a server that answered (503, 429, an answer that is no HTTP)
+            // was reached, and its retries ran out.
+            let reachedNothing = failure.kind == .network && !heldBytes && connection == nil
+            let reason: FailureReason = reachedNothing ? .unreachable(retries: retries) : .retriesExhausted(retries: retries)
             // With retries turned off (--retries 0) there was nothing to give up on.
             let said = retries == 0 ? (connection.map { " (connection \($0))" } ?? "") : " (\(who) after \(tries))"
             return HaulError(failure.kind, "\(failure.reason)\(said)", reason: reason)

@@ -167,7 +167,9 @@ struct RequestSender: Sendable {
         if !candidates.isEmpty, let cookie = Cookie.header(for: url, from: candidates, now: Int64(Date().timeIntervalSince1970)) {
             if let given = fields.combined("cookie") {
                 fields.remove("cookie")
-                fields.append("Cookie", given + "; " + cookie)
+                // An empty one given (`-H 'Cookie;'`) adds nothing to the jar's: no `Cookie: ; a=1`.
+                let given = given.trimmingCharacters(in: .whitespaces)
+                fields.append("Cookie", given.isEmpty ? cookie : given + "; " + cookie)
             } else {
                 fields.append("Cookie", cookie)
             }
