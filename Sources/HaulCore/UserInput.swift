@@ -102,7 +102,7 @@ public enum UserInput {
 
     /// Whether `text` begins with a scheme and `:/` (`https://`, `ftp:/x`), as curl tells a URL with a scheme from
     /// one it guesses (`host:port/path` has none).
-    static func hasScheme(_ text: String) -> Bool {
+    public static func hasScheme(_ text: String) -> Bool {
         guard let colon = text.firstIndex(of: ":"), let first = text.first, first.isASCII, first.isLetter else { return false }
         let scheme = text[..<colon]
         guard scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return false }

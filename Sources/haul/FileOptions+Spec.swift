@@ -170,6 +170,13 @@ extension FileOptions {
     /// The download these flags describe for `entry`: the one place the CLI makes a ``DownloadSpec``. Checks every
     /// value before any network or file activity; a flag left at its default leaves the spec's member unset.
     func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
+        // `haul get urls.txt`: a word without a scheme that names a file here is the list it holds, not a host.
+        var isFolder: ObjCBool = false
+        if entry.line == 0, !UserInput.hasScheme(entry.url), let first = entry.url.first, !"/.~-".contains(first),
+           FileManager.default.fileExists(atPath: entry.url, isDirectory: &isFolder),
+           !isFolder.boolValue {
+            throw InputError("\(entry.url) is a file here, not a URL; to download the URLs it lists, use -i \(entry.url) (or http://\(entry.url) for a server of that name)")
+        }
         let parsedURL = try UserInput.typedURL(entry.url)
         let destination = try destination(for: parsedURL, entry: entry)
         if timestamping, destination == .standardOutput { throw InputError("-N compares a file; it cannot write to standard output") }

@@ -71,6 +71,9 @@ import Glibc
                 let listed = try await box.run(["get", "-i", "list.txt", "--dir", "listed"])
                 #expect(listed.exitCode == 0 && contentMismatch(box.path("listed/g.bin"), expected: body) == nil, "\(listed.stderr)")
 
+                // A word that names a file here is the list it holds, most likely: said, not looked up as a host.
+                let asList = try await box.run(["get", "list.txt"])
+                #expect(asList.exitCode == 2 && asList.stderr.contains("-i list.txt"), "\(asList.stderr)")
                 for word in ["./f.bin", "/tmp/f.bin"] {
                     let path = try await box.run(["get", word])
                     #expect(path.exitCode == 2 && path.stderrLines.count == 1 && path.stderr.contains("is not a URL"), "\(word): \(path.stderr)")

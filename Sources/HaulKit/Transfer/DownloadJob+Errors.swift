@@ -51,7 +51,9 @@ extension DownloadJob {
         if let error = error as? HaulError { return error }
         if let error = error as? TransientFailure { return error }
         let defaultPort = url.scheme?.lowercased() == "https" ? 443 : 80
-        let host = (url.host ?? Redaction.url(url)) + ":\(url.port ?? defaultPort)"
+        // An IPv6 address in brackets, as in a URL: `[::1]:8080`, not `::1:8080`.
+        let name = url.host.map { $0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0 } ?? Redaction.url(url)
+        let host = name + ":\(url.port ?? defaultPort)"
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled:
