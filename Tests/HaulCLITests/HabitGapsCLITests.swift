@@ -183,6 +183,26 @@ import Glibc
 
     /// `haul get URL -o - | head -c 10`: the reader closing the pipe stops the download with one quiet line and exit
     /// 141 (as a process stopped by SIGPIPE), and leaves no file or record.
+    /// `-nc` when the name is taken while the download runs: what took it is kept, this download's partial file
+    /// and record go, and it ends as one that found the name taken (exit 0), as wget -nc would have.
+    @Test func noClobberKeepsAFileThatAppearsWhileDownloading() async throws {
+        try await withTestServer { server in
+            var slow = Resource(body: TestData.bytes(400_000, seed: 267), etag: "\"r\"")
+            slow.faults.throttleBytesPerSecond = 100_000
+            server.serve("/nc/race.bin", slow)
+            try await Sandbox.with { box in
+                let run = try box.start(["get", "-nc", server.url("/nc/race.bin"), "-o", "race.bin"])
+                try await eventually("the download runs", timeout: .seconds(30)) { fileExists(box.path("race.bin.haul-part")) }
+                #expect(FileManager.default.createFile(atPath: box.path("race.bin"), contents: Data("theirs".utf8)))
+                let result = try await run.wait(timeout: .seconds(60))
+                #expect(result.exitCode == 0 && result.stderr.contains("already there"), "\(result.stderr)")
+                #expect(FileManager.default.contents(atPath: box.path("race.bin")) == Data("theirs".utf8))
+                #expect(!fileExists(box.path("race.bin.haul-part")), "\(box.workContents())")
+                #expect(box.records().isEmpty, "no record is left: \(box.records())")
+            }
+        }
+    }
+
     /// `--overwrite` without `-o` replaces the file the URL names (curl -O writes over it), never a numbered copy.
     @Test func overwriteWithoutAnOutputReplacesTheFileTheURLNames() async throws {
         try await withTestServer { server in

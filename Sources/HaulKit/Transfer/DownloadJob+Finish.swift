@@ -39,19 +39,35 @@ extension DownloadJob {
         let replacing = options.overwrite || publish.replacesDestination || source == destination
         // In a fleet, a node that lost the task's lease must not move the file into place.
         let gate = options.leaseGate
-        try await BlockingIO.run {
-            let syncer = DirectorySyncer.shared
-            syncer.willPublish(into: folder)
-            do {
-                if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
-                try file.sync()
-                try gate?.check()
-                try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
-            } catch {
-                syncer.didNotPublish(into: folder)
-                throw error
+        do {
+            try await BlockingIO.run {
+                let syncer = DirectorySyncer.shared
+                syncer.willPublish(into: folder)
+                do {
+                    if remoteTime != nil { RemoteFileTime.apply(lastModified: remoteTime, to: file) }
+                    try file.sync()
+                    try gate?.check()
+                    try Self.publish(file, from: source, to: destination, in: folder, replacing: replacing)
+                } catch {
+                    syncer.didNotPublish(into: folder)
+                    throw error
+                }
+                syncer.syncPublished(folder)
             }
-            syncer.syncPublished(folder)
+        } catch let error as HaulError where options.noClobber {
+            guard case .destinationExists = error.reason.which else { throw error }
+            // wget's -nc: the name was taken while downloading, and what took it is kept; this download's bytes
+            // (its own partial file, its record) go, and it ends as one that found the name taken.
+            let store = self.store, key = record.key, path = record.destinationPath
+            let size = try? await BlockingIO.run { () -> Int64? in
+                if let ours = try? file.status(), folder.status(source)?.isSameFile(as: ours) == true { folder.unlink(source) }
+                store.remove(key)
+                return POSIX.sizeOfAnyName(path)
+            }
+            var kept = DownloadResult(path: path, bytes: (size ?? nil) ?? 0, fetchedBytes: machine.rules.fetched, checksum: nil, alreadyComplete: true)
+            kept.keptExisting = true
+            events(.finished(kept))
+            return kept
         }
         record.update(from: point)
         record.state = .finished
