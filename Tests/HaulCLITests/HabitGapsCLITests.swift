@@ -203,6 +203,23 @@ import Glibc
         }
     }
 
+    /// `-nc` with two URLs that name the same file, at once: the second finds the name taken by the first and
+    /// fetches nothing (exit 0), as wget -nc's second URL finds the first's file there.
+    @Test func noClobberWithTwoURLsOfOneNameKeepsTheFirst() async throws {
+        try await withTestServer { server in
+            var slow = Resource(body: TestData.bytes(300_000, seed: 268), etag: "\"a\"")
+            slow.faults.throttleBytesPerSecond = 100_000
+            server.serve("/one/same.bin", slow)
+            server.serve("/two/same.bin", slow)
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", "-nc", "-j", "2", server.url("/one/same.bin"), server.url("/two/same.bin")], timeout: .seconds(60))
+                #expect(result.exitCode == 0 && result.stderr.contains("already there"), "\(result.stderr)")
+                #expect(fileExists(box.path("same.bin")) && !box.workContents().contains { $0.contains("(1)") || $0.hasSuffix(".haul-part") },
+                        "\(box.workContents())")
+            }
+        }
+    }
+
     /// `--overwrite` without `-o` replaces the file the URL names (curl -O writes over it), never a numbered copy.
     @Test func overwriteWithoutAnOutputReplacesTheFileTheURLNames() async throws {
         try await withTestServer { server in

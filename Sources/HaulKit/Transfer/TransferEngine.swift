@@ -255,7 +255,17 @@ public final class TransferEngine: Sendable {
             return try await StreamDownload(engine: self, options: options, events: events).run()
         }
         let job = DownloadJob(engine: self, options: options, events: events)
-        return try await job.run()
+        do {
+            return try await job.run()
+        } catch let error as HaulError where options.noClobber && error.kind == .busy {
+            // wget's -nc: another download (two URLs of a list that name the same file) is writing the name; it is
+            // taken, and this one fetches nothing, as wget -nc's second URL finds the first's file there.
+            guard case .file(let path) = options.destination else { throw error }
+            var result = DownloadResult(path: path, bytes: POSIX.sizeOfAnyName(path) ?? 0, fetchedBytes: 0, checksum: nil, alreadyComplete: true)
+            result.keptExisting = true
+            events(.finished(result))
+            return result
+        }
     }
 }
 
