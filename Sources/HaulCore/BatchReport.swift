@@ -70,9 +70,8 @@ package enum BatchReport {
             : min(subjectWidth, max(readableSubject, room / 2))
         // A reason that must be shortened keeps what to do (``fitReason(_:width:)``) when the subject can give up the
         // room, down to a readable name.
-        if room - subjectRoom < reasonWidth, let split = reason.range(of: "; ", options: .backwards) {
-            let needed = TerminalText.width(String(reason[split.upperBound...])) + 2 + readableSubject
-            if room - needed >= readableSubject { subjectRoom = min(subjectRoom, room - needed) }
+        if room - subjectRoom < reasonWidth, let needed = widthKeepingHint(reason), room - needed >= readableSubject {
+            subjectRoom = min(subjectRoom, room - needed)
         }
         // A URL keeps its last part whole where it can, as a path keeps its file name.
         let fittedSubject = TerminalText.fitPath(subject, width: subjectRoom)
@@ -85,12 +84,18 @@ package enum BatchReport {
     /// where it leaves room for a readable start, and what happened is shortened instead.
     static func fitReason(_ reason: String, width: Int) -> String {
         guard width > 0, TerminalText.width(reason) > width else { return reason }
-        if let split = reason.range(of: "; ", options: .backwards) {
-            let hint = String(reason[split.upperBound...])
-            let room = width - TerminalText.width(hint) - 2
-            if room >= readableSubject { return TerminalText.fit(String(reason[..<split.lowerBound]), width: room, cut: .end) + "; " + hint }
+        if let needed = widthKeepingHint(reason), width >= needed, let split = reason.range(of: "; ", options: .backwards) {
+            let hint = "; " + reason[split.upperBound...]
+            return TerminalText.fit(String(reason[..<split.lowerBound]), width: width - TerminalText.width(hint), cut: .end) + hint
         }
         return TerminalText.fit(reason, width: width, cut: .end)
+    }
+
+    /// The fewest columns in which ``fitReason(_:width:)`` keeps `reason`'s advice (after its last "; ") whole, with
+    /// a readable start; `nil` when it gives none.
+    static func widthKeepingHint(_ reason: String) -> Int? {
+        guard let split = reason.range(of: "; ", options: .backwards) else { return nil }
+        return TerminalText.width("; " + reason[split.upperBound...]) + readableSubject
     }
 
     /// The end of a batch: the counts, then the first ``namedFailures`` failures one per line (indented) and how

@@ -51,6 +51,10 @@ package struct RedirectPolicy: Equatable, Sendable {
     /// The redirects a download follows unless told otherwise (curl's default is 50, wget's 20).
     public static let defaultMaxRedirects = 10
 
+    /// The statuses whose `Location` is followed: 301, 302, 303, 307, 308, and 300 Multiple Choices naming its
+    /// preferred choice (curl -L and wget follow it).
+    public static let redirectStatuses: Set<Int> = [300, 301, 302, 303, 307, 308]
+
     public init(maxRedirects: Int = RedirectPolicy.defaultMaxRedirects, allowInsecureRedirects: Bool = false) {
         self.maxRedirects = maxRedirects
         self.allowInsecureRedirects = allowInsecureRedirects

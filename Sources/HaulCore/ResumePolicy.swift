@@ -183,7 +183,7 @@ package enum ResumePolicy {
             let length = bodyLength(headers)
             let info = ResourceInfo(validators: .wholeResponse(headers), totalLength: length, acceptsRanges: acceptsRanges(headers))
             return .writeWhole(info, bodyLength: length)
-        case 300, 301, 302, 303, 307, 308:
+        case let status where RedirectPolicy.redirectStatuses.contains(status):
             guard let location = headers["location"]?.trimmingASCIIWhitespace(), !location.isEmpty else {
                 // 300 Multiple Choices names its preferred choice in Location, if any (curl and wget follow it).
                 if response.status == 300 { return .fail(status: 300) }

@@ -94,10 +94,15 @@ public enum UserInput {
     public static func typedURL(_ text: String) throws(InputError) -> URL {
         let trimmed = text.trimmingASCIIWhitespace()
         guard !trimmed.isEmpty, !hasScheme(trimmed) else { return try url(text) }
-        if let first = trimmed.first, "/.~-".contains(first) || trimmed.contains(where: { $0 == " " || $0 == "\t" }) {
+        if looksLikePath(trimmed) || trimmed.contains(where: { $0 == " " || $0 == "\t" }) {
             throw InputError("\"\(Redaction.url(trimmed))\" is not a URL; give http:// or https:// URLs, or a file listing them with -i FILE")
         }
         return try url("http://" + trimmed)
+    }
+
+    /// Whether `text` reads as a path or an option, never as a host: it begins with `/`, `.`, `~` or `-`.
+    public static func looksLikePath(_ text: String) -> Bool {
+        text.first.map { "/.~-".contains($0) } ?? false
     }
 
     /// Whether `text` begins with a scheme and `:/` (`https://`, `ftp:/x`), as curl tells a URL with a scheme from

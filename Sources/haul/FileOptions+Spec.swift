@@ -172,7 +172,7 @@ extension FileOptions {
     func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
         // `haul get urls.txt`: a word without a scheme that names a file here is the list it holds, not a host.
         var isFolder: ObjCBool = false
-        if entry.line == 0, !UserInput.hasScheme(entry.url), let first = entry.url.first, !"/.~-".contains(first),
+        if entry.line == 0, !UserInput.hasScheme(entry.url), !UserInput.looksLikePath(entry.url),
            FileManager.default.fileExists(atPath: entry.url, isDirectory: &isFolder),
            !isFolder.boolValue {
             throw InputError("\(entry.url) is a file here, not a URL; to download the URLs it lists, use -i \(entry.url) (or http://\(entry.url) for a server of that name)")

@@ -143,10 +143,10 @@ struct SessionSetCommand: AsyncParsableCommand {
             let connection = try await daemon.connect()
             // A session that does not exist yet is made with these settings (to add to it later), and said so: a
             // mistyped --session would otherwise pass unnoticed.
-            let existed = !(await connection.isNewSession())
+            let created = await connection.isNewSession()
             _ = try await connection.call(OpenSession.self, .init(configuration: changes))
             await connection.close()
-            if !existed {
+            if created {
                 Reporter.printError("haul: created the session \"\(daemon.session)\" with these settings (`haul session show --session \(daemon.session)`)")
             }
         } catch {

@@ -58,14 +58,12 @@ extension DownloadJob {
             guard case .destinationExists = error.reason.which else { throw error }
             // wget's -nc: the name was taken while downloading, and what took it is kept; this download's bytes
             // (its own partial file, its record) go, and it ends as one that found the name taken.
-            let store = self.store, key = record.key, path = record.destinationPath
-            let size = try? await BlockingIO.run { () -> Int64? in
+            let store = self.store, key = record.key, path = record.destinationPath, fetched = machine.rules.fetched
+            let kept = try await BlockingIO.run { () -> DownloadResult in
                 if let ours = try? file.status(), folder.status(source)?.isSameFile(as: ours) == true { folder.unlink(source) }
                 store.remove(key)
-                return POSIX.sizeOfAnyName(path)
+                return DownloadResult.keptExisting(at: path, bytes: POSIX.sizeOfAnyName(path), fetchedBytes: fetched)
             }
-            var kept = DownloadResult(path: path, bytes: (size ?? nil) ?? 0, fetchedBytes: machine.rules.fetched, checksum: nil, alreadyComplete: true)
-            kept.keptExisting = true
             events(.finished(kept))
             return kept
         }

@@ -217,6 +217,15 @@ public struct DownloadResult: Equatable, Sendable {
         self.alreadyComplete = alreadyComplete
         self.notModified = notModified
     }
+
+    /// With `noClobber`: the name `path` was taken and left as it is (`bytes`: what is there, as
+    /// ``POSIX/sizeOfAnyName(_:)`` reads it, 0 when nothing is by now); `fetchedBytes` were received before that was
+    /// found and are not kept.
+    static func keptExisting(at path: String, bytes: Int64?, fetchedBytes: Int64 = 0) -> DownloadResult {
+        var result = DownloadResult(path: path, bytes: bytes ?? 0, fetchedBytes: fetchedBytes, checksum: nil, alreadyComplete: true)
+        result.keptExisting = true
+        return result
+    }
 }
 
 /// Events a download reports while it runs.

@@ -116,8 +116,7 @@ struct RequestSender: Sendable {
                 }
             }
             let status = Int(response.status.code)
-            // 300 Multiple Choices with a Location is followed, as curl -L and wget follow it.
-            guard [300, 301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
+            guard RedirectPolicy.redirectStatuses.contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
                 return (response, url)
             }
             logger.debug("\(status) from \(Redaction.url(url)): redirect to \(Redaction.url(location))")

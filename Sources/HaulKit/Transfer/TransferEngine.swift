@@ -246,8 +246,7 @@ public final class TransferEngine: Sendable {
         }
         if options.noClobber, case .file(let path) = options.destination, let size = POSIX.sizeOfAnyName(path) {
             // wget's -nc: a name that is taken, by anything, is left alone (never followed if it is a link).
-            var result = DownloadResult(path: path, bytes: size, fetchedBytes: 0, checksum: nil, alreadyComplete: true)
-            result.keptExisting = true
+            let result = DownloadResult.keptExisting(at: path, bytes: size)
             events(.finished(result))
             return result
         }
@@ -261,8 +260,7 @@ public final class TransferEngine: Sendable {
             // wget's -nc: another download (two URLs of a list that name the same file) is writing the name; it is
             // taken, and this one fetches nothing, as wget -nc's second URL finds the first's file there.
             guard case .file(let path) = options.destination else { throw error }
-            var result = DownloadResult(path: path, bytes: POSIX.sizeOfAnyName(path) ?? 0, fetchedBytes: 0, checksum: nil, alreadyComplete: true)
-            result.keptExisting = true
+            let result = DownloadResult.keptExisting(at: path, bytes: POSIX.sizeOfAnyName(path))
             events(.finished(result))
             return result
         }
