@@ -255,7 +255,10 @@ final class PartialFile: Sendable {
         return Array(buffer.prefix(done))
     }
 
+    /// Cuts (or extends) the file to `length` bytes; nothing to do when it has that length already (a file written
+    /// from its start to its end, most of them): ext4 charges an `ftruncate` to the same size like a real one.
     func truncate(to length: Int64) throws(HaulError) {
+        if let current = try? size(), current == length { return }
         guard ftruncate(fd, off_t(length)) == 0 else { throw POSIX.error("truncating", path) }
     }
 
