@@ -209,6 +209,41 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.tested)
+    func aConclusionThenAStartEndsOneTaskAndStartsTheOneTakingItsSlot(_ backend: StoreBackend) async throws {
+        try await StoreHarness.with(backend) { harness in
+            let store = try await harness.open()
+            _ = try await store.add([harness.newTask(1, id: "a"), harness.newTask(2, id: "b"), harness.newTask(3, id: "c")])
+            _ = try await store.startIfWaiting(id: "a")
+            let final = StoredRecord(key: "k-a", value: "{\"final\":true}")
+            let both = try await store.conclude(
+                id: "a", lease: nil, journaling: "finished", payload: { "{\"id\":\"\($0.id)\"}" }, finalRecord: final,
+                thenStarting: "b", { $0.state = .finished; $0.bytes = 10 })
+            let concluded = try #require(both.concluded)
+            #expect(concluded.old == .running && concluded.task.state == .finished && concluded.task.bytes == 10)
+            #expect(concluded.sequence != nil)
+            let journaled = try await store.journal().map(\.taskID)
+            #expect(journaled == ["a"])
+            let next = try #require(both.next)
+            #expect(next.started && next.task.id == "b" && next.task.state == .running)
+            #expect(try await store.task(id: "a")?.state == .finished)
+            #expect(try await store.task(id: "b")?.state == .running)
+            #expect(try await store.unendedStarts(ids: ["a", "b"]) == ["b": 1], "the end forgets a's start, b's start is counted")
+            #expect(try store.record(key: "k-a") == final.value)
+            // A task no longer waiting is not started; a missing one ends nothing and the next still starts.
+            let notWaiting = try await store.conclude(
+                id: "b", lease: nil, journaling: nil, payload: { _ in "" }, finalRecord: nil, thenStarting: "a", { $0.state = .failed })
+            #expect(notWaiting.concluded?.task.state == .failed)
+            #expect(notWaiting.next.map { !$0.started && $0.task.state == .finished } == true)
+            let missing = try await store.conclude(
+                id: "missing", lease: nil, journaling: nil, payload: { _ in "" }, finalRecord: nil, thenStarting: "c", { $0.state = .failed })
+            #expect(missing.concluded == nil && missing.next?.started == true)
+            let none = try await store.conclude(
+                id: "c", lease: nil, journaling: nil, payload: { _ in "" }, finalRecord: nil, thenStarting: "missing", { $0.state = .finished })
+            #expect(none.concluded?.task.state == .finished && none.next == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.tested)
     func aConclusionChangesTheTaskForgetsItsStartWritesTheFinalRecordAndJournalsInOneGo(_ backend: StoreBackend) async throws {
         try await StoreHarness.with(backend) { harness in
             let store = try await harness.open()

@@ -37,19 +37,21 @@ extension LocalSession {
                 // The store has the last word: a task that is no longer waiting there is not started. Counted as
                 // started in the same transaction, before the transfer begins: if this process dies during it, the
                 // next one knows.
-                guard let (task, started) = try? await store.startIfWaiting(id: entry.id) else { continue }
-                if started {
-                    emit(.stateChanged(id: task.id, from: .waiting, to: .running))
-                    start(task)
-                } else {
-                    noteStored(task)
-                }
+                guard let started = try? await store.startIfWaiting(id: entry.id) else { continue }
+                begin(started)
             }
             chosen = await chooseNext()
         }
         // The queue has drained when a task ended since the last drain and nothing runs or waits.
         guard !hasRunningTasks, drainPending, !hasWaitingTasks else { return }
         if takeDrainSignal() { emit(.allFinished) }
+    }
+
+    /// Announces and runs a task its start moved to `running`; notes one that was not waiting any more as stored.
+    private func begin(_ started: (task: StoredTask, started: Bool)) {
+        guard started.started else { return noteStored(started.task) }
+        emit(.stateChanged(id: started.task.id, from: .waiting, to: .running))
+        start(started.task)
     }
 
     /// Runs `task`; in a fleet under `lease`: its resume records fenced by it, its writes stopped by `gate`.
@@ -164,7 +166,15 @@ extension LocalSession {
         // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
         case .success(let result):
-            await conclude(id, .finished, httpVersion: result.httpVersion, keptExisting: result.keptExisting, finalRecord: records.takeFinal(destinationPath: result.path)) {
+            // The slot this download leaves goes to the next waiting task in the same transaction as its end (a
+            // fleet claims its tasks its own way). Like `schedule()`, nothing here suspends with a store of one process.
+            let next = shared == nil ? await chooseNext().first : nil
+            if next != nil { beginStart() }
+            defer { if next != nil { endStart() } }
+            await conclude(
+                id, .finished, httpVersion: result.httpVersion, keptExisting: result.keptExisting,
+                finalRecord: records.takeFinal(destinationPath: result.path), thenStarting: next
+            ) {
                 $0.bytes = result.bytes
                 $0.total = result.bytes
                 $0.filePath = result.path
@@ -217,18 +227,35 @@ extension LocalSession {
 
     /// Records that a task finished or failed and forgets its start (with the journal entry when journaling), in one
     /// transaction, then tells everyone and runs the completion hooks.
+    ///
+    /// With `next`, the waiting task chosen for the slot this one leaves is started in the same transaction (then
+    /// announced and run after this one's end is told), as ``schedule()`` would start it.
     private func conclude(
         _ id: String, _ state: TaskState, httpVersion: String? = nil, keptExisting: Bool = false, finalRecord: StoredRecord? = nil,
-        _ change: (inout StoredTask) -> Void
+        thenStarting next: WaitingQueue.Entry? = nil, _ change: (inout StoredTask) -> Void
     ) async {
         let kind = state == .finished ? "finished" : "failed"
         let payload: (StoredTask) -> String = { task in DaemonProtocol.encode(Self.snapshot(of: task, progress: nil)).serialized }
-        let journaling = self.journaling
-        guard let concluded = await write(for: id, { lease in
-            try await self.store.conclude(
-                id: id, lease: lease, journaling: journaling ? kind : nil, payload: payload, finalRecord: finalRecord,
+        let journaling = journaling ? kind : nil
+        let concluded: (old: TaskState, task: StoredTask, sequence: Int64?)??
+        var started: (task: StoredTask, started: Bool)?
+        if let next {
+            forget(next.id)
+            let both = try? await store.conclude(
+                id: id, lease: nil, journaling: journaling, payload: payload, finalRecord: finalRecord, thenStarting: next.id,
                 { change(&$0); $0.state = state })
-        }), let stored = concluded else { return }
+            concluded = both?.concluded
+            started = both?.next
+        } else {
+            concluded = await write(for: id, { lease in
+                try await self.store.conclude(
+                    id: id, lease: lease, journaling: journaling, payload: payload, finalRecord: finalRecord,
+                    { change(&$0); $0.state = state })
+            })
+        }
+        // The next task after this one's end is told, as a `schedule()` after it would start it.
+        defer { if let started { begin(started) } }
+        guard let concluded, let stored = concluded else { return }
         let old = stored.old
         noteStored(stored.task)
         markEnded()

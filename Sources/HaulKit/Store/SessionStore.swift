@@ -74,6 +74,13 @@ package protocol SessionStore: AnyObject, Sendable {
         _ change: (inout StoredTask) -> Void
     ) async throws -> (old: TaskState, task: StoredTask, sequence: Int64?)?
 
+    /// ``conclude(id:lease:journaling:payload:finalRecord:_:)`` of `id`, then ``startIfWaiting(id:)`` of `next`
+    /// (the task that takes the slot `id` leaves): in one transaction where the store can, else one after the other.
+    nonisolated(nonsending) func conclude(
+        id: String, lease: TaskLease?, journaling kind: String?, payload: (StoredTask) -> String, finalRecord: StoredRecord?,
+        thenStarting next: String, _ change: (inout StoredTask) -> Void
+    ) async throws -> ConcludedAndStarted
+
     // MARK: Journal
 
     /// Unacknowledged entries with a sequence above `sequence`, oldest first.
@@ -157,7 +164,22 @@ package struct RecordFence: Equatable, Sendable {
     }
 }
 
+/// What ``SessionStore/conclude(id:lease:journaling:payload:finalRecord:thenStarting:_:)`` did: the task that ended
+/// (as its conclusion returns it) and the one started after it (as its start returns it).
+package typealias ConcludedAndStarted = (
+    concluded: (old: TaskState, task: StoredTask, sequence: Int64?)?, next: (task: StoredTask, started: Bool)?
+)
+
 extension SessionStore {
+    /// One after the other: a store whose transactions cost little more than their statements.
+    nonisolated(nonsending) package func conclude(
+        id: String, lease: TaskLease?, journaling kind: String?, payload: (StoredTask) -> String, finalRecord: StoredRecord?,
+        thenStarting next: String, _ change: (inout StoredTask) -> Void
+    ) async throws -> ConcludedAndStarted {
+        let concluded = try await conclude(id: id, lease: lease, journaling: kind, payload: payload, finalRecord: finalRecord, change)
+        return (concluded, try await startIfWaiting(id: next))
+    }
+
     /// ``update(id:lease:_:)`` without a lease.
     nonisolated(nonsending) package func update(id: String, _ change: (inout StoredTask) -> Void) async throws -> StoredTask? {
         try await update(id: id, lease: nil, change)

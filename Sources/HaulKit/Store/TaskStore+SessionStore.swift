@@ -15,13 +15,36 @@ extension TaskStore: SessionStore {
     ) throws -> (old: TaskState, task: StoredTask, sequence: Int64?)? {
         let now = Self.now()
         return try write { db in
-            var old: TaskState?
-            guard let task = try Self.update(id: id, db, now: now, { old = $0.state; change(&$0) }), let old else { return nil }
-            try db.cachedStatement(sql: "DELETE FROM task_start WHERE id = ?").execute(arguments: [id])
-            if let finalRecord { try db.cachedStatement(sql: Self.saveRecordSQL).execute(arguments: [finalRecord.key, finalRecord.value]) }
-            guard let kind else { return (old, task, nil) }
-            return (old, task, try Self.appendJournal(id: id, kind: kind, payload: payload(task), db, now: now))
+            try Self.conclude(id: id, kind: kind, payload: payload, finalRecord: finalRecord, change, db, now: now)
         }
+    }
+
+    /// Both in one transaction: one commit a file less in a batch, where each download's end frees the slot of the
+    /// next one's start.
+    package func conclude(
+        id: String, lease: TaskLease?, journaling kind: String?, payload: (StoredTask) -> String, finalRecord: StoredRecord?,
+        thenStarting next: String, _ change: (inout StoredTask) -> Void
+    ) throws -> ConcludedAndStarted {
+        let now = Self.now()
+        let result = try write { db in
+            let concluded = try Self.conclude(id: id, kind: kind, payload: payload, finalRecord: finalRecord, change, db, now: now)
+            return (concluded, try Self.start(id: next, db, now: now))
+        }
+        if let choice = result.1?.choice { choiceHints.keep(choice.key, choice.path) }
+        return (result.0, result.1.map { ($0.task, $0.started) })
+    }
+
+    /// ``conclude(id:lease:journaling:payload:finalRecord:_:)`` within a write transaction.
+    private static func conclude(
+        id: String, kind: String?, payload: (StoredTask) -> String, finalRecord: StoredRecord?, _ change: (inout StoredTask) -> Void,
+        _ db: Database, now: Double
+    ) throws -> (old: TaskState, task: StoredTask, sequence: Int64?)? {
+        var old: TaskState?
+        guard let task = try update(id: id, db, now: now, { old = $0.state; change(&$0) }), let old else { return nil }
+        try db.cachedStatement(sql: "DELETE FROM task_start WHERE id = ?").execute(arguments: [id])
+        if let finalRecord { try db.cachedStatement(sql: saveRecordSQL).execute(arguments: [finalRecord.key, finalRecord.value]) }
+        guard let kind else { return (old, task, nil) }
+        return (old, task, try appendJournal(id: id, kind: kind, payload: payload(task), db, now: now))
     }
 
     // MARK: Resume records and name choices (tables `transfer` and `choice`, schema v4)
@@ -36,6 +59,7 @@ extension TaskStore: SessionStore {
     }
 
     package func save(_ record: StoredRecord, choice: StoredRecord?, fence: RecordFence?) throws {
+        if let choice { choiceHints.forget(choice.key) }
         guard let choice else {
             // One statement: atomic and as durable as a transaction in SQLite's autocommit, without BEGIN and COMMIT.
             return try writeStatement { db in
@@ -54,13 +78,19 @@ extension TaskStore: SessionStore {
         }
     }
 
+    /// The name chosen under `key`: as read when its task started (``startIfWaiting(id:)``), the first time it is
+    /// asked for after that start, else as stored now.
     package func choice(key: String) throws -> String? {
-        try readStatement { db in
-            try String.fetchOne(try db.cachedStatement(sql: "SELECT path FROM choice WHERE key = ?"), arguments: [key])
-        }
+        if let hint = choiceHints.take(key) { return hint }
+        return try readStatement { db in try Self.fetchChoice(key: key, db) }
+    }
+
+    static func fetchChoice(key: String, _ db: Database) throws -> String? {
+        try String.fetchOne(try db.cachedStatement(sql: "SELECT path FROM choice WHERE key = ?"), arguments: [key])
     }
 
     package func setChoice(key: String, path: String?) throws {
+        choiceHints.forget(key)
         try writeStatement { db in
             if let path {
                 try db.cachedStatement(sql: Self.saveChoiceSQL).execute(arguments: [key, path])

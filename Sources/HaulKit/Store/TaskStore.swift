@@ -15,6 +15,8 @@ package final class TaskStore: Sendable {
     public let path: String
     let pool: DatabasePool
     let writes: GroupCommit
+    /// `--dir` tasks' remembered names read when they started, each for its download's first look.
+    let choiceHints = ChoiceHints()
 
     /// Opens the store at `path` (e.g. `HAUL_HOME/sessions/<id>/tasks.sqlite`), creating its folders and
     /// the file when missing. Throws a `HaulError` when the file is damaged or was written by a newer haul.
