@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { buildAdds, splitUrls, typedNumber, urlsInText } from '../../Sources/HaulWeb/Assets/addForm.mjs';
+import { buildAdds, splitUrls, typedNumber, typedUrl, urlsInText } from '../../Sources/HaulWeb/Assets/addForm.mjs';
 import { forAll, integer, oneOf } from './random.mjs';
 
 function error(fields, defaultDirectory) {
@@ -33,6 +33,18 @@ test('what the daemon checks is sent as typed: any checksum, any segments, any U
   assert.equal(words.segments, 'lots');
   assert.equal(words.priority, 'high');
   assert.equal(words.checksum, 'crc32:zz');
+});
+
+test('a URL typed without a scheme is http://, as curl, wget and haul get take it; anything else is sent as typed', () => {
+  for (const [text, sent] of [
+    ['example.com/file', 'http://example.com/file'], ['127.0.0.1:8080/x', 'http://127.0.0.1:8080/x'],
+    ['localhost:8080', 'http://localhost:8080'], ['[::1]:8080/y', 'http://[::1]:8080/y'], ['  host/z  ', 'http://host/z'],
+    ['https://h/f', 'https://h/f'], ['HTTP://h/f', 'HTTP://h/f'], ['ftp://h/f', 'ftp://h/f'], ['svn+ssh://h/f', 'svn+ssh://h/f'],
+    ['/etc/passwd', '/etc/passwd'], ['./list.txt', './list.txt'], ['~/x', '~/x'], ['-v', '-v'], ['a b', 'a b'],
+  ]) {
+    assert.equal(typedUrl(text), sent, text);
+    assert.equal(buildAdds({ urls: text })[0].url, sent, text);
+  }
 });
 
 test('numbers are sent as numbers when they are written as one, else as the text typed', () => {
@@ -88,7 +100,7 @@ test('any single URL with any values typed makes one entry carrying each value t
     const adds = buildAdds(fields);
     assert.equal(adds.length, 1);
     const [add] = adds;
-    assert.equal(add.url, fields.urls);
+    assert.equal(add.url, typedUrl(fields.urls));
     assert.equal(add.directory, fields.directory || undefined);
     assert.equal(add.checksum, fields.checksum.trim() || undefined);
     assert.equal(add.segments, fields.segments.trim() === '' ? undefined : typedNumber(fields.segments));

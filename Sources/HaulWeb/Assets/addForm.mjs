@@ -43,6 +43,17 @@ function header(line) {
 }
 
 /**
+ * A URL as a person types it: one without a scheme is `http://`, as curl, wget and `haul get` take `example.com/file`
+ * and `127.0.0.1:8080/x` (a scheme is letters, digits, `+`, `-`, `.` before `:/`, so `localhost:8080` is a host and
+ * port). Anything else is left for the daemon to judge, and its message is the one shown.
+ */
+export function typedUrl(text) {
+  const trimmed = String(text).trim();
+  if (!trimmed || /^[a-z][a-z0-9+.-]*:\//i.test(trimmed) || /^[/.~-]/.test(trimmed) || /\s/.test(trimmed)) return trimmed;
+  return 'http://' + trimmed;
+}
+
+/**
  * The `tasks.add` entries of the dialog's fields (`urls`, `directory`, `filename`, `checksum`, `headers`,
  * `priority`, `segments`, `rate`: the texts typed), given the session's default folder. Throws an Error whose
  * message the dialog shows when the form itself cannot make them.
@@ -72,7 +83,7 @@ export function buildAdds(fields, defaultDirectory) {
     path = base.replace(/\/+$/, '') + '/' + filename;
   }
   return urls.map((url) => {
-    const add = { url: url };
+    const add = { url: typedUrl(url) };
     if (path) add.path = path;
     else if (directory) add.directory = directory;
     if (checksum) add.checksum = checksum;
