@@ -54,7 +54,7 @@ struct GetCommand: AsyncParsableCommand {
 
     /// `--verbose`'s log: every request, answer and resume decision, on standard error.
     static func verboseLogger() -> Logger {
-        var logger = Logger(label: "haul", factory: { label in StreamLogHandler.standardError(label: label) })
+        var logger = Logger(label: "haul", factory: { _ in VerboseLogHandler() })
         logger.logLevel = .debug
         return logger
     }

@@ -218,6 +218,10 @@ import Glibc
                     try jar.write(toFile: box.path("jar.txt"), atomically: true, encoding: .utf8)
                     let got = try await box.run(["get", server.url("/a/f.bin"), "-o", "a.bin", "-b", "jar.txt", "-v"])
                     #expect(got.exitCode == 0, "\(got.stderr)")
+                    // -v's lines are marked as curl -v marks its notes, without swift-log's date, level and module.
+                    let logged = got.stderr.split(separator: "\n").filter { $0.hasPrefix("* ") }
+                    #expect(logged.contains { $0.hasPrefix("* GET http://") } && logged.contains { $0.hasPrefix("* 206 from ") }, "\(got.stderr)")
+                    #expect(!got.stderr.contains("[HaulKit]") && !got.stderr.contains(" debug "), "\(got.stderr)")
                     #expect(server.requests("/a/f.bin").allSatisfy { $0.header("Cookie") == "forA=secret-a; root=secret-root" },
                             "\(server.requests("/a/f.bin").map { $0.header("Cookie") ?? "none" })")
                     let moved = try await box.run(["get", server.url("/a/tob"), "-o", "b.bin", "--load-cookies", "jar.txt"])
