@@ -123,6 +123,7 @@ package final class DaemonServer: Sendable {
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, id: Int) async {
         let channel = connection.channel
+        logger.debug("connection \(id) opened")
         let outbox = ConnectionOutbox(id: id) {
             channel.close(promise: nil)
         }

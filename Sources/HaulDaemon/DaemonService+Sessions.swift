@@ -214,6 +214,9 @@ extension DaemonService {
     private func defaultConfiguration() -> SessionConfiguration {
         var configuration = SessionConfiguration()
         configuration.home = home
+        // `daemon --verbose`: every download's requests, answers and resume decisions too, as `haul get -v` logs them
+        // (URLs masked).
+        if logger.logLevel <= .debug { configuration.logger = logger }
         return configuration
     }
 

@@ -51,6 +51,22 @@ package actor DaemonService {
     /// Carries out a request from `caller` (the owner unless said otherwise): its result, or the JSON-RPC error to
     /// answer with.
     package func handle(_ request: JSONRPC.Request, from outbox: ConnectionOutbox, caller: DaemonCaller = .owner) async -> Result<JSONValue, RPCError> {
+        let result = await outcome(of: request, from: outbox, caller: caller)
+        // `daemon --verbose`: each request by its method only (its parameters may carry URLs and headers with secrets);
+        // a refusal's message, which names no secret.
+        if logger.logLevel <= .debug {
+            // A name the daemon knows, never the client's text (a line break in it would forge a log line).
+            let method = DaemonMethod(rawValue: request.method)?.rawValue ?? "an unknown method"
+            switch result {
+            case .success: logger.debug("connection \(outbox.id): \(method)")
+            case .failure(let error):
+                logger.debug("connection \(outbox.id): \(method) refused: \(TerminalText.sanitized(error.message))")
+            }
+        }
+        return result
+    }
+
+    private func outcome(of request: JSONRPC.Request, from outbox: ConnectionOutbox, caller: DaemonCaller) async -> Result<JSONValue, RPCError> {
         do {
             return .success(try await perform(request, outbox, caller))
         } catch let error as RPCError {

@@ -139,6 +139,30 @@ import Glibc
         }
     }
 
+    /// `daemon --verbose` logs what its help says: each connection and request (by method), and, as `haul get -v`,
+    /// each download's requests and answers, with no secret of theirs.
+    @Test func aVerboseDaemonLogsConnectionsRequestsAndDownloadsWithoutSecrets() async throws {
+        try await withTestServer { server in
+            serve(server, "/v.bin", TestData.bytes(64 << 10, seed: 509), rate: nil)
+            try await Sandbox.with { box in
+                let daemon = try box.start(["daemon", "--verbose"])
+                try await eventually("the daemon listens") { daemon.stderrSoFar().contains("listening on") }
+                let url = server.url("/v.bin?token=SEKRET-token")
+                let added = try await box.run(["add", url, "-o", "v.bin", "-H", "Authorization: Bearer SEKRET-bearer", "--no-autostart"])
+                let id = try #require(added.stdoutLines.first, "add failed: \(added.stderr)")
+                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "wait failed: \(waited.stderr)")
+                try await eventually("the daemon logged the download") { daemon.stderrSoFar().contains(" from http://") }
+                let log = daemon.stderrSoFar()
+                #expect(log.contains("opened") && log.contains(": tasks.add"), "\(log)")
+                #expect(log.contains("GET http://127.0.0.1"), "\(log)")
+                #expect(!log.contains("SEKRET"), "a secret reached the daemon's log: \(log)")
+                daemon.signal(SIGTERM)
+                _ = try await daemon.wait(timeout: .seconds(10))
+            }
+        }
+    }
+
     @Test func sigtermCheckpointsWithinTwoSecondsAndTheNextDaemonResumes() async throws {
         try await withTestServer { server in
             let source = TestData.bytes(Self.size, seed: 503)
