@@ -65,9 +65,11 @@ import Testing
     @Test func connectionRefusedIsANetworkError() async throws {
         let sandbox = try Sandbox()
         defer { sandbox.remove() }
-        let server = try await TestServer.start()
-        let url = server.url("/f")
-        try await server.shutdown()
+        // A port held bound and never listening: refused, and no other test's server can be given it meanwhile (a port
+        // freed by a server's shutdown sometimes was, under the whole suite's load).
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let url = "http://127.0.0.1:\(refusing.port)/f"
         let engine = TransferEngine(home: sandbox.home)
         await expectHaulError(.network) {
             _ = try await engine.download(try testOptions(url, .file(sandbox.path("f")), retries: 1))
