@@ -51,6 +51,55 @@ struct SegmentedNginxTests {
     }
 }
 
+/// A file replaced on nginx while a segmented download runs, with the same size and modification time, so the same
+/// ETag (`"mtime-size"`): `If-Range` lets the new version through to every request sent after the replacement (a
+/// segment's first one, a takeover of part of a slow segment), while the requests already answered go on with the
+/// old file. The boundaries' overlaps differ: the download starts over, and what is published is one version.
+@Suite(.enabled(if: ExternalTools.nginxTestsEnabled, "needs nginx (apt-get install nginx-light; scripts/test installs it)"))
+struct SegmentedReplacedFileTests {
+    @Test func aFileReplacedKeepingItsETagIsNeverPublishedMixed() async throws {
+        let size: Int64 = 8 << 20, quarter = size / 4, window = Int64(16 << 10)
+        // The last two segments crawl (whether they ask for the bytes before their start or not); the first two finish
+        // first and take over halves of them.
+        let slow = [2 * quarter, 3 * quarter, 2 * quarter - window, 3 * quarter - window]
+        try await withNginx(slowRate: "256k", throttledRate: "2m", slowStarts: slow) { nginx in
+            let date = Date(timeIntervalSince1970: 1_709_424_000)
+            let old = TestData.bytes(Int(size), seed: 621), new = TestData.bytes(Int(size), seed: 622)
+            let served = nginx.documentRoot + "/ranges/v.bin"
+            try nginx.put("ranges/v.bin", old)
+            try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: served)
+            try await Sandbox.with { box in
+                let destination = box.path("v.bin")
+                let run = try box.start(["get", nginx.url("/ranges/v.bin"), "-o", destination, "--segments", "4",
+                                         "--min-segment-size", "256K", "--json"])
+                // The probe was answered and the file split: replace it as `cp alt tmp; touch -d; mv tmp` does.
+                try await eventually("the download is split", timeout: .seconds(30)) {
+                    box.records().contains { ($0["segments"] as? [Any])?.isEmpty == false }
+                }
+                try nginx.put("ranges/v.tmp", new)
+                try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: nginx.documentRoot + "/ranges/v.tmp")
+                #expect(rename(nginx.documentRoot + "/ranges/v.tmp", served) == 0)
+                let result = try await run.wait(timeout: .seconds(120))
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                let published = (try? Data(contentsOf: URL(fileURLWithPath: destination))).map { Array($0) }
+                #expect(published == new, "never a mix of the two versions: \(published.map { Self.versions($0, old, new) } ?? "nothing published")")
+                let restarts = try result.jsonEvents().filter { $0["type"] as? String == "restarted" }
+                #expect(restarts.count >= 1, "\(result.stdout)")
+            }
+        }
+    }
+
+    /// Which version each MiB of `bytes` is: `o` old, `n` new, `?` a mix.
+    static func versions(_ bytes: [UInt8], _ old: [UInt8], _ new: [UInt8]) -> String {
+        stride(from: 0, to: bytes.count, by: 1 << 20).map { start -> String in
+            let end = min(bytes.count, start + (1 << 20))
+            if end <= old.count, bytes[start..<end].elementsEqual(old[start..<end]) { return "o" }
+            if end <= new.count, bytes[start..<end].elementsEqual(new[start..<end]) { return "n" }
+            return "?"
+        }.joined()
+    }
+}
+
 /// Python's http.server ignores Range: `--segments` falls back to one connection and says so.
 @Suite(.enabled(if: ExternalTools.pythonTestsEnabled, "needs python3 (apt-get install python3; scripts/test installs it)"))
 struct SegmentedPythonTests {

@@ -203,8 +203,12 @@ func launchProcess(_ executable: String, _ arguments: [String], logsIn prefix: S
 /// Runs `body` with a fresh nginx serving `<prefix>/www`. Under `/slow/`, whole-file requests are limited to
 /// `slowRate` (`limit_rate`), so a download can be killed part-way; Range requests (resumes) run at full speed.
 /// `/slow/` throttles only requests without a Range header (to `slowRate`); `/throttled/` throttles every
-/// request, ranged or not, to `throttledRate`.
-func withNginx<T>(slowRate: String = "1m", throttledRate: String = "8m", _ body: (ExternalServer) async throws -> T) async throws -> T {
+/// request, ranged or not, to `throttledRate`. Under `/ranges/`, a request whose `Range` starts at one of `slowStarts`
+/// gets `slowRate`, every other one `throttledRate` (some segments crawl, the others finish first and take over).
+func withNginx<T>(
+    slowRate: String = "1m", throttledRate: String = "8m", slowStarts: [Int64] = [],
+    _ body: (ExternalServer) async throws -> T
+) async throws -> T {
     let nginx = try ExternalTools.requireNginx()
     return try await ExternalServer.with(name: "nginx", documentRoot: { $0 + "/www" }, launch: { prefix, port in
         // nginx started as root switches its worker to an unprivileged user; keep it root to read the temp folder.
@@ -220,6 +224,7 @@ func withNginx<T>(slowRate: String = "1m", throttledRate: String = "8m", _ body:
                 log_format haul escape=none '$request_method $uri $status range="$http_range" if_range="$http_if_range" sent=$body_bytes_sent';
                 access_log \(prefix)/access.log haul;
                 map $http_range $haul_slow_rate { "" \(slowRate); default 0; }
+                map $http_range $haul_range_rate { \(slowStarts.isEmpty ? "" : "\"~^bytes=(\(slowStarts.map(String.init).joined(separator: "|")))-\" \(slowRate);") default \(throttledRate); }
                 client_body_temp_path \(prefix)/tmp-body;
                 proxy_temp_path \(prefix)/tmp-proxy;
                 fastcgi_temp_path \(prefix)/tmp-fastcgi;
@@ -230,6 +235,7 @@ func withNginx<T>(slowRate: String = "1m", throttledRate: String = "8m", _ body:
                     root \(prefix)/www;
                     location /slow/ { limit_rate $haul_slow_rate; }
                     location /throttled/ { limit_rate \(throttledRate); }
+                    location /ranges/ { limit_rate $haul_range_rate; }
                 }
             }
 
