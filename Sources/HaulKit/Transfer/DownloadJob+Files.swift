@@ -189,6 +189,7 @@ extension DownloadJob {
     /// Forgets the bytes held: they belong to another version of the resource.
     func discardHeldBytes() async throws {
         machine.heldBytesDiscarded()
+        boundaryChecks = BoundaryChecks()
         record?.segments = nil
         point = ResumePoint()
         try file?.truncate(to: 0)

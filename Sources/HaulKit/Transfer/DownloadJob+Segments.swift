@@ -81,7 +81,8 @@ extension DownloadJob {
         }
         announceStart()
         let heldBefore = plan.doneBytes
-        let coordinator = SegmentCoordinator(plan: plan, rateLimit: options.rateLimit, shared: options.sharedRateLimiter)
+        let coordinator = SegmentCoordinator(
+            plan: plan, checks: boundaryChecks, file: file, rateLimit: options.rateLimit, shared: options.sharedRateLimiter)
         let download = SegmentedDownload(
             sender: sender, url: requestURL, file: file, validators: point.validators, total: total,
             coordinator: coordinator, retry: options.retry, events: events, logger: logger,
@@ -95,12 +96,15 @@ extension DownloadJob {
                 try await monitor.tick(snapshot)
             }
         } catch let changed as SegmentedDownload.ResourceChanged {
+            // Two answers saw two versions (a boundary's bytes differ): nothing held can be trusted to be one file.
             try await discardHeldBytes()
             return .restart(changed.reason)
         } catch {
+            boundaryChecks = await coordinator.pendingChecks
             remember(await coordinator.snapshot, heldBefore: heldBefore)
             throw error
         }
+        boundaryChecks = await coordinator.pendingChecks
         let done = await coordinator.snapshot
         remember(done, heldBefore: heldBefore)
         guard done.isComplete else { return .incomplete }

@@ -42,6 +42,9 @@ final class DownloadJob {
     /// The path `folder` was opened as, in the engine's ``HeldFolders``.
     var folderPath = ""
     var hasher: Checksummer?
+    /// A segmented download's windows asked for before a range whose bytes were not written yet when its connections
+    /// stopped: the next attempt compares them once they are (``BoundaryChecks``). Emptied with the bytes held.
+    var boundaryChecks = BoundaryChecks()
     /// Who this download is in the engine's sharing of `host`'s connections.
     let connectionID: Int
     let host: String

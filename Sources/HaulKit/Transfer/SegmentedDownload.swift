@@ -70,6 +70,8 @@ struct SegmentedDownload: Sendable {
                 if running == 0 { group.cancelAll() }
             }
         }
+        // Every window written by now is compared (each was when its last byte was recorded: this only makes sure).
+        try await coordinator.compareWritten()
     }
 
     /// One connection: claims segments until there is nothing left to take, retrying its own failures by the
@@ -154,12 +156,15 @@ struct SegmentedDownload: Sendable {
     /// Fetches what is left of `segment` (using `body` if already open), adding the bytes it writes to `written`.
     /// Returns `true` when it stopped early to give its connection back (`mayGiveBack`: an extra connection).
     private func fetch(_ segment: Segment, body opened: ResponseBody?, written connectionBytes: inout Int64, mayGiveBack: Bool) async throws -> Bool {
-        var next = segment.next
+        let next = segment.next
         let body: ResponseBody
+        // Bytes before `next` asked for too, compared with the bytes written there once they are (``BoundaryChecks``).
+        var overlap: Int64 = 0
         if let opened {
             body = opened
         } else {
-            let plan = RequestPlan.range(start: next, overlap: 0, ifRange: validators.ifRangeValue, last: segment.end - 1)
+            overlap = BoundaryChecks.overlap(next: next, segmentStart: segment.start)
+            let plan = RequestPlan.range(start: next - overlap, overlap: overlap, ifRange: validators.ifRangeValue, last: segment.end - 1)
             let (response, answered) = try await sender.send(plan, to: url, readAhead: Self.readAhead)
             let head = RequestSender.head(response)
             let point = ResumePoint(offset: next, validators: validators, totalLength: total)
@@ -185,18 +190,28 @@ struct SegmentedDownload: Sendable {
         }
         var allowance = await coordinator.remaining(segment.id)
         var written: Int64 = 0
+        var position = next
+        var overlapBytes: [UInt8] = []
         defer { connectionBytes += written }
         do {
             for try await buffer in body {
-                let count = min(Int64(buffer.readableBytes), allowance)
+                var skip = 0
+                if overlapBytes.count < Int(overlap) {
+                    skip = min(Int(overlap) - overlapBytes.count, buffer.readableBytes)
+                    overlapBytes += buffer.readableBytesView.prefix(skip)
+                    if overlapBytes.count == Int(overlap) {
+                        try await coordinator.expect(BoundaryChecks.Check(window: (next - overlap)..<next, bytes: overlapBytes))
+                    }
+                }
+                let count = min(Int64(buffer.readableBytes - skip), allowance)
                 if count > 0 {
                     try leaseGate?.check()
                     try buffer.withUnsafeReadableBytes { raw in
-                        try file.write(UnsafeRawBufferPointer(rebasing: raw[0..<Int(count)]), at: next)
+                        try file.write(UnsafeRawBufferPointer(rebasing: raw[skip..<(skip + Int(count))]), at: position)
                     }
-                    next += count
+                    position += count
                     written += count
-                    let (remaining, pause) = await coordinator.advance(segment.id, by: count)
+                    let (remaining, pause) = try await coordinator.advance(segment.id, by: count)
                     allowance = remaining
                     if pause > .zero { try await Task.sleep(for: pause) }
                 }
@@ -205,6 +220,8 @@ struct SegmentedDownload: Sendable {
             }
         } catch let error as HaulError {
             throw error
+        } catch let changed as ResourceChanged {
+            throw changed
         } catch {
             throw try DownloadJob.classify(error, url: url)
         }
