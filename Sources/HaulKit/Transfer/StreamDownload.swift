@@ -13,7 +13,8 @@ import Darwin
 /// A download written straight through to standard output, a character device, a FIFO or a socket: bytes go
 /// out as they arrive, with no partial file, no resume record and no rename, and the target is never replaced
 /// or removed. After a dropped connection it continues with `Range` only when a strong ETag that the new
-/// response repeats ties the rest to the bytes already written; otherwise it fails rather than write a mix.
+/// response repeats ties the rest to the bytes already written, and the last bytes written (kept in memory, up to
+/// ``ResumePolicy/overlapLength``), asked for again, are the same; otherwise it fails rather than write a mix.
 final class StreamDownload {
     let options: DownloadOptions
     let events: @Sendable (DownloadEvent) -> Void
@@ -24,6 +25,9 @@ final class StreamDownload {
     private let clock = ContinuousClock()
     private let startTime: ContinuousClock.Instant
     private var written: Int64 = 0
+    /// The last bytes written, for the overlap a retry compares: a file rewritten in place keeps an ETag made of its
+    /// size and date (nginx, apache2, lighttpd, caddy), so only the bytes show it changed.
+    private var tail = TailWindow(capacity: Int(ResumePolicy.overlapLength))
     private var validators = Validators()
     private var total: Int64?
     private var hasher: Checksummer?
@@ -159,7 +163,9 @@ final class StreamDownload {
     /// One request; `true` when the whole body has been written. The bytes it writes are counted in `rules`.
     private func attempt(fd: Int32, url: inout URL, rules: inout RetryRules) async throws -> Bool {
         let point = ResumePoint(offset: written, validators: validators, totalLength: total)
-        let plan: RequestPlan = written == 0 ? .whole : .range(start: written, overlap: 0, ifRange: validators.strongEntityTag?.rawValue)
+        let overlap = min(Int64(tail.count), written)
+        let plan: RequestPlan = written == 0
+            ? .whole : .range(start: written - overlap, overlap: overlap, ifRange: validators.strongEntityTag?.rawValue)
         let (response, answered) = try await sender.send(plan, to: url)
         url = answered
         let head = RequestSender.head(response)
@@ -195,15 +201,30 @@ final class StreamDownload {
             announced = true
             events(.started(url: Redaction.url(options.url), path: shownPath, resumedFrom: written, total: total))
         }
+        // The first `overlap` bytes repeat the last ones written: compared, never written again.
+        let expected = tail.last(Int(overlap))
+        var compared = 0
         do {
             for try await buffer in response.body {
-                try buffer.withUnsafeReadableBytes { raw throws(HaulError) in
+                var skip = 0
+                if compared < expected.count {
+                    skip = min(expected.count - compared, buffer.readableBytes)
+                    guard buffer.readableBytesView.prefix(skip).elementsEqual(expected[compared..<(compared + skip)]) else {
+                        throw HaulError(.server, "\(RestartReason.overlapMismatch.description) after \(written) bytes were written to \(shownPath), which cannot be taken back; run the download again")
+                    }
+                    compared += skip
+                }
+                let count = buffer.readableBytes - skip
+                guard count > 0 else { continue }
+                try buffer.withUnsafeReadableBytes { whole throws(HaulError) in
+                    let raw = UnsafeRawBufferPointer(rebasing: whole[skip...])
                     try writeAll(fd, raw)
                     hasher?.update(raw)
+                    tail.append(raw)
                 }
-                written += Int64(buffer.readableBytes)
-                rules.received(Int64(buffer.readableBytes))
-                if let pause = rateLimiter?.consume(buffer.readableBytes), pause > .zero { try await Task.sleep(for: pause) }
+                written += Int64(count)
+                rules.received(Int64(count))
+                if let pause = rateLimiter?.consume(count), pause > .zero { try await Task.sleep(for: pause) }
                 emitProgress(force: false)
             }
         } catch let error as HaulError {
