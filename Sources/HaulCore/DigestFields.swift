@@ -20,6 +20,20 @@ package enum DigestFields {
         return nil
     }
 
+    /// The field value's digest of `algorithm` (sha-256 or sha-512 only), if it carries one: what a later answer says
+    /// in the algorithm a recorded digest was given in, whatever stronger one it adds.
+    public static func digest(_ value: String?, algorithm: ChecksumAlgorithm) -> Checksum? {
+        let key: String
+        switch algorithm {
+        case .sha256: key = "sha-256"
+        case .sha512: key = "sha-512"
+        default: return nil
+        }
+        guard let value, let members = dictionary(value),
+              let bytes = members.last(where: { $0.key == key })?.bytes, bytes.count * 2 == algorithm.hexLength else { return nil }
+        return Checksum(algorithm: algorithm, hex: hexString(bytes))
+    }
+
     /// The members of a dictionary whose values are byte sequences (others are skipped), or `nil` when `text` is not
     /// a valid dictionary of that shape.
     static func dictionary(_ text: String) -> [(key: String, bytes: [UInt8])]? {

@@ -250,6 +250,12 @@ package enum ResumePolicy {
         if point.validators.conflicts(with: validators, comparingEncoding: point.offset > 0 || overlap > 0) {
             return .restart(.resourceChanged("validators differ"))
         }
+        // The representation digest recorded for the bytes held, in its own algorithm (the answer's strongest may be
+        // another): a different one means another representation, whatever the ETag says (RFC 9530 §2).
+        if let held = point.validators.digest,
+           let now = DigestFields.digest(headers.combined("repr-digest"), algorithm: held.algorithm), now.hex != held.hex {
+            return .restart(.resourceChanged("the server's Repr-Digest of the file changed"))
+        }
         // Without an overlap to compare, only the strong ETag ties these bytes to the ones held (or to the other
         // segments): a server that ignores If-Range must repeat it, or nothing shows the version is the same.
         if overlap == 0, start > 0, let tag = point.validators.strongEntityTag, validators.entityTag?.rawValue != tag.rawValue {
