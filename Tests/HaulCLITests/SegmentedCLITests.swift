@@ -85,7 +85,8 @@ func heldBytesProblem(_ path: String, segments: [SegmentState], source: [UInt8])
 /// Checks the requests of a resumed segmented download against the segments recorded before it: first one closed
 /// check of the last 64 KiB of each stretch held (compared whatever the ETag says); then every unfinished segment is
 /// continued exactly at `start + done`, any other request starts inside a range not yet done (a stolen half), no
-/// request asks for a byte recorded as done, and each carries `If-Range`. Returns the bytes the checks asked for.
+/// request asks for a byte recorded as done (beyond the bytes before its start that it repeats to compare them), and
+/// each carries `If-Range`. Returns the bytes asked for only to be compared: the checks' and those overlaps.
 @discardableResult
 func expectResumeRequests(
     _ requests: [RecordedRequest], recorded: [SegmentState], total: Int, etag: String,
@@ -93,7 +94,7 @@ func expectResumeRequests(
 ) -> Int {
     let nexts = Set(recorded.filter { !$0.isComplete }.map(\.next))
     var checks = SegmentState.checks(recorded)
-    let checkBytes = checks.reduce(0) { $0 + $1.last - $1.first + 1 }
+    var checkBytes = checks.reduce(0) { $0 + $1.last - $1.first + 1 }
     var ranges: [(first: Int, last: Int)] = []
     for request in requests {
         guard let range = byteRange(request.header("Range"), total: total) else {
@@ -105,15 +106,21 @@ func expectResumeRequests(
             checks.remove(at: check)
             continue
         }
-        ranges.append(range)
         #expect(range.first <= range.last && range.last < total, "bad range \(range)", sourceLocation: sourceLocation)
-        let insideUndone = recorded.contains { $0.next < range.first && range.first < $0.end }
-        #expect(nexts.contains(range.first) || insideUndone,
-                "bytes=\(range.first)-\(range.last) starts neither at a recorded start+done nor inside a range not done; recorded \(recorded)",
+        // A request repeats the bytes before its data to compare them: the 64 KiB before a segment's next byte, the
+        // 16 KiB before a segment's first.
+        let asked = range.first
+        let data = nexts.first { $0 - min($0, 65536) == asked && $0 > asked } ?? (asked == 0 ? 0 : asked + 16384)
+        let fetched = (first: data, last: range.last)
+        checkBytes += data - asked
+        ranges.append(fetched)
+        let insideUndone = recorded.contains { $0.next < fetched.first && fetched.first < $0.end }
+        #expect(nexts.contains(fetched.first) || insideUndone,
+                "bytes=\(fetched.first)-\(fetched.last) starts neither at a recorded start+done nor inside a range not done; recorded \(recorded)",
                 sourceLocation: sourceLocation)
         for segment in recorded where segment.done > 0 {
-            let overlaps = range.first < segment.next && range.last >= segment.start
-            #expect(!overlaps, "bytes=\(range.first)-\(range.last) asks again for bytes recorded as done in \(segment)",
+            let overlaps = fetched.first < segment.next && fetched.last >= segment.start
+            #expect(!overlaps, "bytes=\(fetched.first)-\(fetched.last) asks again for bytes recorded as done in \(segment)",
                     sourceLocation: sourceLocation)
         }
     }
@@ -300,7 +307,8 @@ extension SegmentedCLITests {
                 // Version A's requests: the first probe and the segments sent with its ETag.
                 let ofA = requests.filter { $0.index == 0 || $0.header("If-Range") == "\"a\"" }
                 let ranged = ofA.compactMap { $0.header("Range") }
-                let planned = Set((0..<4).map { "bytes=\($0 * total / 4)-" })
+                // Each segment but the first also asks for the 16 KiB before its start, to compare them.
+                let planned = Set((0..<4).map { "bytes=\(max(0, $0 * total / 4 - 16384))-" })
                 let starts = ranged.map { String($0.prefix { $0 != "-" }) + "-" }
                 #expect(Set(starts).count == starts.count && Set(starts).isSubset(of: planned),
                         "after the 200 no connection may claim or steal more ranges of the old version; ranged requests: \(ranged)")
