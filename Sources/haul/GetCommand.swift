@@ -163,14 +163,18 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     /// The spec of the download of `url`, from the file and connection flags. Checks every input before any
-    /// network or file activity.
-    func makeSpec(entry: InputList.Entry, cookies: GivenCookies) throws -> DownloadSpec {
+    /// network or file activity. `refusingExisting: false` (a batch) leaves an existing file to the batch's session:
+    /// its own finished download of that URL to that file is done, and anything else is refused when the download
+    /// starts, as for every entry of a list. Only the session knows its tasks; the records of single downloads
+    /// checked here do not (a list's `out=` file, saved by the batch, was refused on the next run).
+    func makeSpec(entry: InputList.Entry, cookies: GivenCookies, refusingExisting: Bool = true) throws -> DownloadSpec {
         var spec = try file.makeSpec(entry: entry, cookies: cookies)
         try connection.apply(to: &spec)
         // A destination the download would refuse is refused now, before any connection (exit 2).
         do {
             try TransferEngine.checkDestination(DownloadOptions(spec), home: HaulHome(environment: ProcessEnvironment.values))
         } catch {
+            if case .destinationExists = error.reason.which, !refusingExisting { return spec }
             throw InputError(error.line)
         }
         return spec
@@ -196,7 +200,7 @@ struct GetCommand: AsyncParsableCommand {
         func spec(for entry: InputList.Entry) throws -> DownloadSpec {
             do {
                 guard let template else {
-                    let made = try command.makeSpec(entry: entry, cookies: cookies)
+                    let made = try command.makeSpec(entry: entry, cookies: cookies, refusingExisting: false)
                     template = made
                     return made
                 }
