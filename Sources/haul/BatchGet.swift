@@ -204,11 +204,18 @@ struct BatchGet {
     static func name(command: GetCommand, entries: Entries) async throws -> (String, Int) {
         let maker = try command.specMaker()
         var hash = Hash()
+        var destinations = ListDestinations()
         var count = 0
         while true {
             let part = try entries.next(tasksPerAdd)
             if part.isEmpty { break }
-            for entry in part { hash.add(try maker.spec(for: entry)) }
+            for entry in part {
+                let spec = try maker.spec(for: entry)
+                if entry.output != nil, case .file(let path)? = spec.destination, let earlier = destinations.claim(path, line: entry.line) {
+                    throw InputError(ListDestinations.conflict(earlier: earlier, line: entry.line, path: path))
+                }
+                hash.add(spec)
+            }
             count += part.count
             // Long lists: the other tasks of this process (signals, the terminal) get their turn.
             await Task.yield()

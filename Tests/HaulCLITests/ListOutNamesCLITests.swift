@@ -7,7 +7,8 @@ import Glibc
 #endif
 
 /// `-i LIST` with aria2c's `out=` lines run again: after Ctrl-C the finished file counts as done and the other
-/// resumes; a finished list is done; a file the list did not save is not taken over.
+/// resumes; a finished list is done; a file the list did not save is not taken over; two lines naming one file are
+/// refused before anything is fetched.
 @Suite struct ListOutNamesCLITests {
     @Test func aListWithOutNamesResumesAfterSIGINTAndARerunOfTheFinishedListIsDone() async throws {
         try await withTestServer { server in
@@ -62,6 +63,29 @@ import Glibc
                 #expect(result.exitCode == 2, "\(result.stderr)")
                 #expect(result.stderr.contains("mine.txt already exists") && result.stderr.contains("--overwrite"), "\(result.stderr)")
                 #expect((try? String(contentsOfFile: box.path("mine.txt"), encoding: .utf8)) == "my own notes\n")
+            }
+        }
+    }
+
+    @Test func twoLinesNamingOneFileAreRefusedBeforeAnyDownload() async throws {
+        try await withTestServer { server in
+            server.serve("/a.bin", Resource(body: TestData.bytes(20_000, seed: 9_104), etag: "\"a\""))
+            server.serve("/b.bin", Resource(body: TestData.bytes(20_000, seed: 9_105), etag: "\"b\""))
+            try await Sandbox.with { box in
+                let list = box.path("l.txt")
+                try "\(server.url("/a.bin"))\n  out=same.bin\n# a comment\n\(server.url("/b.bin"))\n  out=same.bin\n"
+                    .write(toFile: list, atomically: true, encoding: .utf8)
+                let result = try await box.run(["get", "-i", list, "--dir", box.path("d")])
+                #expect(result.exitCode == 2, "\(result.stderr)")
+                #expect(result.stderrLines.count == 1, "\(result.stderr)")
+                #expect(result.stderr.contains("lines 1 and 4 of the URL list both save to \(box.path("d"))/same.bin"), "\(result.stderr)")
+                #expect(!result.stderr.contains("another download"), "\(result.stderr)")
+                #expect(server.requests("/a.bin").isEmpty && server.requests("/b.bin").isEmpty)
+                // Another folder (dir=) makes another file: taken as it is.
+                try "\(server.url("/a.bin"))\n  out=same.bin\n\(server.url("/b.bin"))\n  dir=\(box.path("e"))\n  out=same.bin\n"
+                    .write(toFile: list, atomically: true, encoding: .utf8)
+                let apart = try await box.run(["get", "-i", list, "--dir", box.path("d")])
+                #expect(apart.exitCode == 0, "\(apart.stderr)")
             }
         }
     }
