@@ -135,10 +135,12 @@ final class OpenDirectory: Sendable {
     }
 
     /// Opens the regular file `name` for reading and writing (`writable: false`: reading), never through a symbolic
-    /// link. `exclusive` creates it, and fails when anything is there already.
+    /// link. `exclusive` creates it, and fails when anything is there already: with mode 0666 less the umask, as curl,
+    /// wget and aria2c create the files they download (0664 under a umask of 002), since the file becomes the
+    /// user's download when it is renamed into place. Haul's own state is made private elsewhere (``PartialFile``).
     func openFile(_ name: String, exclusive: Bool = false, writable: Bool = true) throws(HaulError) -> PartialFile {
         let flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_CREAT | O_EXCL : 0)
-        let fd = openat(self.fd, name, flags, 0o644)
+        let fd = openat(self.fd, name, flags, 0o666)
         guard fd >= 0 else { throw POSIX.error(exclusive ? "creating" : "opening", pathOf(name)) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {

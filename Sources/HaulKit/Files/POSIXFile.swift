@@ -190,7 +190,7 @@ final class PartialFile: Sendable {
     init(path: String, create: Bool, private isPrivate: Bool = false) throws(HaulError) {
         // Never through a symbolic link: one planted at a partial file's path would redirect Haul's writes.
         let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0)
-        let fd = open(path, flags, isPrivate ? 0o600 : 0o644)
+        let fd = open(path, flags, isPrivate ? 0o600 : 0o666)
         guard fd >= 0 else { throw POSIX.error("opening", path) }
         if isPrivate { _ = fchmod(fd, 0o600) }
         self.path = path

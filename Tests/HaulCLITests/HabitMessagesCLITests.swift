@@ -1,0 +1,48 @@
+import Foundation
+import HaulTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What curl, wget and aria2c users meet that those tools do otherwise: a saved file's mode under the umask, curl's
+/// `-w FORMAT` and flags scripts carry (each one line naming what to use), and the lines said for a complete file
+/// given to `-C -`, a host that does not resolve, a folder that takes no file and a base64 digest.
+@Suite struct HabitMessagesCLITests {
+    /// The mode of what is at `path`, without the file type.
+    private func mode(_ path: String) -> mode_t? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return info.st_mode & 0o777
+    }
+
+    @Test(arguments: [("002", 0o664), ("022", 0o644), ("077", 0o600), ("027", 0o640)] as [(String, mode_t)])
+    func aSavedFileHas0666LessTheUmaskAsCurlAndWgetGiveIt(_ umask: String, _ expected: mode_t) async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(30_000, seed: 9_201), etag: "\"f\""))
+            server.serve("/g.bin", Resource(body: TestData.bytes(30_000, seed: 9_202), etag: "\"g\""))
+            try await Sandbox.with { box in
+                let haul = try HaulBinary.path()
+                let script = "umask \(umask); exec \"$0\" \"$@\""
+                let one = try await box.start(["-c", script, haul, "get", server.url("/f.bin"), "-o", "f.bin"], binary: "/bin/sh").wait()
+                #expect(one.exitCode == 0, "\(one.stderr)")
+                #expect(mode(box.path("f.bin")) == expected, "umask \(umask): \(String(mode(box.path("f.bin")) ?? 0, radix: 8))")
+                // A batch's files too.
+                let batch = try await box.start(
+                    ["-c", script, haul, "get", server.url("/f.bin"), server.url("/g.bin"), "--dir", box.path("d")], binary: "/bin/sh").wait()
+                #expect(batch.exitCode == 0, "\(batch.stderr)")
+                #expect(mode(box.path("d/g.bin")) == expected, "umask \(umask): \(String(mode(box.path("d/g.bin")) ?? 0, radix: 8))")
+                // Haul's own state stays private, whatever the umask.
+                var files: [String] = []
+                let enumerator = FileManager.default.enumerator(atPath: box.home)
+                while let name = enumerator?.nextObject() as? String { files.append(name) }
+                for name in files {
+                    var info = stat()
+                    guard lstat(box.home + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+                    #expect(info.st_mode & 0o777 == 0o600, "\(name) is \(String(info.st_mode & 0o777, radix: 8))")
+                }
+            }
+        }
+    }
+}
