@@ -65,7 +65,7 @@ struct SquidProxyTests {
         // Through a tunnel the connection's peer is the proxy (127.0.0.1 here too): the certificate must still name
         // the server's address. wrong.example's does not.
         try await HTTPSNginx.with(fileSize: 100_000) { nginx in
-            let squid = try Squid(tlsPorts: [nginx.port(.wrongName), nginx.port(.valid)])
+            let squid = try Squid(tlsPorts: [nginx.port(.wrongName), nginx.port(.valid), nginx.port(.expired)])
             defer { squid.stop() }
             try await Sandbox.with { box in
                 let wrong = try await box.run([
@@ -73,10 +73,22 @@ struct SquidProxyTests {
                     "--proxy", "127.0.0.1:\(squid.port)",
                 ])
                 #expect(wrong.exitCode == 3, "\(wrong.stderr)")
-                #expect(wrong.stderr.contains("not for 127.0.0.1"), "\(wrong.stderr)")
+                // The words of a direct connection's refusal: the names the certificate has, and the cause.
+                #expect(wrong.stderr.contains("TLS certificate of 127.0.0.1:\(nginx.port(.wrongName)) is for wrong.example")
+                        && wrong.stderr.contains("(wrong host name)"), "\(wrong.stderr)")
                 #expect(!fileExists(box.path("a.bin")))
                 let untrusted = try await box.run(["get", nginx.url("/file.bin"), "-o", "b.bin", "--proxy", "127.0.0.1:\(squid.port)", "--retries", "0"])
                 #expect(untrusted.exitCode == 3, "the test CA is not trusted without --cacert: \(untrusted.stderr)")
+                // The cause and the advice, as without the proxy, from the certificate the tunnel's handshake received.
+                #expect(untrusted.stderrLines.count == 1, "\(untrusted.stderr)")
+                #expect(untrusted.stderr.contains("TLS certificate of 127.0.0.1:\(nginx.port(.valid)) is signed by an unknown issuer")
+                        && untrusted.stderr.contains("--cacert FILE"), "\(untrusted.stderr)")
+                let expired = try await box.run([
+                    "get", nginx.url("/file.bin", .expired), "-o", "c.bin", "--cacert", nginx.certificates.caCertificate,
+                    "--proxy", "127.0.0.1:\(squid.port)",
+                ])
+                #expect(expired.exitCode == 3 && expired.stderr.contains("TLS certificate of 127.0.0.1:\(nginx.port(.expired)) has expired"),
+                        "\(expired.stderr)")
             }
         }
     }

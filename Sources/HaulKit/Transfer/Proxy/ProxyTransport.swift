@@ -239,24 +239,41 @@ struct ProxyTransport {
                 channel.close(promise: nil)
             }
             completed.futureResult.whenComplete { _ in timer.cancel() }
-            return waiter.completed.futureResult.assumeIsolated().map { chosen in (ssl.peerCertificate, chosen) }.nonisolated()
+            return waiter.completed.futureResult.assumeIsolated()
+                .map { chosen in (ssl.peerCertificate, chosen) }
+                // The certificate a refusal is about, while the handshake still holds it: its cause is said from it,
+                // as for a direct connection (the server cannot be asked again around the proxy).
+                .flatMapErrorThrowing { error in throw RefusedHandshake(error: error, certificate: ssl.peerCertificate.map(PeerCertificate.init(_:))) }
+                .nonisolated()
         }.get()
         let certificate: NIOSSLCertificate?
         let chosen: String?
         do {
             (certificate, chosen) = try await handshake.get()
         } catch {
-            throw try DownloadJob.classify(error, url: URL(string: "https://\(literal.map { $0.isIPv4 ? $0.description : "[\($0)]" } ?? host):\(port)/") ?? URL(fileURLWithPath: "/"))
+            let url = URL(string: "https://\(literal.map { $0.isIPv4 ? $0.description : "[\($0)]" } ?? host):\(port)/") ?? URL(fileURLWithPath: "/")
+            guard let refused = error as? RefusedHandshake else { throw try DownloadJob.classify(error, url: url) }
+            if let explained = await TLSFailure.explain(refused.error, url: url, certificate: { refused.certificate }) { throw explained }
+            throw try DownloadJob.classify(refused.error, url: url)
         }
         if checkAddress, let literal {
             let names = certificate?._subjectAlternativeNames().compactMap { name -> [UInt8]? in
                 name.nameType == .ipAddress ? Array(name.contents) : nil
             } ?? []
             guard names.contains(literal.bytes) else {
-                throw HaulError(.network, "TLS failure with \(host):\(port): the certificate is not for \(host)")
+                // In the words a direct connection's refusal has (``TLSFailure``).
+                let shown = certificate.map(PeerCertificate.init(_:))?.names ?? []
+                let server = "\(literal.isIPv4 ? host : "[\(host)]"):\(port)"
+                throw HaulError(.network, CertificateProblem.wrongHostName(certificateNames: shown).message(server: server))
             }
         }
         return chosen
+    }
+
+    /// A TLS handshake inside a tunnel that failed, with the server's certificate if it had arrived.
+    private struct RefusedHandshake: Error {
+        let error: any Error
+        let certificate: PeerCertificate?
     }
 
     // MARK: The exchange
