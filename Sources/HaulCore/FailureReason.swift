@@ -19,6 +19,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         case cannotVerifyWithoutRanges(path: String)
         /// The server answered with an error status.
         case httpStatus(Int, url: String)
+        /// A request forwarded by an HTTP proxy that was given a user and password was answered 401: the proxy's
+        /// refusal of them (tinyproxy answers a wrong password so, not with 407), or the server's own.
+        case unauthorizedThroughProxy(url: String, proxy: String)
         /// The bytes do not have the expected checksum (`alreadyAtPath`: a file found complete at the destination,
         /// left there; otherwise the download was discarded).
         case checksumMismatch(path: String, expected: String, actual: String, alreadyAtPath: Bool)
@@ -82,6 +85,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// The HTTP status of ``httpStatus(_:url:)``; `nil` for any other reason.
     public var httpStatus: Int? {
         if case .httpStatus(let status, _) = which { return status }
+        if case .unauthorizedThroughProxy = which { return 401 }
         return nil
     }
 
@@ -120,6 +124,11 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// The server answered with an error status.
     public static func httpStatus(_ status: Int, url: String) -> FailureReason {
         FailureReason(.httpStatus(status, url: url))
+    }
+    /// A request forwarded by an HTTP proxy that was given a user and password was answered 401: the proxy's
+    /// refusal of them, or the server's own.
+    public static func unauthorizedThroughProxy(url: String, proxy: String) -> FailureReason {
+        FailureReason(.unauthorizedThroughProxy(url: url, proxy: proxy))
     }
     /// The bytes do not have the expected checksum (`alreadyAtPath`: a file found complete at the destination,
     /// left there; otherwise the download was discarded).

@@ -40,6 +40,9 @@ extension HaulError {
             return "free some space, then " + again.step + " to resume"
         case .httpStatus(401, _):
             return "it needs a user and password it accepts: give them with -u USER:PASSWORD, or --netrc to take them from ~/.netrc (if you did, check them)"
+        case .unauthorizedThroughProxy:
+            // Never -u for the proxy's own login: -u goes to the server.
+            return "check the user and password in --proxy (or in the proxy variable); only if the server itself asks for a login, give it with -u USER:PASSWORD"
         case .httpStatus(let status, _) where (400..<500).contains(status):
             return "check the URL and any headers it needs"
         case .destinationExists:

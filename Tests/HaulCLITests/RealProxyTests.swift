@@ -138,6 +138,9 @@ struct TinyproxyTests {
                         #expect(wrong.exitCode == 4, "\(url): \(wrong.stderr)")
                         #expect(wrong.stderr.contains("401") && wrong.stderr.contains("through the proxy http://127.0.0.1:\(proxy.port), which may be refusing its own user and password"),
                                 "\(url): \(wrong.stderr)")
+                        // The advice is the proxy's login first; -u only for a server that asks for its own.
+                        #expect(wrong.stderr.contains("check the user and password in --proxy"), "\(url): \(wrong.stderr)")
+                        #expect(!wrong.stderr.contains("give them with -u"), "\(url): \(wrong.stderr)")
                     }
                     #expect(wrong.stderr.split(separator: "\n").count == 1 && !wrong.stderr.contains("retry"), "\(url): \(wrong.stderr)")
                     #expect(!wrong.stderr.contains("wrong-pass") && !wrong.stdout.contains("wrong-pass"))

@@ -145,7 +145,7 @@ extension DownloadJob {
     /// The words for a download the lifecycle gave up on.
     static func error(
         for giveUp: RetryRules.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
-        connection: Int? = nil
+        forwarded: Bool = false, connection: Int? = nil
     ) -> HaulError {
         switch giveUp {
         case .retriesExhausted(let failure, let retries, let heldBytes):
@@ -166,14 +166,15 @@ extension DownloadJob {
             return HaulError(.server, "giving up after \(count) restarts: \(reason)")
         case .refused(let status):
             let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
-            // Through an HTTP proxy that fetches the URL itself, the answer may be the proxy's own (tinyproxy answers a
-            // wrong password with 401, not 407).
-            var via = proxy.map { " (through the proxy \($0))" } ?? ""
-            if let proxy, proxy.user != nil, status == 401 {
-                via = " (through the proxy \(proxy), which may be refusing its own user and password)"
+            let shownURL = refusal.map { Redaction.url($0.url) } ?? ""
+            // Through an HTTP proxy that fetches the URL itself (`forwarded`; a tunnel's 401 is the server's), the answer
+            // may be the proxy's own: tinyproxy answers a wrong password with 401, not 407.
+            if let proxy, proxy.user != nil, status == 401, forwarded {
+                return HaulError(.httpStatus, url + " through the proxy \(proxy), which may be refusing its own user and password",
+                                 reason: .unauthorizedThroughProxy(url: shownURL, proxy: proxy.description))
             }
-            return HaulError(.httpStatus, url + via,
-                             reason: .httpStatus(status, url: refusal.map { Redaction.url($0.url) } ?? ""))
+            let via = proxy.map { " (through the proxy \($0))" } ?? ""
+            return HaulError(.httpStatus, url + via, reason: .httpStatus(status, url: shownURL))
         }
     }
 

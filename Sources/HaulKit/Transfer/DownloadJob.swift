@@ -152,7 +152,8 @@ final class DownloadJob {
                 events(.retrying(retry: retry.retry, maxRetries: retry.of, delay: retry.after, reason: retry.reason))
                 try await Task.sleep(for: retry.after)
             case .giveUp(let why, let refusal):
-                throw Self.error(for: why, refusal: refusal, via: refusal.flatMap { sender.proxy(for: $0.url) })
+                throw Self.error(for: why, refusal: refusal, via: refusal.flatMap { sender.proxy(for: $0.url) },
+                                      forwarded: refusal.map { sender.forwards($0.url) } ?? false)
             }
         }
     }

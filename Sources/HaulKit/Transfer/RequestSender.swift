@@ -57,6 +57,13 @@ struct RequestSender: Sendable {
         try? engine.route(for: url, proxies: proxies, tunnel: proxyTunnel).proxy
     }
 
+    /// Whether `url` goes to an HTTP proxy that fetches it itself (absolute form, no tunnel): its answers may be the
+    /// proxy's own.
+    func forwards(_ url: URL) -> Bool {
+        if case .forward? = try? engine.route(for: url, proxies: proxies, tunnel: proxyTunnel) { return true }
+        return false
+    }
+
 
     /// Sends `plan` to `start`; returns the first non-redirect response and the URL that gave it.
     /// `readAhead`: chunks the event loop may read ahead of the consumer; `extra`: headers for the first URL only

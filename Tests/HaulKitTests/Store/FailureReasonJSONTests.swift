@@ -15,6 +15,7 @@ import Testing
         .unusableSocketPath("/run/h.sock"), .retriesExhausted(retries: 3), .interrupted, .unreachable(retries: 2),
         .endsAtSamePlace(retries: 4), .noSpace(path: "/d/a.iso.haul-part"), .proxyCredentialsRefused(proxy: "socks5://127.0.0.1:1080"),
         .proxyRefused(proxy: "http://127.0.0.1:3128", status: 403), .tooManyRedirects(limit: 10), .outputClosed,
+        .unauthorizedThroughProxy(url: "http://example.com/a", proxy: "http://127.0.0.1:8888"),
     ]
 
     @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
