@@ -33,6 +33,8 @@ enum FlagCompatibility {
         "--remote-name-all", "--create-dirs", "-Z", "--parallel", "-#", "--progress-bar", "--http1.1", "-nv", "--no-verbose",
         "--check-certificate", "--check-certificate=true", "--auto-file-renaming", "--auto-file-renaming=true",
         "--continue=false", "--allow-overwrite=false", "--content-disposition", "--http2",
+        // wget's bar is what haul draws on a terminal.
+        "--progress=bar", "--progress=bar:noscroll",
     ]
 
     /// Spellings rewritten to Haul's.
@@ -48,6 +50,7 @@ enum FlagCompatibility {
     private static let crawling = "haul fetches the URLs it is given and does not crawl links; list them in a file and pass -i FILE"
     private static let credentialsTogether = "give the user and password together: -u USER:PASSWORD (or --netrc)"
     private static let cookieJar = "haul writes no cookie jar (curl's -c FILE, wget's --save-cookies); its -c is --continue, as in wget and aria2c. Cookies a redirect sets go with that download's next hops"
+    private static let writeOut = "haul has no --write-out (curl's -w FORMAT); --json prints one JSON object per event on stdout instead: the file's path and bytes when it is saved, the error and its HTTP status when it fails"
     private static let wgetCommands = "haul's -e is curl's --referer, and wget's -e COMMAND is not read: for http_proxy= or https_proxy= use --proxy URL (or the environment variable), and robots=off needs nothing (haul does not crawl)"
 
     /// Flags Haul cannot honour, with what to use instead.
@@ -94,6 +97,12 @@ enum FlagCompatibility {
         "--no-proxy": "use --noproxy '*' to reach every host directly, or --noproxy HOST,… for some",
         "--max-download-limit": "use --limit-rate RATE",
         "--max-overall-download-limit": "use --limit-rate RATE (with several URLs it caps them all together)",
+        "--write-out": writeOut,
+        "--fail-with-body": "haul already fails on an HTTP error (exit 4, the status in one line), as with curl's --fail, but never saves the error's body; drop it (curl --fail-with-body keeps the body)",
+        "--retry-all-errors": "haul retries network errors, stalls, 5xx, 408 and 429 (--retries N); any other 4xx answer is final, as asking again gets the same answer; drop it",
+        "--retry-connrefused": "haul get retries a refused connection only twice at once, so that a wrong address shows quickly; to wait for a server that is starting, repeat the command (until haul get …; do sleep 1; done) or queue it with haul add, whose downloads retry it with backoff",
+        "--progress": "haul draws its progress line on a terminal only, and elsewhere prints a line when a file starts and when it is saved; drop it (-q for errors only, --json for progress events)",
+        "--max-filesize": "haul has no size limit for a download; drop it, or use curl --max-filesize",
     ]
 
     /// Reads `arguments` (the command line without the program's name).
@@ -114,6 +123,12 @@ enum FlagCompatibility {
                 // curl's `-c jar.txt URL`: a file name where haul's `-c` (a flag) is followed by a URL or an option. A
                 // word without a scheme that is the command's only one is its URL (`-c example.com/f`, as wget reads it).
                 return .refused("-c FILE: \(cookieJar)")
+            }
+            // curl's `-w '%{http_code}'` (--write-out), not wget's `-w SECONDS` (--wait): told by its format.
+            if token.hasPrefix("-w"), !token.hasPrefix("--"),
+               let format = token.count > 2 ? String(token.dropFirst(2)) : index < arguments.count ? arguments[index] : nil,
+               format.contains("%") || format.contains("\\") {
+                return .refused("-w FORMAT: \(writeOut)")
             }
             if valueOptions.contains(token) {
                 if token == "-e", index < arguments.count, isWgetCommand(arguments[index]) {

@@ -45,4 +45,38 @@ import Glibc
             }
         }
     }
+
+    @Test func curlsWriteOutAndFlagsScriptsCarryEachGetALineNamingWhatToUse() async throws {
+        try await Sandbox.with { box in
+            let url = "http://127.0.0.1:9/f"
+            let cases: [([String], [String])] = [
+                (["-w", "%{http_code}"], ["-w FORMAT", "no --write-out", "--json"]),
+                (["-w%{http_code}\\n"], ["-w FORMAT", "--json"]),
+                (["--write-out", "%{http_code}"], ["--write-out", "--json"]),
+                (["-w", "5"], ["-j 1"]),
+                (["--fail-with-body"], ["exit 4", "never saves the error's body"]),
+                (["--retry-all-errors"], ["5xx, 408 and 429", "other 4xx"]),
+                (["--retry-connrefused"], ["refused connection", "haul add"]),
+                (["--progress=dot"], ["terminal only", "--json"]),
+                (["--progress=dot:giga"], ["terminal only"]),
+                (["--max-filesize", "10M"], ["no size limit"]),
+            ]
+            for (flags, words) in cases {
+                let result = try await box.run(["get", url] + flags + ["-o", "f.bin"])
+                #expect(result.exitCode == 2 && result.stderrLines.count == 1, "\(flags): \(result.stderr)")
+                for word in words { #expect(result.stderr.contains(word), "\(flags): \(result.stderr)") }
+                #expect(!result.stderr.contains("nknown option"), "\(flags): \(result.stderr)")
+            }
+        }
+    }
+
+    @Test func wgetsProgressBarIsTheDefault() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(10_000, seed: 9_203), etag: "\"f\""))
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "--progress=bar"])
+                #expect(result.exitCode == 0, "\(result.stderr)")
+            }
+        }
+    }
 }
