@@ -79,4 +79,19 @@ import Glibc
             }
         }
     }
+
+    @Test func continuingACompleteFileSaysItIsAlreadyComplete() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(40_000, seed: 9_204)
+            server.serve("/f.bin", Resource(body: body, etag: "\"f\""))
+            try await Sandbox.with { box in
+                try Data(body).write(to: URL(fileURLWithPath: box.path("f.bin")))
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "-C", "-"])
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                #expect(result.stderr.contains("is already complete"), "\(result.stderr)")
+                #expect(!result.stderr.contains("saved") && !result.stderr.contains("B/s"), "\(result.stderr)")
+                #expect(contentMismatch(box.path("f.bin"), expected: body) == nil)
+            }
+        }
+    }
 }

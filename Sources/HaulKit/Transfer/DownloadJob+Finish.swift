@@ -67,6 +67,9 @@ extension DownloadJob {
             events(.finished(kept))
             return kept
         }
+        // A file given to --continue that held every byte already (the server's 416 said so): nothing was fetched,
+        // and it is said as such (wget: "The file is already fully retrieved"), not as a file saved at 0 B/s.
+        let wholeWhenAdopted = adoptedLength == point.offset
         record.update(from: point)
         record.state = .finished
         record.adopted = false
@@ -77,7 +80,7 @@ extension DownloadJob {
             try await BlockingIO.run { try store.save(finished, durable: false) }
         }
         emitProgress()
-        var result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: machine.rules.fetched, checksum: options.checksum, alreadyComplete: false)
+        var result = DownloadResult(path: record.destinationPath, bytes: point.offset, fetchedBytes: machine.rules.fetched, checksum: options.checksum, alreadyComplete: wholeWhenAdopted)
         result.httpVersion = httpVersion
         events(.finished(result))
         return result

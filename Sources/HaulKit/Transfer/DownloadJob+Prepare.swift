@@ -219,6 +219,7 @@ extension DownloadJob {
             file = try openInFolder(path)
             let size = try file?.status().size ?? found.size
             point = ResumePoint(offset: size)
+            adoptedLength = size
             record = TransferRecord(
                 url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
                 offset: size, state: .running, adopted: true)

@@ -59,6 +59,9 @@ final class DownloadJob {
     var locks: [FileLock] = []
     /// For `--dir`: this URL's name choice in that folder, which remembers the name chosen (held for the whole run).
     var directoryChoice: (any DirectoryChoice)?
+    /// The length of the file given to `--continue` when it was taken over: the same length at the end means it was
+    /// complete already.
+    var adoptedLength: Int64?
 
     init(engine: TransferEngine, options: DownloadOptions, events: @escaping @Sendable (DownloadEvent) -> Void) {
         self.engine = engine
