@@ -94,4 +94,13 @@ import Glibc
             }
         }
     }
+
+    @Test func anUnresolvableHostIsOneLineWithOnePairOfBrackets() async throws {
+        try await Sandbox.with { box in
+            let result = try await box.run(["get", "http://nonexistent.invalid/f", "-o", "f.bin"])
+            #expect(result.exitCode == 3, "\(result.stderr)")
+            #expect(result.stderr.contains("(nonexistent.invalid:80; gave up after 2 retries)"), "\(result.stderr)")
+            #expect(!result.stderr.contains(") ("), "\(result.stderr)")
+        }
+    }
 }

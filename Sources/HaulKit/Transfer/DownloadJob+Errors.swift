@@ -157,8 +157,8 @@ extension DownloadJob {
             let reachedNothing = failure.kind == .network && !heldBytes && connection == nil
             let reason: FailureReason = reachedNothing ? .unreachable(retries: retries) : .retriesExhausted(retries: retries)
             // With retries turned off (--retries 0) there was nothing to give up on.
-            let said = retries == 0 ? (connection.map { " (connection \($0))" } ?? "") : " (\(who) after \(tries))"
-            return HaulError(failure.kind, "\(failure.reason)\(said)", reason: reason)
+            let said = retries == 0 ? connection.map { "connection \($0)" } : "\(who) after \(tries)"
+            return HaulError(failure.kind, said.map { noting($0, in: failure.reason) } ?? failure.reason, reason: reason)
         case .endsAtSamePlace(let retries):
             return HaulError(.server, "the server keeps ending the response at the same place (gave up after \(retries) retries)",
                              reason: .endsAtSamePlace(retries: retries))
@@ -176,6 +176,13 @@ extension DownloadJob {
             let via = proxy.map { " (through the proxy \($0))" } ?? ""
             return HaulError(.httpStatus, url + via, reason: .httpStatus(status, url: shownURL))
         }
+    }
+
+    /// `reason` with `note` added in parentheses, inside the ones `reason` ends with if it does: "… could not be
+    /// resolved (host:80; gave up after 2 retries)", never "(host:80) (gave up after 2 retries)".
+    static func noting(_ note: String, in reason: String) -> String {
+        guard reason.hasSuffix(")"), reason.contains(" (") else { return "\(reason) (\(note))" }
+        return "\(reason.dropLast()); \(note))"
     }
 
     static func describe(_ failure: RedirectPolicy.Failure, from url: URL) -> String {
