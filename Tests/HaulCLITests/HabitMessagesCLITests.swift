@@ -103,4 +103,17 @@ import Glibc
             #expect(!result.stderr.contains(") ("), "\(result.stderr)")
         }
     }
+
+    @Test func aFolderThatTakesNoFileIsSaidOfTheDestinationGiven() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(10_000, seed: 9_205), etag: "\"f\""))
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "/proc/haul-test-x"])
+                #expect(result.exitCode == 6, "\(result.stderr)")
+                #expect(result.stderrLines.count == 1, "\(result.stderr)")
+                #expect(result.stderr.contains("cannot save /proc/haul-test-x") && result.stderr.contains("choose another path"), "\(result.stderr)")
+                #expect(!result.stderr.contains(".haul-part"), "\(result.stderr)")
+            }
+        }
+    }
 }

@@ -141,7 +141,20 @@ final class OpenDirectory: Sendable {
     func openFile(_ name: String, exclusive: Bool = false, writable: Bool = true) throws(HaulError) -> PartialFile {
         let flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_CREAT | O_EXCL : 0)
         let fd = openat(self.fd, name, flags, 0o666)
-        guard fd >= 0 else { throw POSIX.error(exclusive ? "creating" : "opening", pathOf(name)) }
+        guard fd >= 0 else {
+            let code = errno
+            // A folder that takes no new file (`-o /proc/x`, a read-only mount): said of the file asked for, not of
+            // the partial file beside it that nobody named.
+            if exclusive, name.hasSuffix(".haul-part"), [ENOENT, EACCES, EPERM, EROFS].contains(code) {
+                let destination = pathOf(String(name.dropLast(".haul-part".count)))
+                let reason = String(cString: strerror(code))
+                if code == ENOENT {
+                    throw HaulError(.fileSystem, "cannot save \(destination): \(path) takes no new files (\(reason.lowercased())); choose another path")
+                }
+                throw HaulError(.fileSystem, "permission denied while saving \(destination) (\(reason)); fix the permissions of \(path) or choose another path")
+            }
+            throw POSIX.error(exclusive ? "creating" : "opening", pathOf(name), errno: code)
+        }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             _ = Glibc_close(fd)
