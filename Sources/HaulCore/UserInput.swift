@@ -1,3 +1,4 @@
+import struct Foundation.Data
 import struct Foundation.URL
 
 /// A problem with what the user asked for, found before any network or file activity.
@@ -50,13 +51,17 @@ public struct Checksum: Equatable, Codable, Sendable, CustomStringConvertible {
             throw InputError("checksum \"\(text)\" is not ALG:HEX (e.g. sha256:9f86d0…)")
         }
         let name = text[..<separator].lowercased().replacingOccurrences(of: "-", with: "")
-        let hex = text[text.index(after: separator)...].trimmingASCIIWhitespace().lowercased()
+        let typed = text[text.index(after: separator)...].trimmingASCIIWhitespace()
+        let hex = typed.lowercased()
         guard let algorithm = ChecksumAlgorithm(rawValue: name) else {
             let known = ChecksumAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
             throw InputError("unknown checksum algorithm \"\(text[..<separator])\"; use one of \(known)")
         }
         guard hex.count == algorithm.hexLength, hex.allSatisfy(\.isHexDigit) else {
-            throw InputError("\(algorithm.rawValue) checksum must be \(algorithm.hexLength) hex digits, got \"\(hex)\"")
+            // The value as typed: lower-cased, a base64 digest would no longer be the one given.
+            let base64 = Data(base64Encoded: String(typed))?.count == algorithm.hexLength / 2
+            let hint = base64 ? " (that is base64; give the digest in hex, as \(algorithm.rawValue)sum prints it)" : ""
+            throw InputError("\(algorithm.rawValue) checksum must be \(algorithm.hexLength) hex digits, got \"\(typed)\"\(hint)")
         }
         self.init(algorithm: algorithm, hex: hex)
     }

@@ -116,4 +116,14 @@ import Glibc
             }
         }
     }
+
+    @Test func aBase64DigestIsShownAsTypedAndSaidToBeBase64() async throws {
+        try await Sandbox.with { box in
+            // sha256 of "test", in base64.
+            let typed = "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg="
+            let result = try await box.run(["get", "http://127.0.0.1:9/f", "-o", "f.bin", "--checksum", "sha256:" + typed])
+            #expect(result.exitCode == 2 && result.stderrLines.count == 1, "\(result.stderr)")
+            #expect(result.stderr.contains("got \"\(typed)\"") && result.stderr.contains("base64"), "\(result.stderr)")
+        }
+    }
 }
