@@ -23,8 +23,11 @@ final class PostgresLink: Sendable {
     private let configuration: PostgresConnection.Configuration
     private let maxConnections: Int
     private let state = NIOLockedValueBox(State())
-    /// How long one operation may take before its connection is closed (a partition, a server that hangs).
-    static let operationTimeout = TimeAmount.seconds(20)
+    /// How long one operation may take before its connection is closed and it fails (a partition, a server that
+    /// hangs, a statement sent on a connection that had just closed): ``OperationDeadline``.
+    let operationTimeout: TimeAmount
+    /// The default ``operationTimeout``.
+    static let defaultOperationTimeout = TimeAmount.seconds(20)
 
     private struct State {
         var idle: [PostgresConnection] = []
@@ -34,8 +37,12 @@ final class PostgresLink: Sendable {
         var closed = false
     }
 
-    /// Connections to `address` as `node` (named in `application_name`), at most `maxConnections` at once.
-    init(address: PostgresAddress, password: String?, node: String, maxConnections: Int = 6, logger: Logger) throws(HaulError) {
+    /// Connections to `address` as `node` (named in `application_name`), at most `maxConnections` at once, each
+    /// operation given `operationTimeout`.
+    init(
+        address: PostgresAddress, password: String?, node: String, maxConnections: Int = 6,
+        operationTimeout: TimeAmount = PostgresLink.defaultOperationTimeout, logger: Logger
+    ) throws(HaulError) {
         var configuration: PostgresConnection.Configuration
         var tls = PostgresConnection.Configuration.TLS.disable
         if address.requiresTLS {
@@ -61,6 +68,7 @@ final class PostgresLink: Sendable {
         self.configuration = configuration
         self.location = address.redacted
         self.maxConnections = max(2, maxConnections)
+        self.operationTimeout = operationTimeout
         self.logger = logger
     }
 
@@ -169,16 +177,15 @@ final class PostgresLink: Sendable {
 
     // MARK: Operations
 
-    /// Runs `body` on one connection as one operation (a statement, or a transaction it begins and ends), bounded by
-    /// ``operationTimeout``. A connection that failed is dropped; a failure reaching the server is a
-    /// ``StoreUnavailable``, one the server reported is a ``StoreRefusal``.
+    /// Runs `body` on one connection as one operation, bounded by ``operationTimeout`` (``OperationDeadline``). A
+    /// connection that failed is dropped; a failure reaching the server is a ``StoreUnavailable``, one the server
+    /// reported is a ``StoreRefusal``.
     private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<T>) -> EventLoopFuture<T> {
-        acquire().flatMap { connection in
-            let timeout = connection.eventLoop.scheduleTask(in: Self.operationTimeout) { PostgresLink.closeQuietly(connection) }
-            return body(connection).flatMapErrorThrowing { error in
+        let timeout = operationTimeout
+        return acquire().flatMap { connection in
+            OperationDeadline(connection, timeout: timeout).run { body(connection) }.flatMapErrorThrowing { error in
                 throw Self.classify(error)
             }.always { result in
-                timeout.cancel()
                 var broken = false
                 if case .failure(let error) = result { broken = error is StoreUnavailable }
                 self.release(connection, broken: broken)
@@ -207,9 +214,9 @@ final class PostgresLink: Sendable {
     /// `body` runs on its caller's executor; each statement it sends through the ``Transaction`` is awaited.
     nonisolated(nonsending) func transaction<T>(durable: Bool = false, _ body: (Transaction) async throws -> T) async throws -> T {
         let connection = try await acquire().get()
-        let timeout = connection.eventLoop.scheduleTask(in: Self.operationTimeout) { PostgresLink.closeQuietly(connection) }
-        defer { timeout.cancel() }
-        let transaction = Transaction(connection: connection, logger: logger, preparedFailed: NIOLockedValueBox(false))
+        let transaction = Transaction(
+            connection: connection, logger: logger, preparedFailed: NIOLockedValueBox(false),
+            deadline: OperationDeadline(connection, timeout: operationTimeout))
         do {
             try await transaction.execute("BEGIN")
             if durable { try await transaction.execute("SET LOCAL synchronous_commit TO on") }
@@ -234,12 +241,17 @@ final class PostgresLink: Sendable {
         let logger: Logger
         /// Whether a prepared statement of this transaction failed.
         let preparedFailed: NIOLockedValueBox<Bool>
+        /// The transaction's time: each statement is awaited until then.
+        let deadline: OperationDeadline
 
         /// Runs one statement; its rows and how many it changed.
         @discardableResult
         func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) async throws -> PostgresQueryResult {
+            let connection = self.connection, logger = self.logger
             do {
-                return try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).get()
+                return try await deadline.run { () -> EventLoopFuture<PostgresQueryResult> in
+                    connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                }.get()
             } catch {
                 throw PostgresLink.classify(error)
             }
@@ -259,7 +271,11 @@ final class PostgresLink: Sendable {
         func rows<Text: PreparedText>(_ text: Text.Type, _ binds: PostgresBindings) async throws -> [PostgresRow] {
             let connection = self.connection, logger = self.logger
             do {
-                return try await Task { try await connection.rows(text, binds, logger: logger) }.value
+                return try await deadline.run {
+                    let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
+                    promise.completeWithTask { try await connection.rows(text, binds, logger: logger) }
+                    return promise.futureResult
+                }.get()
             } catch {
                 preparedFailed.withLockedValue { $0 = true }
                 throw PostgresLink.classify(error)

@@ -1,6 +1,7 @@
 import Foundation
 import HaulTestSupport
 import Logging
+import PostgresNIO
 import Testing
 @testable import HaulCore
 @testable import HaulFleet
@@ -63,6 +64,52 @@ import Testing
         } catch {
             #expect(error is StoreUnavailable, "\(error)")
             #expect(PostgresLink.classify(error) is StoreUnavailable)
+        }
+        let one = try await link.query("SELECT 1 AS one").rows.first?.makeRandomAccess()["one"].decode(Int.self)
+        #expect(one == 1)
+        await link.close()
+    }
+
+    /// A statement sent on a connection that has closed is never answered by PostgresNIO (its future is never
+    /// completed): the operation's deadline fails it as the store out of reach. (Closing the connection at the deadline
+    /// was all the link did: a progress write sent on a connection that closed as PostgreSQL stopped waited for ever,
+    /// and with it the end of its download, whose lease the node renewed for ever.)
+    @Test(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"))
+    func aStatementSentOnAClosedConnectionFailsAtItsDeadline() async throws {
+        let url = try StoreHarness.database.get()
+        let link = try PostgresLink(address: try PostgresAddress.parse(url), password: nil, node: "closed", logger: Logger(label: "test"))
+        let connection = try await link.dedicatedConnection()
+        let deadline = OperationDeadline(connection, timeout: .milliseconds(500))
+        let logger = Logger(label: "test")
+        await #expect(throws: StoreUnavailable.self) {
+            // Sent once the connection has closed, past the check of a closed connection: only the deadline ends it.
+            _ = try await deadline.run {
+                connection.close().flatMap { () -> EventLoopFuture<PostgresQueryResult> in
+                    connection.query(PostgresQuery(unsafeSQL: "SELECT 1"), logger: logger)
+                }
+            }.get()
+        }
+        // A connection known closed is not used at all.
+        await #expect(throws: StoreUnavailable.self) {
+            _ = try await OperationDeadline(connection, timeout: .seconds(60)).run { () -> EventLoopFuture<PostgresQueryResult> in
+                connection.query(PostgresQuery(unsafeSQL: "SELECT 1"), logger: logger)
+            }.get()
+        }
+        await link.close()
+    }
+
+    /// A transaction whose connection closes under it (as PostgreSQL stopping closes every connection) fails as the
+    /// store out of reach, to be tried again, and the link goes on with a new connection.
+    @Test(.enabled(if: PostgresServer.testsEnabled, "\(PostgresServer.missing)"))
+    func aTransactionWhoseConnectionClosedUnderItIsUnavailable() async throws {
+        let url = try StoreHarness.database.get()
+        let link = try PostgresLink(
+            address: try PostgresAddress.parse(url), password: nil, node: "closed-under", operationTimeout: .seconds(2), logger: Logger(label: "test"))
+        await #expect(throws: StoreUnavailable.self) {
+            try await link.transaction { transaction in
+                try await transaction.connection.close().get()
+                try await transaction.execute("SELECT 1")
+            }
         }
         let one = try await link.query("SELECT 1 AS one").rows.first?.makeRandomAccess()["one"].decode(Int.self)
         #expect(one == 1)
