@@ -7,7 +7,7 @@ struct FleetBookkeeping {
     /// Running tasks whose lease was lost: when their download stops, nothing is written about them.
     var lost: Set<String> = []
     /// Tasks whose download ended and whose end (a stable state) is being written: the lease each ran under, kept
-    /// out of ``leases`` (see ``LocalSession/endRun(_:)``).
+    /// out of ``leases`` (see ``LocalSession/endRun(_:lapsed:)``).
     var ending: [String: EndingRun] = [:]
     /// Running tasks to remove once stopped (another node asked).
     var removals: Set<String> = []
@@ -232,10 +232,11 @@ extension LocalSession {
 
     /// The download of `id` ended: its lease is no longer a running download's (no gate to keep open, nothing to
     /// stop), only the right to write how it ended. That write is tried until the store takes it (``write(for:retrying:_:)``);
-    /// meanwhile the lease is renewed only while that write waits for the store, a bounded number of times.
-    func endRun(_ id: String) {
+    /// meanwhile the lease is renewed only while the end waits for the store, a bounded number of times (none when
+    /// it `lapsed`: nothing is written then, and the lease is left to expire).
+    func endRun(_ id: String, lapsed: Bool = false) {
         guard let held = fleet.leases.removeValue(forKey: id) else { return }
-        fleet.ending[id] = .init(lease: held.lease, renewals: Self.endingRenewals)
+        fleet.ending[id] = .init(lease: held.lease, renewals: lapsed ? 0 : Self.endingRenewals)
     }
 
     /// How many renewals that go through an ended task's lease still gets: a lease's length (six renewals).
@@ -244,7 +245,7 @@ extension LocalSession {
     /// Whether `id` stopped because its lease was lost (then forgotten).
     func dropLost(_ id: String) -> Bool {
         guard fleet.lost.remove(id) != nil else { return false }
-        fleet.leases[id] = nil
+        release(id)
         fleet.removals.remove(id)
         return true
     }

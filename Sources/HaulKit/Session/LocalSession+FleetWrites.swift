@@ -7,7 +7,7 @@ import Foundation
 // write, so a node that lost the task never writes it, and one that did not never leaves it `running`.
 extension LocalSession {
     /// Runs a write for task `id` under its lease, if it has one. A lost lease ends the task's bookkeeping here
-    /// (`nil`). In a fleet, unless `retrying` is false: for a task whose download ended (``endRun(_:)``), any failure
+    /// (`nil`). In a fleet, unless `retrying` is false: for a task whose download ended (``endRun(_:lapsed:)``), any failure
     /// but a lost lease is tried again, with growing pauses, until the write is made or the session closes; for a
     /// running task, a store out of reach is tried again while its lease still allows writing. Any other failure
     /// gives `nil`, as a failed write always has.

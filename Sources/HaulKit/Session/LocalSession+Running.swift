@@ -146,6 +146,13 @@ extension LocalSession {
         // Not running once untracked below, nor ended until its end is written: not idle meanwhile.
         beginEnd()
         defer { endEnd() }
+        // In a fleet: whether this node's lease lapsed (the store out of reach until its deadline), and from now on,
+        // before anything here waits for the store, the lease is only the right to write how the download ended:
+        // renewed a bounded number of times, so that a node whose finishing never gets through leaves the task to
+        // another instead of holding it for ever.
+        let lapsed = fleet.leases[id].map { !$0.gate.isOpen } ?? false
+        endRun(id, lapsed: lapsed)
+        defer { release(id) }
         // Its events first (the file it started, its last progress), then its last progress write.
         readEngineEvents()
         await progressSaves.removeValue(forKey: id)?.value
@@ -157,11 +164,6 @@ extension LocalSession {
             return
         }
         guard !isClosed else { return }
-        // In a fleet: whether this node's lease lapsed (the store out of reach until its deadline), and from now on
-        // the lease is only the right to write how the download ended, tried until the store takes it.
-        let lapsed = fleet.leases[id].map { !$0.gate.isOpen } ?? false
-        endRun(id)
-        defer { release(id) }
         // Whatever the outcome, it stopped in an orderly way (no crash happened while it ran): each path below
         // forgets its start, in the same transaction as its new state where it can.
         switch outcome {
