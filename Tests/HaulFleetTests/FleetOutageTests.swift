@@ -88,4 +88,81 @@ struct FleetOutageTests {
             await session.close()
         }
     }
+
+    /// A download ends while its last progress write is never answered (as a statement sent on a connection that
+    /// had just closed was not), so its end cannot be written yet. The node renews the ended download's lease only a
+    /// bounded number of times (it used to renew it for ever, as a running download's: the task stayed `running` on
+    /// it and no node took it over); then the lease expires and another node's claim takes the task over. When the
+    /// write is answered at last, the first node writes nothing more about a task that is no longer its own.
+    @Test func aDownloadWhoseEndIsHeldUpHoldsItsLeaseOnlyForBoundedRenewals() async throws {
+        try await StoreHarness.with(.postgres) { harness in
+            let server = try await TestServer.start()
+            defer { Task { try? await server.shutdown() } }
+            let folder = harness.root + "/downloads"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            var resource = Resource(body: TestData.bytes(300_000, seed: 77), etag: "\"h\"")
+            resource.faults.throttleBytesPerSecond = 100_000
+            server.serve("/h.bin", resource)
+            // Leases of 3 s: renewed every half second.
+            let terms = LeaseTerms(duration: .seconds(3))
+            let fleet = try await harness.openFleet(node: "node-a", leaseTerms: terms)
+            let store = OutageStore(fleet.store(session: harness.session))
+            store.claimsBlocked = true
+            var configuration = SessionConfiguration()
+            configuration.home = HaulHome(path: harness.root + "/home-a")
+            configuration.defaultDirectory = folder
+            let session = try await LocalSession(identifier: harness.session, configuration: configuration, journaling: true, store: store)
+            var spec = DownloadSpec(url: try UserInput.url(server.url("/h.bin")), destination: .file(folder + "/h.bin"))
+            spec.segments = 1
+            store.claimsBlocked = false
+            let id = try await session.add([DownloadRequest(spec)]).map(\.id)[0]
+            var running = false
+            for _ in 0..<600 where !running {
+                running = try await store.inner.task(id: id)?.state == .running && server.requests("/h.bin").contains { $0.bytesSent > 0 }
+                if !running { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(running, "the download runs")
+            // Node a claims nothing more: the task is only ever taken over by node b below (whose lease nobody renews).
+            store.claimsBlocked = true
+            // Its next progress write is never answered, so its end waits behind it.
+            store.holdUpdates()
+            var ended = false
+            for _ in 0..<600 where !ended {
+                ended = FileManager.default.contents(atPath: folder + "/h.bin").map(Array.init) == resource.body && store.heldUpdates > 0
+                if !ended { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(ended, "the download ended, its file in place, a progress write held")
+            let renewalsAtEnd = store.renewals.filter { $0.contains(id) }.count
+            // Another node claims the task once its lease has expired (bounded: 60 s, far beyond the few renewals
+            // and the lease's 3 s).
+            let other = try await harness.openFleet(node: "node-b", leaseTerms: terms).store(session: harness.session)
+            var claimed: [ClaimedTask] = []
+            for _ in 0..<240 where claimed.isEmpty {
+                claimed = try await other.claim(.init(slots: 1))
+                if claimed.isEmpty { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(claimed.map(\.task.id) == [id] && claimed.first?.takenOver == true, "another node took the task over")
+            let renewalsAfterEnd = store.renewals.filter { $0.contains(id) }.count - renewalsAtEnd
+            #expect(renewalsAfterEnd <= LocalSession.endingRenewals + 1, "the ended download's lease was renewed \(renewalsAfterEnd) times")
+            // The held write is answered: node a writes nothing about the task, now node b's.
+            store.releaseUpdates()
+            var done = false
+            for _ in 0..<600 where !done {
+                done = await session.holdsNothing(of: id)
+                if !done { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(done, "node a has finished with the task: no run, no lease, no end being written")
+            let task = try await store.inner.task(id: id)
+            #expect(task?.state == .running && task?.node == "node-b" && task?.epoch == 2, "the task is node b's: \(String(describing: task))")
+            #expect(try await store.inner.journal().isEmpty, "node a journaled no end for it")
+            await session.close()
+        }
+    }
+}
+
+extension LocalSession {
+    /// Whether nothing of task `id` is left here: no download, no lease, no end being written.
+    func holdsNothing(of id: String) -> Bool {
+        !isRunning(id) && endsUnderway == 0 && fleet.leases[id] == nil && fleet.ending[id] == nil
+    }
 }

@@ -7,10 +7,13 @@ import NIOConcurrencyHelpers
 /// A fleet's session store (a real ``PostgresSessionStore``) that a test can take out of reach: while it is ``down``,
 /// every call throws ``SessionStoreError/unavailable`` as a database that stopped makes every call throw, and while
 /// ``claimsBlocked`` its claims find nothing (so that no node takes a task over and the test sees what its own node
-/// writes).
+/// writes). While updates are held (``holdUpdates()``), a task's update (a progress write) is not answered until
+/// ``releaseUpdates()``, as a statement the database never answers; every renewal's tasks are kept (``renewals``).
 final class OutageStore: SharedSessionStore, @unchecked Sendable {
     let inner: PostgresSessionStore
     private let state = NIOLockedValueBox((down: false, claimsBlocked: false))
+    private let held = NIOLockedValueBox((holding: false, waiting: [CheckedContinuation<Void, Never>]()))
+    private let renewed = NIOLockedValueBox([Set<String>]())
 
     init(_ inner: PostgresSessionStore) { self.inner = inner }
 
@@ -26,6 +29,37 @@ final class OutageStore: SharedSessionStore, @unchecked Sendable {
 
     private func reach() throws {
         if down { throw SessionStoreError.unavailable("the test's store is down") }
+    }
+
+    /// From now on, updates wait until ``releaseUpdates()``.
+    func holdUpdates() {
+        held.withLockedValue { $0.holding = true }
+    }
+
+    /// Lets the updates held go on (and the later ones through).
+    func releaseUpdates() {
+        let waiting = held.withLockedValue { held in
+            held.holding = false
+            defer { held.waiting = [] }
+            return held.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// How many updates wait now.
+    var heldUpdates: Int { held.withLockedValue { $0.waiting.count } }
+
+    /// The tasks of each renewal asked so far (answered or not).
+    var renewals: [Set<String>] { renewed.withLockedValue { $0 } }
+
+    private func waitWhileHeld() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = held.withLockedValue { held in
+                if held.holding { held.waiting.append(continuation) }
+                return !held.holding
+            }
+            if now { continuation.resume() }
+        }
     }
 
     var location: String { inner.location }
@@ -86,6 +120,7 @@ final class OutageStore: SharedSessionStore, @unchecked Sendable {
     }
 
     nonisolated(nonsending) func update(id: String, lease: TaskLease?, _ change: (inout StoredTask) -> Void) async throws -> StoredTask? {
+        await waitWhileHeld()
         try reach()
         return try await inner.update(id: id, lease: lease, change)
     }
@@ -170,6 +205,7 @@ final class OutageStore: SharedSessionStore, @unchecked Sendable {
     }
 
     nonisolated(nonsending) func renew(_ leases: [String: TaskLease]) async throws -> Set<String> {
+        renewed.withLockedValue { $0.append(Set(leases.keys)) }
         try reach()
         return try await inner.renew(leases)
     }
