@@ -63,7 +63,7 @@ import Testing
         #expect(tail.last(2) == [9, 10])
         tail.append(Array(11...30))
         #expect(tail.last(8) == Array(23...30))
-        var reference: [UInt8] = []
+        var reference: [UInt8] = Array(1...30)  // everything appended so far
         var random = SystemRandomNumberGenerator()
         for _ in 0..<200 {
             let chunk = (0..<Int.random(in: 0...20, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
