@@ -144,6 +144,12 @@ struct TinyproxyTests {
                     }
                     #expect(wrong.stderr.split(separator: "\n").count == 1 && !wrong.stderr.contains("retry"), "\(url): \(wrong.stderr)")
                     #expect(!wrong.stderr.contains("wrong-pass") && !wrong.stdout.contains("wrong-pass"))
+                    if !url.hasPrefix("https") {
+                        // Streamed to standard output: the same words.
+                        let streamed = try await box.run(["get", url, "-o", "-", "--proxy", "http://pu:wrong-pass@127.0.0.1:\(proxy.port)"])
+                        #expect(streamed.exitCode == 4 && streamed.stderr.contains("which may be refusing its own user and password"), "\(streamed.stderr)")
+                        #expect(!streamed.stderr.contains("give them with -u") && !streamed.stderr.contains("wrong-pass"), "\(streamed.stderr)")
+                    }
                     let none = try await box.run(["get", url, "-o", "a.bin", "--cacert", nginx.certificates.caCertificate, "--proxy", "127.0.0.1:\(proxy.port)"])
                     #expect(none.exitCode == 3 && none.stderr.contains("asks for a user and password"), "\(url): \(none.stderr)")
                 }

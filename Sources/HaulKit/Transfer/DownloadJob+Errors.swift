@@ -166,16 +166,20 @@ extension DownloadJob {
             return HaulError(.server, "giving up after \(count) restarts: \(reason)")
         case .refused(let status):
             let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
-            let shownURL = refusal.map { Redaction.url($0.url) } ?? ""
-            // Through an HTTP proxy that fetches the URL itself (`forwarded`; a tunnel's 401 is the server's), the answer
-            // may be the proxy's own: tinyproxy answers a wrong password with 401, not 407.
-            if let proxy, proxy.user != nil, status == 401, forwarded {
-                return HaulError(.httpStatus, url + " through the proxy \(proxy), which may be refusing its own user and password",
-                                 reason: .unauthorizedThroughProxy(url: shownURL, proxy: proxy.description))
-            }
-            let via = proxy.map { " (through the proxy \($0))" } ?? ""
-            return HaulError(.httpStatus, url + via, reason: .httpStatus(status, url: shownURL))
+            return refused(status, said: url, shownURL: refusal.map { Redaction.url($0.url) } ?? "", via: proxy, forwarded: forwarded)
         }
+    }
+
+    /// The words for an answer that refuses the download (`said`: who answered what). Through an HTTP proxy that
+    /// fetches the URL itself (`forwarded`; a tunnel's 401 is the server's), the answer may be the proxy's own:
+    /// tinyproxy answers a wrong password with 401, not 407.
+    static func refused(_ status: Int, said: String, shownURL: String, via proxy: ProxyEndpoint?, forwarded: Bool) -> HaulError {
+        if let proxy, proxy.user != nil, status == 401, forwarded {
+            return HaulError(.httpStatus, said + " through the proxy \(proxy), which may be refusing its own user and password",
+                             reason: .unauthorizedThroughProxy(url: shownURL, proxy: proxy.description))
+        }
+        let via = proxy.map { " (through the proxy \($0))" } ?? ""
+        return HaulError(.httpStatus, said + via, reason: .httpStatus(status, url: shownURL))
     }
 
     /// `reason` with `note` added in parentheses, inside the ones `reason` ends with if it does: "… could not be

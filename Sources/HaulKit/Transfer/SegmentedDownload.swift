@@ -138,7 +138,7 @@ struct SegmentedDownload: Sendable {
                                  reason: "\(retry.reason) (segment at byte \(segment.next), connection \(index + 1))"))
                 try await Task.sleep(for: retry.after)
             case .giveUp(let why):
-                throw DownloadJob.error(for: why, connection: index + 1)
+                throw DownloadJob.error(for: why, via: sender.proxy(for: url), forwarded: sender.forwards(url), connection: index + 1)
             }
         }
     }

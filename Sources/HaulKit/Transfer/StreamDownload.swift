@@ -137,7 +137,7 @@ final class StreamDownload {
                 case .giveUp(let why): next = .giveUp(why)
                 }
             }
-            if case .giveUp(let why) = next { throw DownloadJob.error(for: why) }
+            if case .giveUp(let why) = next { throw DownloadJob.error(for: why, via: sender.proxy(for: url), forwarded: sender.forwards(url)) }
             // Bytes written to a stream cannot be taken back: the rest is asked for only when a strong ETag ties it
             // to them.
             guard written == 0 || validators.strongEntityTag != nil else {
@@ -186,8 +186,10 @@ final class StreamDownload {
         case .retry(let status, let retryAfter):
             throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)
         case .fail(let status):
-            throw HaulError(.httpStatus, "\(Redaction.url(answered)) answered \(status) \(response.status.reasonPhrase)",
-                            reason: .httpStatus(status, url: Redaction.url(answered)))
+            let shown = Redaction.url(answered)
+            throw DownloadJob.refused(
+                status, said: "\(shown) answered \(status) \(response.status.reasonPhrase)", shownURL: shown,
+                via: sender.proxy(for: answered), forwarded: sender.forwards(answered))
         case .alreadyComplete:
             return true
         case .redirect(let location):
