@@ -151,7 +151,7 @@ extension DownloadJob {
         guard let opened = file else { throw HaulError(.fileSystem, "no partial file is open") }
         let held = overlap > 0 ? try opened.read(count: Int(overlap), at: point.offset - overlap) : []
         guard held.count == Int(overlap) else { return false }
-        var overlapLeft = held.count
+        var repeated = OverlapPrefix(expected: held)
         if machine.held.adoptedPath == nil { try hashHeldBytes() }
         announceStart()
         do {
@@ -162,16 +162,14 @@ extension DownloadJob {
                 var written = 0
                 var matchedNow = false
                 try buffer.withUnsafeReadableBytes { (raw) throws(HaulError) in
-                    var bytes = raw
-                    if overlapLeft > 0 {
-                        let count = min(overlapLeft, raw.count)
-                        let start = held.count - overlapLeft
-                        mismatch = !held[start..<(start + count)].elementsEqual(raw.prefix(count))
-                        overlapLeft -= count
-                        matchedNow = !mismatch && overlapLeft == 0
-                        bytes = UnsafeRawBufferPointer(rebasing: raw[count...])
+                    let owed = !repeated.isComplete
+                    guard let taken = repeated.take(raw) else {
+                        mismatch = true
+                        return
                     }
-                    guard !mismatch, !bytes.isEmpty else { return }
+                    matchedNow = owed && repeated.isComplete
+                    let bytes = UnsafeRawBufferPointer(rebasing: raw[taken...])
+                    guard !bytes.isEmpty else { return }
                     try options.leaseGate?.check()
                     try file.write(bytes, at: point.offset)
                     hasher?.update(bytes)
@@ -187,7 +185,7 @@ extension DownloadJob {
         } catch {
             throw try DownloadJob.classify(error, url: requestURL)
         }
-        return overlapLeft == 0
+        return repeated.isComplete
     }
 
     /// The body's first bytes equal the last ones held: a file given to `--continue` becomes the partial file,

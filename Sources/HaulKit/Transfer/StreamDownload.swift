@@ -204,26 +204,22 @@ final class StreamDownload {
             events(.started(url: Redaction.url(options.url), path: shownPath, resumedFrom: written, total: total))
         }
         // The first `overlap` bytes repeat the last ones written: compared, never written again.
-        let expected = tail.last(Int(overlap))
-        var compared = 0
+        var repeated = OverlapPrefix(expected: tail.last(Int(overlap)))
         do {
             for try await buffer in response.body {
-                var skip = 0
-                if compared < expected.count {
-                    skip = min(expected.count - compared, buffer.readableBytes)
-                    guard buffer.readableBytesView.prefix(skip).elementsEqual(expected[compared..<(compared + skip)]) else {
+                var count = 0
+                try buffer.withUnsafeReadableBytes { whole throws(HaulError) in
+                    guard let taken = repeated.take(whole) else {
                         throw HaulError(.server, "\(RestartReason.overlapMismatch.description) after \(written) bytes were written to \(shownPath), which cannot be taken back; run the download again")
                     }
-                    compared += skip
-                }
-                let count = buffer.readableBytes - skip
-                guard count > 0 else { continue }
-                try buffer.withUnsafeReadableBytes { whole throws(HaulError) in
-                    let raw = UnsafeRawBufferPointer(rebasing: whole[skip...])
+                    let raw = UnsafeRawBufferPointer(rebasing: whole[taken...])
+                    count = raw.count
+                    guard count > 0 else { return }
                     try writeAll(fd, raw)
                     hasher?.update(raw)
                     tail.append(raw)
                 }
+                guard count > 0 else { continue }
                 written += Int64(count)
                 rules.received(Int64(count))
                 if let pause = rateLimiter?.consume(count), pause > .zero { try await Task.sleep(for: pause) }

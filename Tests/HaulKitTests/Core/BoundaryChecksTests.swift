@@ -74,6 +74,30 @@ import Testing
     }
 }
 
+/// The first bytes of an answer that repeat bytes held: taken from the chunks they come in, compared, never more.
+@Suite struct OverlapPrefixTests {
+    func take(_ prefix: inout OverlapPrefix, _ chunk: [UInt8]) -> Int? {
+        chunk.withUnsafeBytes { prefix.take($0) }
+    }
+
+    @Test func theRepeatedBytesAreTakenAcrossChunksAndTheRestIsNew() {
+        var prefix = OverlapPrefix(expected: [1, 2, 3, 4, 5])
+        #expect(!prefix.isComplete)
+        #expect(take(&prefix, [1, 2]) == 2 && !prefix.isComplete)
+        #expect(take(&prefix, []) == 0)
+        #expect(take(&prefix, [3, 4, 5, 6, 7]) == 3 && prefix.isComplete, "6 and 7 are new")
+        #expect(take(&prefix, [8]) == 0, "once complete, every byte is new")
+    }
+
+    @Test func aDifferentByteInAnyChunkIsAMismatch() {
+        var prefix = OverlapPrefix(expected: [1, 2, 3, 4])
+        #expect(take(&prefix, [1, 2]) == 2)
+        #expect(take(&prefix, [3, 9, 0]) == nil)
+        var nothing = OverlapPrefix(expected: [])
+        #expect(nothing.isComplete && take(&nothing, [7, 7]) == 0)
+    }
+}
+
 /// A resumed answer's `Repr-Digest` is compared with the one recorded for the bytes held, in the recorded algorithm.
 @Suite struct ResumedDigestTests {
     static let sha256A = "sha-256=:" + String(repeating: "A", count: 43) + "=:"
