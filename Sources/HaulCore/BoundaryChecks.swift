@@ -49,9 +49,11 @@ package struct BoundaryChecks: Equatable, Sendable {
     /// Removes and returns the checks whose window `plan` shows written.
     public mutating func takeWritten(in plan: SegmentPlan) -> [Check] {
         guard !pending.isEmpty else { return [] }
+        // Called on every recorded write: the segments are put in order once, not once a window.
+        let ordered = plan.orderedSegments
         var due: [Check] = []
         pending.removeAll { check in
-            guard plan.isWritten(check.window) else { return false }
+            guard plan.isWritten(check.window, ordered: ordered) else { return false }
             due.append(check)
             return true
         }
@@ -62,10 +64,18 @@ package struct BoundaryChecks: Equatable, Sendable {
 extension SegmentPlan {
     /// Whether every byte of `range` is written (within some segment's written prefix).
     public func isWritten(_ range: Range<Int64>) -> Bool {
+        isWritten(range, ordered: orderedSegments)
+    }
+
+    /// The segments by their start.
+    var orderedSegments: [Segment] { segments.sorted { $0.start < $1.start } }
+
+    /// ``isWritten(_:)`` with ``orderedSegments`` read once for several ranges.
+    func isWritten(_ range: Range<Int64>, ordered: [Segment]) -> Bool {
         guard !range.isEmpty else { return true }
         guard range.lowerBound >= 0, range.upperBound <= total else { return false }
         var covered = range.lowerBound
-        for segment in segments.sorted(by: { $0.start < $1.start }) where segment.end > covered {
+        for segment in ordered where segment.end > covered {
             guard segment.start <= covered, segment.next > covered else { return false }
             covered = segment.next
             if covered >= range.upperBound { return true }
