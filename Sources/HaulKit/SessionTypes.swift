@@ -29,6 +29,8 @@ public struct SessionConfiguration: Sendable {
     public var failsFastBeforeData = false
     /// A download that receives nothing for this long is retried.
     public var stallTimeout: Duration = .seconds(30)
+    /// How long a download waits for a connection to be made before the attempt fails (and is retried).
+    public var connectTimeout: Duration = .seconds(30)
     /// Which proxy each download goes through (none by default): ``downloadSettings``' `proxies`.
     public var proxies: ProxyChoice {
         get { downloadSettings.proxies ?? ProxyChoice() }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import HaulKit
 
 /// `haul get` with several URLs: one download session, at most `-j` at once, resumable as a whole.
@@ -35,6 +36,8 @@ struct BatchGet {
     }
 
     func run() async throws {
+        // --max-time bounds the whole command, as it bounds one URL's: from now, whatever part of the list is added.
+        let stopAt = command.maxTime.map { ContinuousClock.now + $0.duration }
         let home = HaulHome(environment: ProcessInfo.processInfo.environment)
         var spool: String?
         defer { if let spool { unlink(spool) } }
@@ -66,6 +69,7 @@ struct BatchGet {
         // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
         configuration.maxDownloadsPerHost = command.file.connectionsPerHost
         configuration.stallTimeout = command.stallTimeout.duration
+        configuration.connectTimeout = command.connectTimeout.duration
         // A person waits at the terminal, as for one URL: a host that refuses or does not resolve fails each of its
         // URLs within about a second (as curl and wget do at once), instead of after a minute of backoff each.
         configuration.failsFastBeforeData = true
@@ -115,6 +119,7 @@ struct BatchGet {
                     seen = reporter.addedCount
                     try? await Task.sleep(for: .milliseconds(5))
                 }
+                if let stopAt, ContinuousClock.now >= stopAt { break }
                 let part = try entries.next(first ? 2 * command.jobs : BatchGet.tasksPerAdd)
                 first = false
                 if part.isEmpty { break }
@@ -162,9 +167,19 @@ struct BatchGet {
 
         let waiter = Task { await session.waitUntilIdle() }
         let signals = SignalForwarder { waiter.cancel() }
+        let timedOut = NIOLockedValueBox(false)
+        let deadline = stopAt.map { stopAt in
+            Task {
+                try await Task.sleep(until: stopAt, clock: .continuous)
+                timedOut.withLockedValue { $0 = true }
+                waiter.cancel()
+            }
+        }
         await waiter.value
+        deadline?.cancel()
         signals.stop()
         let interrupted = waiter.isCancelled
+        let stoppedByMaxTime = timedOut.withLockedValue { $0 }
         // The outcome, read a page at a time: counts, the first failures and the first one's kind.
         var finished = 0, unfinished = 0, failed = 0
         var failures: [TaskSnapshot] = []
@@ -185,7 +200,13 @@ struct BatchGet {
         reporter.finish()
         if !interrupted { await hook?.waitForAll() }
         if interrupted {
-            Reporter.printError("haul: " + BatchReport.interruptedLine(paused: unfinished - failed, failed: failed))
+            let line = BatchReport.interruptedLine(paused: unfinished - failed, failed: failed)
+            if stoppedByMaxTime, let maxTime = command.maxTime {
+                // As one URL stopped by --max-time: a network failure (exit 3), its state kept for a rerun.
+                Reporter.printError("haul: stopped after --max-time \(maxTime.value.formatted()) s: " + line)
+                throw ExitCode(ExitStatus.code(for: .network))
+            }
+            Reporter.printError("haul: " + line)
             throw ExitCode(ExitStatus.interrupted)
         }
         if mode != .quiet && mode != .json {

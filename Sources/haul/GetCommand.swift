@@ -22,17 +22,17 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("j"), .customLong("jobs")], parsing: .unconditional, help: "Downloads at once when several URLs are given.")
     var jobs = 3
 
-    @Option(name: .customLong("stall-timeout"), parsing: .unconditional, help: "Seconds without data after which a transfer is retried (default 30).")
+    @Option(name: .customLong("stall-timeout"), parsing: .unconditional, help: "Seconds without data after which a transfer is retried (default 30; 0: no limit).")
     var stallTimeoutOption: Seconds?
 
-    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection (default 30).")
+    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection (default 30; 0: no limit).")
     var connectTimeoutOption: Seconds?
 
-    @Option(name: [.customShort("T"), .customLong("timeout")], parsing: .unconditional, help: "Seconds for both: --connect-timeout and --stall-timeout (wget's -T, aria2c's --timeout).")
+    @Option(name: [.customShort("T"), .customLong("timeout")], parsing: .unconditional, help: "Seconds for both: --connect-timeout and --stall-timeout (wget's -T, aria2c's --timeout; 0: no limit).")
     var timeout: Seconds?
 
-    @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all (the state is kept: run again to resume); exit 3.")
-    var maxTime: Seconds?
+    @Option(name: .customLong("max-time"), parsing: .unconditional, help: "Stop after this many seconds in all, with several URLs too (the state is kept: run again to resume); exit 3. 0: no limit.")
+    var maxTimeOption: Seconds?
 
     @Option(name: .customLong("on-complete"), help: "A shell command run after each download finishes or fails, with HAUL_TASK_* set; haul waits for it (up to 2 minutes).")
     var onComplete: String?
@@ -59,10 +59,12 @@ struct GetCommand: AsyncParsableCommand {
         return logger
     }
 
-    /// Seconds without data after which a transfer is retried: --stall-timeout, else -T, else 30.
-    var stallTimeout: Seconds { stallTimeoutOption ?? timeout ?? Seconds(30) }
-    /// Seconds to wait for a connection: --connect-timeout, else -T, else 30.
-    var connectTimeout: Seconds { connectTimeoutOption ?? timeout ?? Seconds(30) }
+    /// Seconds without data after which a transfer is retried: --stall-timeout, else -T, else 30; 0 for none.
+    var stallTimeout: Seconds { (stallTimeoutOption ?? timeout ?? Seconds(30)).zeroMeaningNoLimit }
+    /// Seconds to wait for a connection: --connect-timeout, else -T, else 30; 0 for none.
+    var connectTimeout: Seconds { (connectTimeoutOption ?? timeout ?? Seconds(30)).zeroMeaningNoLimit }
+    /// `--max-time`: `nil` without one, and for 0 (no limit, as curl's `-m 0`).
+    var maxTime: Seconds? { maxTimeOption.flatMap { $0.value == 0 ? nil : $0 } }
 
     /// The command's own ranges and the flags that cannot go together, checked before anything runs (the file
     /// options check theirs in ``FileOptions/validate()``).
@@ -72,9 +74,10 @@ struct GetCommand: AsyncParsableCommand {
         if json, let output = file.output, FileOptions.standardOutputNames.contains(output) {
             throw InputError("-o - writes the file to standard output, where --json would write too; use one of them")
         }
-        let times = [("--stall-timeout", stallTimeoutOption), ("--connect-timeout", connectTimeoutOption), ("-T/--timeout", timeout), ("--max-time", maxTime)]
-        for case let (name, seconds?) in times where !(seconds.value > 0 && seconds.value <= 86_400) {
-            throw InputError("\(name) must be a number of seconds between 0 and 86400")
+        // 0 is no limit, as curl's -m 0 and --connect-timeout 0 and wget's -T 0 are.
+        let times = [("--stall-timeout", stallTimeoutOption), ("--connect-timeout", connectTimeoutOption), ("-T/--timeout", timeout), ("--max-time", maxTimeOption)]
+        for case let (name, seconds?) in times where !(seconds.value >= 0 && seconds.value <= 86_400) {
+            throw InputError("\(name) must be 0 (no limit) or a number of seconds up to 86400")
         }
     }
 

@@ -100,6 +100,13 @@ struct Seconds: CheckedArgument, Equatable {
     /// The same time as a `Duration`, to the millisecond.
     var duration: Duration { .milliseconds(Int64(value * 1_000)) }
 
+    /// A year: what a timeout of 0 ("no limit", as curl's and wget's) stands for where a time is needed. Far longer
+    /// than any transfer waits, short enough that deadlines computed from it never overflow.
+    static let noLimit = Seconds(365 * 86_400)
+
+    /// This time, or ``noLimit`` when it is 0.
+    var zeroMeaningNoLimit: Seconds { value == 0 ? Self.noLimit : self }
+
     var defaultValueDescription: String { String(value) }
 }
 

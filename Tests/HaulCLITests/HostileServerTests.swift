@@ -241,6 +241,30 @@ import Glibc
         }
     }
 
+    /// With several URLs --max-time bounds the whole command too (its help says "in all"): a cron job's bound holds
+    /// for a list as for one URL. The downloads are paused, and the same command resumes them.
+    @Test func maxTimeStopsABatchAndKeepsItsStateToResume() async throws {
+        try await withTestServer { server in
+            let bodies = (0..<2).map { TestData.bytes(2 << 20, seed: 140 + UInt64($0)) }
+            for (index, body) in bodies.enumerated() {
+                var resource = Resource(body: body, etag: "\"b\(index)\"")
+                resource.faults.throttleBytesPerSecond = 256 << 10
+                server.serve("/b\(index).bin", resource)
+            }
+            try await Sandbox.with { box in
+                try (0..<2).map { server.url("/b\($0).bin") }.joined(separator: "\n").write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let stopped = try await box.run(["get", "-i", "list.txt", "--dir", "out", "--max-time", "1", "--quiet"])
+                #expect(stopped.exitCode == 3, "\(stopped.stderr)")
+                #expect(stopped.stderr.contains("stopped after --max-time 1 s") && stopped.stderr.contains("run the same command again"), "\(stopped.stderr)")
+                #expect(!fileExists(box.path("out/b0.bin")) && !fileExists(box.path("out/b1.bin")))
+                for (index, body) in bodies.enumerated() { server.serve("/b\(index).bin", Resource(body: body, etag: "\"b\(index)\"")) }
+                let resumed = try await box.run(["get", "-i", "list.txt", "--dir", "out", "--max-time", "0"])
+                #expect(resumed.exitCode == 0, "\(resumed.stderr)")
+                for (index, body) in bodies.enumerated() { #expect(contentMismatch(box.path("out/b\(index).bin"), expected: body) == nil) }
+            }
+        }
+    }
+
     @Test func maxTimeStopsAndKeepsTheStateToResume() async throws {
         try await withTestServer { server in
             let body = TestData.bytes(2 << 20, seed: 137)

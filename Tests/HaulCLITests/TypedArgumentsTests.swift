@@ -118,9 +118,9 @@ import Testing
         (["--retry-wait", "-1"], "--retry-wait must be a number of seconds between 0 and 86400"),
         (["--retry-wait", "86401"], "--retry-wait must be a number of seconds between 0 and 86400"),
         (["-j", "0"], "-j must be between 1 and 64"), (["--jobs", "65"], "-j must be between 1 and 64"),
-        (["--stall-timeout", "0"], "--stall-timeout must be a number of seconds between 0 and 86400"),
-        (["-T", "-1"], "-T/--timeout must be a number of seconds between 0 and 86400"),
-        (["--max-time", "90000"], "--max-time must be a number of seconds between 0 and 86400"),
+        (["--stall-timeout", "-0.5"], "--stall-timeout must be 0 (no limit) or a number of seconds up to 86400"),
+        (["-T", "-1"], "-T/--timeout must be 0 (no limit) or a number of seconds up to 86400"),
+        (["--max-time", "90000"], "--max-time must be 0 (no limit) or a number of seconds up to 86400"),
         (["--connect-timeout", "nan"], "--connect-timeout: \"nan\" is not a number of seconds (e.g. 30 or 0.5)"),
         (["-C", "100"], "-C 100: haul does not start at a given offset; use -C - (or --continue) to continue the -o file from its end"),
         (["-c", "--overwrite"], "use either --continue or --overwrite, not both"), (["-N", "-c"], "use either -N (--timestamping) or --continue, not both"),
@@ -129,6 +129,19 @@ import Testing
     ])
     func aValueOutOfItsRangeIsOneLineNamingTheOption(_ arguments: [String], _ line: String) {
         #expect(Self.refusal(GetCommand.self, ["http://127.0.0.1:9/f"] + arguments) == line)
+    }
+
+    /// 0 is no limit, as curl's `-m 0` and `--connect-timeout 0` and wget's `-T 0` are: accepted, and no deadline.
+    @Test(arguments: [
+        (["-T", "0"], true, true), (["--timeout=0"], true, true), (["--stall-timeout", "0"], true, false),
+        (["--connect-timeout", "0"], false, true), (["--max-time", "0"], false, false),
+    ])
+    func aZeroTimeoutIsNoLimit(_ arguments: [String], _ noStallLimit: Bool, _ noConnectLimit: Bool) throws {
+        let command = try Self.get(arguments)
+        #expect(command.maxTime == nil)
+        #expect(command.stallTimeout == (noStallLimit ? Seconds.noLimit : Seconds(30)))
+        #expect(command.connectTimeout == (noConnectLimit ? Seconds.noLimit : Seconds(30)))
+        #expect(try Self.get(["--max-time", "2.5"]).maxTime == Seconds(2.5))
     }
 
     /// The ranges are the spec's: whatever the CLI accepts, the spec it makes accepts, and the bounds are the same.

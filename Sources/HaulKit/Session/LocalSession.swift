@@ -88,6 +88,7 @@ package actor LocalSession: SessionBackend {
         self.shared = self.store as? any SharedSessionStore
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout
+        engineConfiguration.connectTimeout = configuration.connectTimeout
         engineConfiguration.logger = configuration.logger
         // Every download the session may run against one host gets a connection (more than 8 would
         // otherwise show as running while they wait for one).
