@@ -139,18 +139,25 @@ extension FileOptions {
     /// a file named as the server's URL names it, which -N compares and --continue continues (as wget -N, wget -c
     /// and curl -C - -O name it).
     private func destination(for url: URL, entry: InputList.Entry) throws -> DownloadSpec.Destination {
-        let folder = entry.directory ?? directory
-        if let listed = entry.output {
-            // A list's out= names a file in the folder, as aria2c's does: a list written by someone else cannot
-            // place a file anywhere else (`out=/home/me/.bashrc`, `out=../../x`).
-            let parts = listed.split(separator: "/", omittingEmptySubsequences: false)
-            if listed.hasPrefix("/") || parts.contains("..") {
-                throw InputError("out=\(listed) leaves the folder; out= names a file in it (use dir= for the folder)")
-            }
+        // A list's dir= and out= stay inside the folder the command saves to (--dir, else the current one): a list
+        // written by someone else cannot place a file anywhere else (`dir=/home/me/.local/bin`, `out=../../x`).
+        // aria2c takes any dir=; here the command line, not the list, says where files may go.
+        if let listed = entry.directory, Self.leavesFolder(listed) {
+            throw InputError("dir=\(listed) leaves the folder; a list's dir= names a folder inside the one haul saves to: give that with --dir (e.g. --dir \(listed.hasPrefix("/") ? listed : "FOLDER") and leave dir= out)")
+        }
+        let folder = entry.directory.map { listed in (directory ?? ".") + "/" + listed } ?? directory
+        if let listed = entry.output, Self.leavesFolder(listed) {
+            throw InputError("out=\(listed) leaves the folder; out= names a file in it (dir= a folder inside it)")
         }
         if let output = entry.output ?? output {
             guard !output.isEmpty else { throw InputError("-o needs a path") }
             if FileOptions.standardOutputNames.contains(output), entry.output == nil { return .standardOutput }
+            // curl fails writing to such a name (exit 23), wget says it is a directory: a name ending in "/" is a
+            // folder, never a file named like it.
+            if output.hasSuffix("/") {
+                let name = entry.output == nil ? "-o \(output)" : "out=\(output)"
+                throw InputError("\(name) names a folder; save into it with --dir \(output.dropLast().isEmpty ? "/" : String(output.dropLast())), or name the file: \(name)NAME")
+            }
             if let folder {
                 guard !output.hasPrefix("/") else {
                     throw InputError("\(output) is an absolute path: give -o without --dir, or a name relative to the folder")
@@ -165,6 +172,11 @@ extension FileOptions {
             return .file(absolutePath((folder ?? ".") + "/" + FileNaming.suggestedName(contentDisposition: nil, finalURL: url)))
         }
         return .directory(absolutePath(folder ?? "."))
+    }
+
+    /// Whether a list's `dir=` or `out=` value reaches outside the command's folder: absolute, or through `..`.
+    static func leavesFolder(_ listed: String) -> Bool {
+        listed.hasPrefix("/") || listed.split(separator: "/", omittingEmptySubsequences: false).contains("..")
     }
 
     /// The download these flags describe for `entry`: the one place the CLI makes a ``DownloadSpec``. Checks every

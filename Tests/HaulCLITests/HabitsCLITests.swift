@@ -169,7 +169,7 @@ import Glibc
                       checksum=sha-256=\(sha256Hex(a))
                     \thead\u{65}r=X-Only-A: yes
                     \(server.url("/b.bin"))
-                      dir=\(box.path("elsewhere"))
+                      dir=elsewhere
                     \(server.url("/c.bin"))
                       checksum=sha-256=\(String(repeating: "0", count: 64))
 
@@ -178,7 +178,7 @@ import Glibc
                 let result = try await box.run(["get", "-i", "list.txt", "--dir", "out"])
                 #expect(result.exitCode == 5, "c's checksum fails, the others finish: \(result.stderr)")
                 #expect(contentMismatch(box.path("out/first.bin"), expected: a) == nil)
-                #expect(contentMismatch(box.path("elsewhere/b.bin"), expected: b) == nil)
+                #expect(contentMismatch(box.path("out/elsewhere/b.bin"), expected: b) == nil, "dir= is a folder inside --dir")
                 #expect(!fileExists(box.path("out/c.bin")))
                 #expect(server.requests("/a.bin").allSatisfy { $0.header("X-Only-A") == "yes" })
                 #expect(server.requests("/b.bin").allSatisfy { $0.header("X-Only-A") == nil })
@@ -192,6 +192,32 @@ import Glibc
                     #expect(refused.exitCode == 2 && refused.stderr.contains("leaves the folder"), "\(escape): \(refused.stderr)")
                     #expect(!fileExists(box.path("planted.bin")) && !fileExists(box.path("out/../planted.bin")))
                 }
+                // So does its dir=: an absolute folder or one reached through .. is refused before any download.
+                let requested = server.requests("/c.bin").count
+                for escape in [box.path("planted"), "..", "sub/../../planted", "/tmp"] {
+                    try "\(server.url("/c.bin"))\n  dir=\(escape)\n  out=x.bin\n".write(toFile: box.path("escape.txt"), atomically: true, encoding: .utf8)
+                    let refused = try await box.run(["get", "-i", "escape.txt", "--dir", "out"])
+                    #expect(refused.exitCode == 2 && refused.stderr.contains("dir=\(escape) leaves the folder"), "\(escape): \(refused.stderr)")
+                    #expect(!fileExists(box.path("planted/x.bin")) && !fileExists(box.path("x.bin")) && !fileExists("/tmp/x.bin"))
+                    #expect(server.requests("/c.bin").count == requested, "refused before any request")
+                }
+            }
+        }
+    }
+
+    /// `-o name/` names a folder: refused before any request (curl fails with exit 23, wget says it is a
+    /// directory), never saved as a file called `name`.
+    @Test func anOutputEndingInASlashIsAFolderNotAFile() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: [1, 2, 3], etag: "\"s\""))
+            try await Sandbox.with { box in
+                let refused = try await box.run(["get", server.url("/f.bin"), "-o", "newdir/"])
+                #expect(refused.exitCode == 2 && refused.stderr.contains("-o newdir/ names a folder") && refused.stderr.contains("--dir newdir"), "\(refused.stderr)")
+                #expect(!fileExists(box.path("newdir")) && server.requests("/f.bin").isEmpty)
+                try "\(server.url("/f.bin"))\n  out=sub/\n".write(toFile: box.path("list.txt"), atomically: true, encoding: .utf8)
+                let listed = try await box.run(["get", "-i", "list.txt"])
+                #expect(listed.exitCode == 2 && listed.stderr.contains("out=sub/ names a folder"), "\(listed.stderr)")
+                #expect(!fileExists(box.path("sub")) && server.requests("/f.bin").isEmpty)
             }
         }
     }
