@@ -33,8 +33,8 @@ enum FlagCompatibility {
         "--remote-name-all", "--create-dirs", "-Z", "--parallel", "-#", "--progress-bar", "--http1.1", "-nv", "--no-verbose",
         "--check-certificate", "--check-certificate=true", "--auto-file-renaming", "--auto-file-renaming=true",
         "--continue=false", "--allow-overwrite=false", "--content-disposition", "--http2",
-        // wget's bar is what haul draws on a terminal.
-        "--progress=bar", "--progress=bar:noscroll",
+        // wget's bar is what haul draws on a terminal, and always draws there unless -q (wget's --show-progress).
+        "--progress=bar", "--progress=bar:noscroll", "--show-progress",
     ]
 
     /// Spellings rewritten to Haul's.
@@ -111,12 +111,20 @@ enum FlagCompatibility {
         let arguments = detachingValues(given)
         var result = [command]
         var index = 1
+        var outputs = 0
         while index < arguments.count {
             let token = arguments[index]
             index += 1
             if token == "--" {
                 result += arguments[(index - 1)...]
                 break
+            }
+            // The parser keeps the last of several -o; curl pairs each with a URL of its own. Neither silently.
+            if ["-o", "--output", "--out"].contains(token) || token.hasPrefix("--output=") || token.hasPrefix("--out=") {
+                outputs += 1
+                if outputs == 2 {
+                    return .refused("-o is given more than once; haul gets one file per -o: give one -o, or several URLs with --dir DIR (or an -i list with out= lines)")
+                }
             }
             if token == "-c", index < arguments.count, !arguments[index].hasPrefix("-"), !arguments[index].contains("://"),
                positionalCount(arguments) > 1 {
