@@ -85,6 +85,8 @@ import Testing
                     ], environment: ["HAUL_HOME": home]).wait(timeout: .seconds(40))
                     #expect(result.exitCode != 0, "\(result.stderr)")
                     #expect(result.stderr.contains("belongs to another user"), "\(result.stderr)")
+                    // One piece of advice, once.
+                    #expect(result.stderr.components(separatedBy: "HAUL_HOME").count == 2, "\(result.stderr)")
                     #expect(server.requests("/f.bin").isEmpty)
                     #expect(!FileManager.default.fileExists(atPath: box.path("f.bin")))
                     #expect(((try? FileManager.default.contentsOfDirectory(atPath: home)) ?? ["?"]).isEmpty, "nothing written in mallory's folder")

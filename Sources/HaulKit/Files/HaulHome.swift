@@ -32,6 +32,8 @@ public struct HaulHome: Equatable, Sendable {
         do {
             try POSIX.makePrivateDirectories(path, root: path)
         } catch {
+            // A message that already says what to do with HAUL_HOME (another user's folder) is the whole line.
+            if error.message.contains("HAUL_HOME") { throw HaulError(.fileSystem, error.message) }
             throw HaulError(.fileSystem, "cannot use \(path) for Haul's state (\(error.message)); set HAUL_HOME to a folder you can write")
         }
         guard access(path, W_OK | X_OK) == 0 else {
