@@ -64,7 +64,9 @@ extension HaulError {
         case .unusableTLSFiles:
             return "check --cacert, --capath, --cert and --key"
         case .untrustedCertificate:
-            return "trust its CA with --cacert FILE (or SSL_CERT_FILE)"
+            // The CA that signed the server's certificate, not that certificate itself: curl also accepts the
+            // server's own (OpenSSL's partial chains), which BoringSSL through NIOSSL does not offer.
+            return "trust the CA that signed it with --cacert FILE (or SSL_CERT_FILE); the server's own certificate there is not enough"
         case .insecureRedirect:
             return "pass --allow-insecure-redirects to allow it"
         case .tooManyRedirects:
