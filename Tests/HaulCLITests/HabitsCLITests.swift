@@ -222,6 +222,29 @@ import Glibc
         }
     }
 
+    /// A link to a device is neither written through nor replaced, --overwrite or not (the probe's `nul ->
+    /// /dev/null` became a regular file); a name of one of haul's own descriptors (`/dev/stderr`, which root's
+    /// --overwrite would have replaced for every program) is refused; -o /dev/null itself still discards.
+    @Test func aLinkToADeviceOrADescriptorNameIsNeverReplaced() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: [1, 2, 3], etag: "\"d\""))
+            try await Sandbox.with { box in
+                try FileManager.default.createSymbolicLink(atPath: box.path("nul"), withDestinationPath: "/dev/null")
+                for flags in [[String](), ["--overwrite"], ["-c"]] {
+                    let refused = try await box.run(["get", server.url("/f.bin"), "-o", "nul"] + flags)
+                    #expect(refused.exitCode == 2 && refused.stderr.contains("is a link to a device"), "\(flags): \(refused.stderr)")
+                    #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: box.path("nul"))) == "/dev/null", "\(flags)")
+                }
+                // /proc/self/fd/2 rather than /dev/stderr: should the refusal fail, nothing on this machine is replaced.
+                let descriptor = try await box.run(["get", server.url("/f.bin"), "-o", "/proc/self/fd/2", "--overwrite"])
+                #expect(descriptor.exitCode == 2 && descriptor.stderr.contains("names one of haul's own descriptors"), "\(descriptor.stderr)")
+                #expect(server.requests("/f.bin").isEmpty, "refused before any request")
+                let discarded = try await box.run(["get", server.url("/f.bin"), "-o", "/dev/null"])
+                #expect(discarded.exitCode == 0, "\(discarded.stderr)")
+            }
+        }
+    }
+
     @Test func cookiesGoWhereTheyMatchAndNeverToAnotherOriginOrTheScreen() async throws {
         try await withTestServer { other in
             other.serve("/x/f.bin", Resource(body: [7, 7, 7], etag: "\"o\""))

@@ -19,6 +19,7 @@ extension TransferEngine {
         case .file(let path):
             // A device, FIFO or socket is written straight through, never refused or replaced; with -nc, a taken
             // name is left alone, whatever it is.
+            try refuseUnreplaceable(path)
             if StreamDownload.isStreamTarget(options.destination) || options.noClobber { return }
             if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
             guard POSIX.exists(path), !options.overwrite, !options.continuePartial, !options.timestamping else { return }
