@@ -11,7 +11,22 @@
 public enum UnreplaceableDestination {
     /// What a name (or a link's target) is.
     public enum Node: Sendable, Equatable {
-        case regular, directory, characterDevice, blockDevice, fifo, socket, symbolicLink, other
+        /// A regular file.
+        case regular
+        /// A folder.
+        case directory
+        /// A character device (`/dev/null`, a terminal).
+        case characterDevice
+        /// A block device (a disk).
+        case blockDevice
+        /// A FIFO (named pipe).
+        case fifo
+        /// A Unix socket.
+        case socket
+        /// A symbolic link (as `lstat` sees the name).
+        case symbolicLink
+        /// Anything else.
+        case other
     }
 
     /// Why `path` is refused as a file destination, or `nil`. `node` is what the name itself is (`nil`: nothing
