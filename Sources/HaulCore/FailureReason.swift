@@ -9,6 +9,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     package enum Known: Sendable, Equatable, Codable {
         /// A file is already at the destination and no download of this URL holds bytes for it.
         case destinationExists(path: String)
+        /// A file appeared at the destination while the download ran and was left as it is; the complete download
+        /// is kept at `partialPath` and is put in its place by a run once the other file is gone.
+        case appearedWhileDownloading(path: String, partialPath: String)
         /// The destination is a folder.
         case destinationIsDirectory(path: String)
         /// The partial file at the destination belongs to another URL's download, which this URL does not continue.
@@ -97,6 +100,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
              .noSpace(let path), .checksumMismatch(let path, _, _, _):
             return path
         case .partialOfAnotherURL(let partialPath, _): return partialPath
+        case .appearedWhileDownloading(let path, _): return path
         default: return nil
         }
     }
@@ -104,6 +108,11 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// A file is already at the destination and no download of this URL holds bytes for it.
     public static func destinationExists(path: String) -> FailureReason {
         FailureReason(.destinationExists(path: path))
+    }
+    /// A file appeared at the destination while the download ran and was left as it is; the complete download
+    /// is kept at `partialPath` and is put in its place by a run once the other file is gone.
+    public static func appearedWhileDownloading(path: String, partialPath: String) -> FailureReason {
+        FailureReason(.appearedWhileDownloading(path: path, partialPath: partialPath))
     }
     /// The destination is a folder.
     public static func destinationIsDirectory(path: String) -> FailureReason {

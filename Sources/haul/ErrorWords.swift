@@ -47,6 +47,10 @@ extension HaulError {
             return "check the URL and any headers it needs"
         case .destinationExists:
             return "use --overwrite to replace it, or --continue to resume it"
+        case .appearedWhileDownloading(let path, _):
+            // Neither --continue (there is nothing of the other file to resume) nor --overwrite (it was not there to
+            // be chosen): the download is complete, and waits for the name.
+            return "move \(path) away, then " + again.step + " to put the download in its place"
         case .destinationIsDirectory(let path):
             return "use --dir \(path) to save into it"
         case .partialOfAnotherURL:

@@ -124,6 +124,42 @@ import Glibc
         }
     }
 
+    /// A file put at the destination after the download began is left as it is. The line says so, where the
+    /// download is kept, and to move the file away and run again: not `--continue` (nothing of that file is to be
+    /// resumed) nor `--overwrite`. Run again once the name is free, the download takes its place, asking the server
+    /// only for the bytes that check it.
+    @Test func aFileThatAppearsWhileDownloadingIsLeftAndTheLineSaysToMoveItAway() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(200_000, seed: 975)
+            let resource = Resource(body: body, etag: "\"a\"")
+            try await Sandbox.with { box in
+                let destination = box.path("a.bin"), theirs = Data("theirs".utf8)
+                server.route("/a.bin") { request in
+                    // The name was free when the download began; it is taken by the time the request arrives.
+                    if request.index == 0 { FileManager.default.createFile(atPath: destination, contents: theirs) }
+                    return resource.response(to: request)
+                }
+                let first = try await box.run(["get", server.url("/a.bin"), "-o", "a.bin"])
+                #expect(first.exitCode == 2, "\(first.stderr)")
+                let line = first.stderrLines.last ?? ""
+                #expect(line.hasPrefix("haul: error: ") && line.contains("a.bin appeared while downloading and was left as it is"), "\(first.stderr)")
+                #expect(line.contains("the download is kept in \(destination).haul-part"), "\(line)")
+                #expect(line.contains("move \(destination) away, then run the same command again"), "\(line)")
+                #expect(!line.contains("--continue") && !line.contains("--overwrite"), "\(line)")
+                #expect(FileManager.default.contents(atPath: destination) == theirs, "the other file is left as it is")
+                #expect(readBytes(destination + ".haul-part") == body, "the download is kept whole")
+
+                try FileManager.default.moveItem(atPath: destination, toPath: box.path("theirs.bin"))
+                let second = try await box.run(["get", server.url("/a.bin"), "-o", "a.bin"])
+                #expect(second.exitCode == 0, "\(second.stderr)")
+                #expect(contentMismatch(destination, expected: body) == nil)
+                #expect(FileManager.default.contents(atPath: box.path("theirs.bin")) == theirs)
+                let again = try #require(server.requests("/a.bin").last)
+                #expect(again.index == 1 && again.header("Range") == "bytes=\(body.count - 65_536)-", "only the last bytes, to check them")
+            }
+        }
+    }
+
     #if os(Linux)
     /// The daemon runs as root and downloads into a folder of another user, mallory. While the task is paused,
     /// mallory replaces the folder with a link to a folder only root may write. The resumed task must not write

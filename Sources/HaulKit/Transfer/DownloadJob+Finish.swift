@@ -55,7 +55,7 @@ extension DownloadJob {
                 syncer.syncPublished(folder)
             }
         } catch let error as HaulError where options.noClobber {
-            guard case .destinationExists = error.reason.which else { throw error }
+            guard case .appearedWhileDownloading = error.reason.which else { throw error }
             // wget's -nc: the name was taken while downloading, and what took it is kept; this download's bytes
             // (its own partial file, its record) go, and it ends as one that found the name taken.
             let store = self.store, key = record.key, path = record.destinationPath, fetched = machine.rules.fetched
@@ -108,8 +108,11 @@ extension DownloadJob {
         // would have moved.
         guard renamed != .sourceGone else { throw replaced(folder.pathOf(source)) }
         guard renamed == .moved else {
-            throw HaulError(.usage, "\(folder.pathOf(destination)) appeared while downloading and was left as it is; the download is kept in \(folder.pathOf(source)): move the other file away and run the same command again",
-                            reason: .destinationExists(path: folder.pathOf(destination)))
+            // Not `destinationExists`: the file was not there when the download began, and it is not to be
+            // continued; the next step (move it away, run again) is the front end's to say.
+            let path = folder.pathOf(destination), kept = folder.pathOf(source)
+            throw HaulError(.usage, "\(path) appeared while downloading and was left as it is; the download is kept in \(kept)",
+                            reason: .appearedWhileDownloading(path: path, partialPath: kept))
         }
         // The name was checked, then renamed: should another program have swapped it in between, the file now at
         // the destination is not Haul's. Put it back where it was found and fail.

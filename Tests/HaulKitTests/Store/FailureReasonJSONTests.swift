@@ -16,6 +16,7 @@ import Testing
         .endsAtSamePlace(retries: 4), .noSpace(path: "/d/a.iso.haul-part"), .proxyCredentialsRefused(proxy: "socks5://127.0.0.1:1080"),
         .proxyRefused(proxy: "http://127.0.0.1:3128", status: 403), .tooManyRedirects(limit: 10), .outputClosed,
         .unauthorizedThroughProxy(url: "http://example.com/a", proxy: "http://127.0.0.1:8888"),
+        .appearedWhileDownloading(path: "/d/a.iso", partialPath: "/d/a.iso.haul-part"),
     ]
 
     @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
@@ -39,6 +40,20 @@ import Testing
             #expect(written == JSONValue.parse(Array(text.utf8)), "\(written.serialized)")
         }
         #expect(FailureReasonJSON.decode(#"{"aReasonOfANewerHaul":{}}"#) == nil)
+    }
+
+    /// A client of an earlier build reads the reasons added since as it can: one it does not know is none (its
+    /// decode gives `nil`, so `.other`), and its error's message is still whole.
+    @Test func clientsOfEarlierBuildsReadTheReasonsAddedSince() throws {
+        /// The reasons as an earlier build declared them.
+        enum Earlier: Decodable, Equatable { case proxyAuthenticationRequired, busy }
+        let added: [FailureReason] = [
+            .appearedWhileDownloading(path: "/d/a", partialPath: "/d/a.haul-part"),
+        ]
+        for reason in added {
+            let text = try #require(FailureReasonJSON.encode(HaulError(.usage, "m", reason: reason)))
+            #expect((try? JSONDecoder().decode(Earlier.self, from: Data(text.utf8))) == nil, "\(text)")
+        }
     }
 
     /// A program compares reasons with `==` and reads what it needs; a reason says what it is in a log.
