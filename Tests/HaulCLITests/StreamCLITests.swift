@@ -79,7 +79,10 @@ import Testing
                 #expect(result.stdoutBytes.count <= 700_000 && result.stdoutBytes == Array(old.prefix(result.stdoutBytes.count)))
                 let ranges = server.requests("/f.bin").map { $0.header("Range") }
                 #expect(ranges.count == 2, "\(ranges)")
-                #expect(ranges.last == .some("bytes=\(700_000 - 65_536)-"), "\(ranges)")
+                // From 64 KiB before the last byte written, which is not the last one sent: bytes received and not yet
+                // read when the connection closed are lost with it.
+                let written = result.stdoutBytes.count
+                #expect(ranges.last == .some("bytes=\(max(0, written - 65_536))-"), "\(written) written: \(ranges)")
             }
         }
     }
