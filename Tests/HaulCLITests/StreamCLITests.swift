@@ -104,4 +104,27 @@ import Testing
             }
         }
     }
+
+    /// `--segments 4 -o -`: standard output is written in order, so one connection fetches it (as curl's `-o -`;
+    /// aria2c has no `-o -`). One note on stderr says so instead of a silent single connection or a refusal of a
+    /// pipe that works; `-q` says nothing, and without `--segments` there is nothing to explain.
+    @Test func segmentsToStandardOutputSayOnceThatOneConnectionWritesItInOrder() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(3 << 20, seed: 306)
+            server.serve("/f.bin", Resource(body: body, etag: "\"s\""))
+            let note = "using one connection: standard output is written in order, first byte to last"
+            try await Sandbox.with { box in
+                for (flags, noted) in [(["--segments", "4"], true), (["-s", "4", "-q"], false), ([], false), (["--segments", "1"], false)] {
+                    let before = server.requests("/f.bin").count
+                    let result = try await box.run(["get", server.url("/f.bin"), "-o", "-", "--min-segment-size", "256K"] + flags)
+                    #expect(result.exitCode == 0, "\(flags): \(result.stderr)")
+                    #expect(result.stdoutBytes == body, "\(flags)")
+                    #expect(result.stderrLines.filter { $0.contains(note) }.count == (noted ? 1 : 0), "\(flags): \(result.stderr)")
+                    if flags.contains("-q") { #expect(result.stderr.isEmpty, "\(result.stderr)") }
+                    let requests = server.requests("/f.bin").dropFirst(before)
+                    #expect(requests.count == 1 && requests.first?.header("Range") == nil, "\(flags): one request for the whole file")
+                }
+            }
+        }
+    }
 }

@@ -63,6 +63,11 @@ final class StreamDownload {
 
     var shownPath: String { targetPath ?? "-" }
 
+    /// Why a stream takes one connection whatever the segments asked for (said after "using one connection: ").
+    var orderNote: String {
+        "\(targetPath ?? "standard output") is written in order, first byte to last"
+    }
+
     /// Opens a device, FIFO or socket for writing. A FIFO without a reader is waited for in steps of 50 ms
     /// (`O_NONBLOCK` gives `ENXIO` until one opens it) rather than in a blocking `open`, which would hold one of the few
     /// concurrency threads (two on a 2-core machine) everything else runs on, the reader perhaps among it, and
@@ -202,6 +207,9 @@ final class StreamDownload {
         if !announced {
             announced = true
             events(.started(url: Redaction.url(options.url), path: shownPath, resumedFrom: written, total: total))
+            // Several connections were asked for: say why there is one (curl writes a stream over one; aria2c has no
+            // `-o -` at all), rather than refuse a pipe that works.
+            if let segments = options.segments, segments > 1 { events(.singleConnection(reason: orderNote)) }
         }
         // The first `overlap` bytes repeat the last ones written: compared, never written again.
         var repeated = OverlapPrefix(expected: tail.last(Int(overlap)))
