@@ -35,8 +35,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         case replacedWhileDownloading(path: String)
         /// The path goes through a symbolic link that another user could have put there; it is not followed.
         case untrustedFolder(path: String)
-        /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password).
-        case proxyAuthenticationRequired
+        /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password);
+        /// `proxy`: which one (`scheme://host:port`), when known.
+        case proxyAuthenticationRequired(proxy: String?)
         /// A proxy refused the credentials given (407 again, or SOCKS5 authentication refused).
         case proxyCredentialsRefused(proxy: String)
         /// A proxy refused to connect to the server by its rules (`status`: its HTTP status, or the SOCKS5 reply code).
@@ -153,8 +154,14 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     }
     /// The path goes through a symbolic link that another user could have put there; it is not followed.
     public static func untrustedFolder(path: String) -> FailureReason { FailureReason(.untrustedFolder(path: path)) }
-    /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password).
-    public static let proxyAuthenticationRequired = FailureReason(.proxyAuthenticationRequired)
+    /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password), the proxy
+    /// not being known. Haul names the proxy (``proxyAuthenticationRequired(proxy:)``) wherever it knows it.
+    public static let proxyAuthenticationRequired = FailureReason(.proxyAuthenticationRequired(proxy: nil))
+    /// The proxy `proxy` (`scheme://host:port`, as ``proxyCredentialsRefused(proxy:)`` names it) asks for credentials:
+    /// a 407, or a SOCKS5 proxy that accepts only a user name and password.
+    public static func proxyAuthenticationRequired(proxy: String) -> FailureReason {
+        FailureReason(.proxyAuthenticationRequired(proxy: proxy))
+    }
     /// A proxy refused the credentials given (407 again, or SOCKS5 authentication refused).
     public static func proxyCredentialsRefused(proxy: String) -> FailureReason {
         FailureReason(.proxyCredentialsRefused(proxy: proxy))

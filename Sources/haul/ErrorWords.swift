@@ -59,7 +59,10 @@ extension HaulError {
             return "use --overwrite to download it again"
         case .checksumMismatch(_, _, _, let alreadyAtPath):
             return alreadyAtPath ? "use --overwrite to download it again" : nil
-        case .proxyAuthenticationRequired:
+        case .proxyAuthenticationRequired(let proxy?):
+            // In the form of the proxy used (a SOCKS5 user is not helped by an http:// example first).
+            return "give them in the proxy's URL: --proxy " + ErrorWords.withCredentials(proxy) + " (or in the proxy variable)"
+        case .proxyAuthenticationRequired(nil):
             return "give them in the proxy's URL: --proxy http://user:password@host:port (or socks5://user:password@host:port)"
         case .proxyCredentialsRefused:
             return "check the user and password in --proxy (or in the proxy variable)"
@@ -84,6 +87,15 @@ extension HaulError {
         case .httpStatus, .busy, .impossibleLength, .untrustedFolder, .outputClosed, .other:
             return nil
         }
+    }
+}
+
+/// Pieces of the lines above.
+enum ErrorWords {
+    /// `scheme://host:port` with `user:password@` where a user and password go: `socks5://user:password@host:1080`.
+    static func withCredentials(_ proxy: String) -> String {
+        guard let range = proxy.range(of: "://") else { return "user:password@" + proxy }
+        return proxy[..<range.upperBound] + "user:password@" + proxy[range.upperBound...]
     }
 }
 

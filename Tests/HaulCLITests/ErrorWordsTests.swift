@@ -17,4 +17,23 @@ import Testing
         // A file found there before the download began keeps its own advice.
         #expect(HaulError.hint(for: .destinationExists(path: "/d/a.iso"))?.contains("--continue") == true)
     }
+
+    /// A proxy that asks for a login is given one in its own form: a SOCKS5 user sees socks5://, not http:// first.
+    @Test(arguments: [
+        ("socks5://127.0.0.1:1080", "--proxy socks5://user:password@127.0.0.1:1080"),
+        ("socks5h://proxy.example:1080", "--proxy socks5h://user:password@proxy.example:1080"),
+        ("http://[::1]:3128", "--proxy http://user:password@[::1]:3128"),
+    ])
+    func aProxyThatAsksForALoginIsGivenOneInItsOwnForm(_ proxy: String, _ expected: String) throws {
+        let hint = try #require(HaulError.hint(for: .proxyAuthenticationRequired(proxy: proxy)))
+        #expect(hint.hasPrefix("give them in the proxy's URL: " + expected), "\(hint)")
+        let other = proxy.hasPrefix("socks5") ? "http://" : "socks5://"
+        #expect(!hint.contains(other), "\(hint)")
+    }
+
+    /// An answer that does not say which proxy (AsyncHTTPClient's own 407) shows both forms.
+    @Test func aProxyNotNamedShowsBothForms() throws {
+        let hint = try #require(HaulError.hint(for: .proxyAuthenticationRequired))
+        #expect(hint.contains("http://user:password@host:port") && hint.contains("socks5://user:password@host:port"), "\(hint)")
+    }
 }

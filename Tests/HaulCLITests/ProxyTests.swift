@@ -162,3 +162,24 @@ struct ProxyTests {
         }
     }
 }
+
+/// A SOCKS5 proxy that takes only a user name and password, given none: one line naming it, whose advice is in the
+/// proxy's own form (`socks5://user:password@…`), not an `http://` example first. (DanteProxyTests meets a real one.)
+@Suite struct SOCKS5LoginAdviceTests {
+    @Test func aSOCKS5ProxyThatWantsALoginIsGivenOneInItsOwnForm() async throws {
+        // Version 5, no acceptable method (0xFF): how such a proxy answers a greeting that offers no authentication.
+        let proxy = try RawResponder(answer: [5, 0xFF], maxConnections: 4)
+        defer { proxy.stop() }
+        try await Sandbox.with { box in
+            let socks = "socks5://127.0.0.1:\(proxy.port)"
+            let result = try await box.run(["get", "http://127.0.0.1:9/f.bin", "-o", "f.bin", "--proxy", socks])
+            #expect(result.exitCode == 3, "\(result.stderr)")
+            // One line, no retry: the proxy's rule does not change by asking again.
+            #expect(result.stderrLines == [
+                "haul: error: the SOCKS5 proxy \(socks) requires a user name and password; give them in the proxy's URL: "
+                    + "--proxy socks5://user:password@127.0.0.1:\(proxy.port) (or in the proxy variable)",
+            ], "\(result.stderr)")
+            #expect(!fileExists(box.path("f.bin")))
+        }
+    }
+}

@@ -152,6 +152,7 @@ struct TinyproxyTests {
                     }
                     let none = try await box.run(["get", url, "-o", "a.bin", "--cacert", nginx.certificates.caCertificate, "--proxy", "127.0.0.1:\(proxy.port)"])
                     #expect(none.exitCode == 3 && none.stderr.contains("asks for a user and password"), "\(url): \(none.stderr)")
+                    #expect(none.stderr.contains("--proxy http://user:password@127.0.0.1:\(proxy.port) "), "\(url): \(none.stderr)")
                 }
                 // Counted in nginx's log: no request got past the proxy.
                 #expect(nginx.accessLog().filter { $0.uri == "/file.bin" }.isEmpty)
@@ -200,6 +201,9 @@ struct DanteProxyTests {
                 let none = try await box.run(["get", url, "-o", "a.bin", "--proxy", dante.url()])
                 #expect(none.exitCode == 3, "\(none.stderr)")
                 #expect(none.stderr.contains("the SOCKS5 proxy socks5://127.0.0.1:\(dante.port) requires a user name and password"), "\(none.stderr)")
+                // The advice in the proxy's own form, not an http:// one first.
+                #expect(none.stderr.contains("--proxy socks5://user:password@127.0.0.1:\(dante.port) ") && !none.stderr.contains("http://user"),
+                        "\(none.stderr)")
                 let wrong = try await box.run(["get", url, "-o", "a.bin", "--proxy", dante.url(user: user.name, password: "not-" + user.password)])
                 #expect(wrong.exitCode == 3, "\(wrong.stderr)")
                 #expect(wrong.stderr.contains("wrong user name or password"), "\(wrong.stderr)")

@@ -17,6 +17,7 @@ import Testing
         .proxyRefused(proxy: "http://127.0.0.1:3128", status: 403), .tooManyRedirects(limit: 10), .outputClosed,
         .unauthorizedThroughProxy(url: "http://example.com/a", proxy: "http://127.0.0.1:8888"),
         .appearedWhileDownloading(path: "/d/a.iso", partialPath: "/d/a.iso.haul-part"),
+        .proxyAuthenticationRequired(proxy: "socks5://127.0.0.1:1080"),
     ]
 
     @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
@@ -33,6 +34,8 @@ import Testing
             (#"{"busy":{}}"#, .busy),
             (#"{"unusableSocketPath":{"_0":"/run/h.sock"}}"#, .unusableSocketPath("/run/h.sock")),
             (#"{"retriesExhausted":{"retries":3}}"#, .retriesExhausted(retries: 3)),
+            // The proxy is named when known; unknown, the reason is written as before it could be.
+            (#"{"proxyAuthenticationRequired":{}}"#, .proxyAuthenticationRequired),
         ]
         for (text, reason) in stored {
             #expect(FailureReasonJSON.decode(text) == reason, "\(text)")
@@ -54,6 +57,11 @@ import Testing
             let text = try #require(FailureReasonJSON.encode(HaulError(.usage, "m", reason: reason)))
             #expect((try? JSONDecoder().decode(Earlier.self, from: Data(text.utf8))) == nil, "\(text)")
         }
+        // The proxy named in `proxyAuthenticationRequired` is a member an earlier client skips: the same reason to it.
+        let socks = HaulError(.network, "m", reason: .proxyAuthenticationRequired(proxy: "socks5://127.0.0.1:1080"))
+        let named = try #require(FailureReasonJSON.encode(socks))
+        #expect(FailureReasonJSON.value(socks) == JSONValue.parse(Array(#"{"proxyAuthenticationRequired":{"proxy":"socks5://127.0.0.1:1080"}}"#.utf8)))
+        #expect(try JSONDecoder().decode(Earlier.self, from: Data(named.utf8)) == .proxyAuthenticationRequired)
     }
 
     /// A program compares reasons with `==` and reads what it needs; a reason says what it is in a log.

@@ -186,7 +186,7 @@ struct ProxyTransport {
         case let failure as SOCKS5Handshake.Failure:
             switch failure {
             case .noAcceptableMethod(requiresCredentials: true):
-                return HaulError(.network, "the SOCKS5 proxy \(shown) requires a user name and password", reason: .proxyAuthenticationRequired)
+                return HaulError(.network, "the SOCKS5 proxy \(shown) requires a user name and password", reason: .proxyAuthenticationRequired(proxy: shown))
             case .authenticationRefused:
                 return HaulError(.network, "the SOCKS5 proxy \(shown) refused the login: wrong user name or password",
                                  reason: .proxyCredentialsRefused(proxy: shown))
@@ -210,7 +210,8 @@ struct ProxyTransport {
     /// A 407: the proxy wants credentials, or refused the ones given.
     static func proxyAuthentication(_ proxy: ProxyEndpoint, answer: String) -> HaulError {
         if proxy.user == nil {
-            return HaulError(.network, "the proxy \(proxy) asks for a user and password (\(answer))", reason: .proxyAuthenticationRequired)
+            return HaulError(.network, "the proxy \(proxy) asks for a user and password (\(answer))",
+                             reason: .proxyAuthenticationRequired(proxy: proxy.description))
         }
         return HaulError(.network, "the proxy \(proxy) answered \(answer): wrong user or password", reason: .proxyCredentialsRefused(proxy: proxy.description))
     }
