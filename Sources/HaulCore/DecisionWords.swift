@@ -35,6 +35,8 @@ extension ResponseHeadStep: CustomStringConvertible {
         case .impossibleLength(let claimed): return "an impossible length (\(claimed) bytes): nothing written"
         case .complete(let recordEmptyFile): return recordEmptyFile ? "complete: an empty file" : "complete: the bytes held are the whole file"
         case .adoptedFileDiffers(let why): return "the file given to --continue cannot be continued: \(why)"
+        case .adoptedFileLonger(let length, let held):
+            return "the file given to --continue (\(held) bytes) is longer than the server's (\(length)): not a partial copy of it"
         case .adoptedFileUncheckable: return "the file given to --continue cannot be checked: the server sends whole files only"
         case .foreignBytesDiffer(let why): return "the bytes another URL wrote cannot be continued: \(why)"
         case .restart(let reason): return "start over: \(reason)"

@@ -148,6 +148,9 @@ extension DownloadMachine {
         guard case .append(let info, _, let overlap) = decision, let total = info.totalLength, total > point.offset,
               let parts = remainderParts(total: total, offset: point.offset, validators: info.validators) else {
             triedSplittingHeldBytes = true
+            // An answer that the bytes held cannot be continued: the request meets it again and fails (a file given to
+            // --continue) or starts over (with every connection); no rest goes over one connection to be announced.
+            if case .restart = decision { return .request(nextRequest(held, point, announcing: false)) }
             return .request(nextRequest(held, point))
         }
         return .compare(HeldPrefixSplit(overlap: overlap, info: info, total: total, parts: parts))
@@ -347,11 +350,11 @@ extension DownloadMachine {
         return nil
     }
 
-    /// The open-ended request for what `held` lacks.
-    private mutating func nextRequest(_ held: Held, _ point: ResumePoint) -> Request {
+    /// The open-ended request for what `held` lacks; `announcing`: it may say why it is one connection.
+    private mutating func nextRequest(_ held: Held, _ point: ResumePoint, announcing: Bool = true) -> Request {
         let segments = configuration.segments
         var singleConnection: String?
-        if point.offset > 0, (segments ?? 1) > 1, !reportedSingleConnection {
+        if announcing, point.offset > 0, (segments ?? 1) > 1, !reportedSingleConnection {
             reportedSingleConnection = true
             singleConnection = "the rest after the bytes held is too small to split, or the server's answer does not allow it"
         }

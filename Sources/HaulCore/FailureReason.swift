@@ -20,6 +20,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         case differsFromServer(path: String)
         /// A file given to continue cannot be checked: the server does not answer byte ranges.
         case cannotVerifyWithoutRanges(path: String)
+        /// A file given to continue (`length` bytes) is longer than the file on the server (`serverLength`): it is
+        /// not a partial copy of it, and was left unchanged.
+        case longerThanServerFile(path: String, length: Int64, serverLength: Int64)
         /// The server answered with an error status.
         case httpStatus(Int, url: String)
         /// A request forwarded by an HTTP proxy that was given a user and password was answered 401: the proxy's
@@ -101,6 +104,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
              .noSpace(let path), .checksumMismatch(let path, _, _, _):
             return path
         case .partialOfAnotherURL(let partialPath, _): return partialPath
+        case .longerThanServerFile(let path, _, _): return path
         case .appearedWhileDownloading(let path, _): return path
         default: return nil
         }
@@ -130,6 +134,11 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// A file given to continue cannot be checked: the server does not answer byte ranges.
     public static func cannotVerifyWithoutRanges(path: String) -> FailureReason {
         FailureReason(.cannotVerifyWithoutRanges(path: path))
+    }
+    /// A file given to continue (`length` bytes) is longer than the file on the server (`serverLength`): it is not
+    /// a partial copy of it, and was left unchanged.
+    public static func longerThanServerFile(path: String, length: Int64, serverLength: Int64) -> FailureReason {
+        FailureReason(.longerThanServerFile(path: path, length: length, serverLength: serverLength))
     }
     /// The server answered with an error status.
     public static func httpStatus(_ status: Int, url: String) -> FailureReason {

@@ -31,7 +31,7 @@ package enum RangeAnswer: Equatable, Sendable {
             return .rangesIgnored
         case .restart(let reason):
             switch reason {
-            case .resourceChanged, .overlapMismatch: return .changed(reason)
+            case .resourceChanged, .overlapMismatch, .heldPastEnd: return .changed(reason)
             case .invalidPartialResponse: return .inconsistent(reason)
             }
         case .retry(let status, let retryAfter):

@@ -20,6 +20,9 @@ package enum ResponseHeadStep: Equatable, Sendable {
     case adoptedFileDiffers(String)
     /// The file given to `--continue` cannot be checked: the server sends whole files only.
     case adoptedFileUncheckable
+    /// The file given to `--continue` (`held` bytes) is longer than the server's (`length`): it is no partial copy of
+    /// this download. Fail as a destination that is not this download's, leaving it unchanged.
+    case adoptedFileLonger(length: Int64, held: Int64)
     /// The bytes another URL wrote cannot be continued from this one: fail, keeping them.
     case foreignBytesDiffer(String)
     /// Discard the bytes held and start again from byte 0.
@@ -65,7 +68,10 @@ package enum ResponseHeadStep: Equatable, Sendable {
         case .impossibleLength(let claimed): return .impossibleLength(claimed)
         case .alreadyComplete: return .complete(recordEmptyFile: !context.fileOpen)
         case .restart(let reason):
-            if context.adopted { return .adoptedFileDiffers(reason.description) }
+            if context.adopted {
+                if case .heldPastEnd(let length, let held) = reason { return .adoptedFileLonger(length: length, held: held) }
+                return .adoptedFileDiffers(reason.description)
+            }
             if context.foreign { return .foreignBytesDiffer(reason.description) }
             return .restart(reason)
         case .writeWhole(let info, _):

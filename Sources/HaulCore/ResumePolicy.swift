@@ -77,10 +77,14 @@ public enum RestartReason: Equatable, Sendable, CustomStringConvertible {
     case invalidPartialResponse(String)
     /// The bytes re-fetched to check a resumed file differ from the bytes already on disk.
     case overlapMismatch
+    /// More bytes are held than the file on the server has (`length` bytes, `held` held): they cannot be the start of
+    /// it. Bytes Haul fetched mean the file changed; a file given to `--continue` was never a partial copy of it.
+    case heldPastEnd(length: Int64, held: Int64)
 
     public var description: String {
         switch self {
         case .resourceChanged(let why): return "the file on the server changed (\(why))"
+        case .heldPastEnd(let length, let held): return "the file on the server changed (length is now \(length) bytes, \(held) held)"
         case .invalidPartialResponse(let why): return "the server sent an unusable partial response (\(why))"
         case .overlapMismatch: return "the file on the server no longer matches the bytes already downloaded"
         }
@@ -228,6 +232,10 @@ package enum ResumePolicy {
                 return .restart(.resourceChanged("length is now \(complete) bytes, was \(known)"))
             }
         }
+        if let complete, complete < point.offset {
+            // The whole file is shorter than the bytes held: no range of it continues them.
+            return .restart(.heldPastEnd(length: complete, held: point.offset))
+        }
         if let declared = bodyLength(headers), declared != range.length {
             return .restart(.invalidPartialResponse("Content-Length \(declared) does not match Content-Range \(range.length)"))
         }
@@ -282,6 +290,7 @@ package enum ResumePolicy {
         // Nothing held: a 416 to `bytes=0-` of a file that is not empty is the server's error, not a changed file.
         if point.offset == 0, length != 0 { return .fail(status: 416) }
         guard length == point.offset else {
+            if length < point.offset { return .restart(.heldPastEnd(length: length, held: point.offset)) }
             return .restart(.resourceChanged("length is now \(length) bytes, \(point.offset) held"))
         }
         if let known = point.totalLength, known != length {

@@ -55,6 +55,9 @@ extension HaulError {
             return "use --dir \(path) to save into it"
         case .partialOfAnotherURL:
             return "use --overwrite to discard it and download this URL, or choose another -o path"
+        case .longerThanServerFile:
+            // Not --overwrite: the file is someone's, and no download of this URL ever held it.
+            return "remove it, or choose another name with -o"
         case .differsFromServer, .cannotVerifyWithoutRanges:
             return "use --overwrite to download it again"
         case .checksumMismatch(_, _, _, let alreadyAtPath):

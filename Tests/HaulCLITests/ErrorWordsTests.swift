@@ -36,4 +36,11 @@ import Testing
         let hint = try #require(HaulError.hint(for: .proxyAuthenticationRequired))
         #expect(hint.contains("http://user:password@host:port") && hint.contains("socks5://user:password@host:port"), "\(hint)")
     }
+
+    /// A file given to `-C -` that is longer than the server's: remove it or choose another name; not `--overwrite`
+    /// (the file is someone's), not `--continue` (it was given).
+    @Test func aFileLongerThanTheServersIsRemovedOrAnotherNameChosen() throws {
+        let hint = try #require(HaulError.hint(for: .longerThanServerFile(path: "/d/a", length: 300, serverLength: 200)))
+        #expect(hint == "remove it, or choose another name with -o")
+    }
 }

@@ -8,7 +8,8 @@ import Glibc
 
 /// What curl, wget and aria2c users meet that those tools do otherwise: a saved file's mode under the umask, curl's
 /// `-w FORMAT` and flags scripts carry (each one line naming what to use), and the lines said for a complete file
-/// given to `-C -`, a host that does not resolve, a folder that takes no file and a base64 digest.
+/// given to `-C -` and for one longer than the server's, a host that does not resolve, a folder that takes no file
+/// and a base64 digest.
 @Suite struct HabitMessagesCLITests {
     /// The mode of what is at `path`, without the file type.
     private func mode(_ path: String) -> mode_t? {
@@ -96,6 +97,34 @@ import Glibc
                 #expect(result.stderr.contains("is already complete"), "\(result.stderr)")
                 #expect(!result.stderr.contains("saved") && !result.stderr.contains("B/s"), "\(result.stderr)")
                 #expect(contentMismatch(box.path("f.bin"), expected: body) == nil)
+            }
+        }
+    }
+
+    /// `-C -` of a file longer than the server's (the server's whole file and more after it): wget says "already
+    /// fully retrieved" only when the lengths are equal. Never complete, and not the server's fault: one line saying
+    /// the file is longer (both lengths), so it is no partial copy of this download, and to remove it or choose another
+    /// name; exit 2, as for another file already at the destination; the file left as it was. The server says it
+    /// with a 416 (its file ends before the 64 KiB asked for again) or a 206 of its last bytes (it ends within them),
+    /// and the same whether the rest would go over one connection or several.
+    @Test(arguments: [(100_000, nil), (20_000, nil), (100_000, 4)] as [(Int, Int?)])
+    func continuingAFileLongerThanTheServersSaysItIsNoPartialCopy(_ extra: Int, _ segments: Int?) async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(200_000, seed: 9_206)
+            server.serve("/f.bin", Resource(body: body, etag: "\"f\""))
+            try await Sandbox.with { box in
+                let local = body + TestData.bytes(extra, seed: 9_207)
+                try Data(local).write(to: URL(fileURLWithPath: box.path("f.bin")))
+                let flags = segments.map { ["--segments", "\($0)", "--min-segment-size", "16K"] } ?? []
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "f.bin", "-C", "-"] + flags)
+                #expect(result.exitCode == 2, "\(result.stderr)")
+                #expect(result.stderrLines.count == 1, "\(result.stderr)")
+                let line = result.stderrLines.first ?? ""
+                #expect(line.contains("f.bin is longer than the file on the server (\(local.count) bytes vs \(body.count)), so it is not a partial copy of this download"), "\(line)")
+                #expect(line.hasSuffix("; remove it, or choose another name with -o"), "\(line)")
+                #expect(!line.contains("complete") && !line.contains("--overwrite"), "\(line)")
+                #expect(readBytes(box.path("f.bin")) == local, "the file is left as it was")
+                #expect(box.workContents() == ["f.bin"], "\(box.workContents())")
             }
         }
     }

@@ -165,6 +165,25 @@ import Testing
         #expect(isRestart(decide(416, ["Content-Range": "bytes 0-1/100"], plan: plan, point: complete)))
     }
 
+    /// A 416 or a 206 whose complete length is under the bytes held: they run past the server's end, whatever held
+    /// them (a file given to --continue, a partial of a file that shrank). Said as such, with both lengths.
+    @Test func aServersFileShorterThanTheBytesHeldIsSaidWithBothLengths() {
+        let held = ResumePoint(offset: 300_000)
+        let plan = ResumePolicy.plan(for: held)
+        #expect(decide(416, ["Content-Range": "bytes */200000"], plan: plan, point: held) == .restart(.heldPastEnd(length: 200_000, held: 300_000)))
+        // Within the overlap of the end: a 206 of the server's last bytes, ending before the bytes held do.
+        let near = ResumePoint(offset: 210_000)
+        let asked = ResumePolicy.plan(for: near)
+        #expect(asked.start == 210_000 - ResumePolicy.overlapLength)
+        #expect(decide(206, ["Content-Range": "bytes \(asked.start)-199999/200000", "Content-Length": "\(200_000 - asked.start)"], plan: asked, point: near)
+                == .restart(.heldPastEnd(length: 200_000, held: 210_000)))
+        #expect(RestartReason.heldPastEnd(length: 200_000, held: 300_000).description
+                == "the file on the server changed (length is now 200000 bytes, 300000 held)")
+        // Longer on the server: a changed file, not bytes past its end; the same length: complete.
+        #expect(decide(416, ["Content-Range": "bytes */400000"], plan: plan, point: held) == .restart(.resourceChanged("length is now 400000 bytes, 300000 held")))
+        #expect(decide(416, ["Content-Range": "bytes */300000"], plan: plan, point: held) == .alreadyComplete)
+    }
+
     @Test func unsatisfiableWithDifferentKnownTotalIsAChange() {
         let odd = ResumePoint(offset: 100, validators: validators, totalLength: 150)
         #expect(isRestart(decide(416, ["Content-Range": "bytes */100"], plan: ResumePolicy.plan(for: odd), point: odd)))

@@ -78,6 +78,12 @@ extension DownloadJob {
             return .complete
         case .adoptedFileDiffers(let why):
             throw mismatch(machine.held.adoptedPath ?? "", why)
+        case .adoptedFileLonger(let length, let held):
+            // Not the server's fault (exit 7): the file was never this download's, as a file already at the
+            // destination is not (exit 2). Nothing is called complete that holds bytes the server does not have.
+            let path = machine.held.adoptedPath ?? ""
+            throw HaulError(.usage, "\(path) is longer than the file on the server (\(held) bytes vs \(length)), so it is not a partial copy of this download; it was left unchanged",
+                            reason: .longerThanServerFile(path: path, length: held, serverLength: length))
         case .adoptedFileUncheckable:
             let path = machine.held.adoptedPath ?? ""
             throw HaulError(.server, "\(path) cannot be checked against the server: it does not support byte ranges (it sent the whole file); it was left unchanged", reason: .cannotVerifyWithoutRanges(path: path))

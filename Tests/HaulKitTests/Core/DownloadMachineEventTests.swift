@@ -83,6 +83,25 @@ import Testing
         }
     }
 
+    /// The check of a file given to --continue over several connections is answered that its bytes cannot be
+    /// continued (it is longer than the server's file): the one request that follows meets that answer again and
+    /// fails, so nothing is said of one connection first.
+    @Test func aHeldStretchThatCannotBeContinuedIsNotAnnouncedAsOneConnection() {
+        let point = ResumePoint(offset: 300_000)
+        var (machine, action) = T.attempting(.adopted(path: "/d/f"), point: point, segments: 4)
+        guard case .checkHeldPrefix = action else {
+            Issue.record("expected a check of the file given to --continue, got \(action)")
+            return
+        }
+        let answer = machine.heldPrefixAnswered(.restart(.heldPastEnd(length: 200_000, held: 300_000)), point: point)
+        guard case .request(let request) = answer else {
+            Issue.record("expected one request, got \(answer)")
+            return
+        }
+        #expect(request.singleConnection == nil)
+        #expect(request.plan == ResumePolicy.plan(for: point))
+    }
+
     // MARK: Checks of bytes held
 
     @Test func comparedSegmentsContinueAndBecomeThisURLs() {

@@ -36,6 +36,15 @@ import Testing
                 == .foreignBytesDiffer("the server does not support byte ranges, so they cannot be checked"))
     }
 
+    /// More bytes held than the server's whole file: Haul's own bytes mean the file changed (start over); a file given
+    /// to --continue was never a partial copy of it (refused as not this download's, not blamed on the server).
+    @Test func bytesHeldPastTheServersEndAreAChangeOrAFileThatIsNotThisDownloads() {
+        let past = RestartReason.heldPastEnd(length: 1000, held: 1500)
+        #expect(ResponseHeadStep.decide(.restart(past), context()) == .restart(past))
+        #expect(ResponseHeadStep.decide(.restart(past), context { $0.adopted = true }) == .adoptedFileLonger(length: 1000, held: 1500))
+        #expect(ResponseHeadStep.decide(.restart(past), context { $0.foreign = true }) == .foreignBytesDiffer(past.description))
+    }
+
     @Test func aWholeAnswerIsWrittenAndSaysWhy() {
         // A probe answered with 200: one connection, and the reason is announced.
         #expect(ResponseHeadStep.decide(.writeWhole(big, bodyLength: nil), context { $0.probing = true })
@@ -93,7 +102,7 @@ import Testing
         let steps: [ResponseHeadStep] = [
             .redirectNotFollowed(location: "ftp://u:pw@example.com/x?X-Amz-Signature=abc"), .retry(status: 503, retryAfter: "5"),
             .refused(status: 404), .protocolViolation("bad"), .impossibleLength(1 << 62), .complete(recordEmptyFile: true),
-            .complete(recordEmptyFile: false), .adoptedFileDiffers("ETag changed"), .adoptedFileUncheckable,
+            .complete(recordEmptyFile: false), .adoptedFileDiffers("ETag changed"), .adoptedFileUncheckable, .adoptedFileLonger(length: 10, held: 20),
             .foreignBytesDiffer("why"), .restart(.overlapMismatch),
             .writeWhole(info, announceSingleConnection: true, replacingHeldBytes: true),
             .append(info, overlap: 65536, connections: .segmented(parts: 4)),

@@ -18,6 +18,7 @@ import Testing
         .unauthorizedThroughProxy(url: "http://example.com/a", proxy: "http://127.0.0.1:8888"),
         .appearedWhileDownloading(path: "/d/a.iso", partialPath: "/d/a.iso.haul-part"),
         .proxyAuthenticationRequired(proxy: "socks5://127.0.0.1:1080"),
+        .longerThanServerFile(path: "/d/a", length: 300, serverLength: 200),
     ]
 
     @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
@@ -52,6 +53,7 @@ import Testing
         enum Earlier: Decodable, Equatable { case proxyAuthenticationRequired, busy }
         let added: [FailureReason] = [
             .appearedWhileDownloading(path: "/d/a", partialPath: "/d/a.haul-part"),
+            .longerThanServerFile(path: "/d/a", length: 3, serverLength: 2),
         ]
         for reason in added {
             let text = try #require(FailureReasonJSON.encode(HaulError(.usage, "m", reason: reason)))
