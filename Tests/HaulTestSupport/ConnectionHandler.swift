@@ -194,6 +194,12 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             // Keep the connection open and send nothing more; later requests are never answered.
             state.stalled = true
             return
+        case .dropWhen(_, let signal):
+            // As a stall, until the test says to close.
+            state.stalled = true
+            let loop = context.eventLoop, bound = NIOLoopBound((self, context), eventLoop: loop)
+            signal.whenFired { loop.execute { bound.value.0.closeQuietly(bound.value.1) } }
+            return
         case nil:
             break
         }

@@ -1,5 +1,7 @@
 // Public value types describing requests, planned responses and served resources.
 
+import NIOConcurrencyHelpers
+
 /// A request as received by `TestServer`.
 public struct RecordedRequest: Sendable {
     public var method: String
@@ -114,6 +116,10 @@ public struct DeliveryOptions: Sendable {
         case drop(afterBytes: Int)
         /// Stop sending after this many body bytes but keep the connection open.
         case stall(afterBytes: Int)
+        /// Stop sending after this many body bytes, and close the connection once `signal` fires: a drop that comes
+        /// only when the test has seen the client act on the bytes sent (a client loses what it received and had not
+        /// read yet when a connection closes).
+        case dropWhen(afterBytes: Int, signal: DropSignal)
     }
 
     public var framing: Framing
@@ -201,5 +207,33 @@ public func redirectPlan(status: Int = 302, to location: String) -> ResponsePlan
 extension String {
     func caseInsensitiveEquals(_ other: String) -> Bool {
         self.utf8.count == other.utf8.count && self.lowercased() == other.lowercased()
+    }
+}
+
+/// Fires once: every connection waiting on it (``DeliveryOptions/Interruption/dropWhen(afterBytes:signal:)``) is
+/// closed then, and one that starts waiting afterwards closes at once.
+public final class DropSignal: Sendable {
+    private let state = NIOLockedValueBox<(fired: Bool, waiting: [@Sendable () -> Void])>((false, []))
+
+    public init() {}
+
+    /// Closes the connections waiting on the signal.
+    public func fire() {
+        let waiting = state.withLockedValue { state in
+            state.fired = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for action in waiting { action() }
+    }
+
+    /// Runs `action` when the signal fires (at once if it has).
+    func whenFired(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLockedValue { state -> Bool in
+            if state.fired { return true }
+            state.waiting.append(action)
+            return false
+        }
+        if now { action() }
     }
 }

@@ -38,7 +38,7 @@ final class ResponseState {
         self.keepAlive = requestKeepAlive && !planSaysClose && options.framing != .closeDelimited
         var limit = sendsBody ? plan.body.count : 0
         switch options.interruption {
-        case .drop(let n), .stall(let n): limit = min(limit, max(0, n))
+        case .drop(let n), .stall(let n), .dropWhen(let n, _): limit = min(limit, max(0, n))
         case nil: break
         }
         self.limit = limit

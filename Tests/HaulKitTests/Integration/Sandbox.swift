@@ -64,6 +64,11 @@ final class EventLog: @unchecked Sendable {
         return storage
     }
 
+    /// Every segment of every progress report so far, in order.
+    var segments: [Segment] {
+        events.flatMap { if case .progress(let progress) = $0 { return progress.segments ?? [] } else { return [] } }
+    }
+
     var restarts: [String] { events.compactMap { if case .restarted(let why) = $0 { return why } else { return nil } } }
     var retries: [(Int, Duration, String)] {
         events.compactMap { if case .retrying(let n, _, let d, let why) = $0 { return (n, d, why) } else { return nil } }

@@ -66,21 +66,54 @@ import Testing
         }
     }
 
+    /// A segment's connection drops: the retry asks for the rest from where the segment stopped, repeating only the
+    /// 64 KiB before that point to compare them (BoundaryChecks), never the segment's first byte again.
+    ///
+    /// Where a segment stops is what its connection wrote, not what the server sent: a client loses the bytes it had
+    /// received and not yet read when the connection closes (so a retry may reach before the dropped request's
+    /// start, when little was written). The server therefore drops the connection only once the progress shows the
+    /// segment holding every byte sent. Those are fewer than `minSegmentSize`, and a takeover leaves a segment at
+    /// least that much past where it stands, so the segment does not end before them however it is split meanwhile.
     @Test func droppedSegmentIsRetriedFromWhereItStopped() async throws {
-        try await withHarness { server, engine, sandbox in
+        // A long stall timeout: a stall's retry on a starved machine would make request 2 another kind of request.
+        try await withHarness(stallTimeout: .seconds(120)) { server, engine, sandbox in
             let resource = Resource(body: body, etag: "\"s3\"")
+            var options = try segmentedOptions(server.url("/f"), sandbox.path("f"))
+            options.progressInterval = .milliseconds(10)
+            // The 16 KiB asked for before a segment's first byte, then more than the 64 KiB a retry asks for again.
+            let boundary = Int(BoundaryChecks.boundaryLength), overlap = Int(ResumePolicy.overlapLength)
+            let sent = boundary + overlap + 20_000
+            #expect(Int64(sent - boundary) < options.minSegmentSize)
+            let drop = DropSignal()
             server.route("/f") { request in
                 var plan = resource.response(to: request)
-                if request.index == 2 { plan.delivery = .dropAfter(200_000) }
+                if request.index == 2 { plan.delivery = .custom(DeliveryOptions(interruption: .dropWhen(afterBytes: sent, signal: drop))) }
                 return plan
             }
             let log = EventLog()
-            try await engine.download(try segmentedOptions(server.url("/f"), sandbox.path("f")), events: log.append)
+            let download = Task { try await engine.download(options, events: log.append) }
+            // Whatever happens below, the download is not left waiting on the signal.
+            defer {
+                drop.fire()
+                download.cancel()
+            }
+            try await waitUntil("request 2 arrives") { server.requests("/f").contains { $0.index == 2 } }
+            let droppedStart = try #require(server.requests("/f").first { $0.index == 2 }.flatMap(rangeStart))
+            let segmentStart = Int64(droppedStart + boundary), stopped = Int64(droppedStart + sent)
+            try await waitUntil("the segment at byte \(segmentStart) holds the bytes sent") {
+                log.segments.contains { $0.start == segmentStart && $0.next == stopped }
+            }
+            drop.fire()
+            _ = try await download.value
             #expect(sandbox.contents("f") == body)
             #expect(!log.retries.isEmpty)
-            let dropped = try #require(server.requests("/f").first { $0.index == 2 })
-            let droppedStart = try #require(rangeStart(dropped))
-            #expect(server.requests("/f").contains { rangeStart($0).map { $0 > droppedStart && $0 <= droppedStart + 200_000 } ?? false })
+            let requests = server.requests("/f")
+            let why = "requests \(requests.map { "#\($0.index) \($0.header("Range") ?? "-") sent \($0.bytesSent)" })"
+            // The rest, from the 64 KiB before where the segment stopped: past its first byte, since it wrote more.
+            let retryStart = Int(stopped) - overlap
+            #expect(retryStart > Int(segmentStart))
+            #expect(requests.contains { $0.index > 2 && rangeStart($0) == retryStart }, "no retry from byte \(retryStart): \(why)")
+            #expect(!requests.contains { $0.index > 2 && rangeStart($0) == droppedStart }, "the segment started over: \(why)")
         }
     }
 
