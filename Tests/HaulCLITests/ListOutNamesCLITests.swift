@@ -81,11 +81,12 @@ import Glibc
                 #expect(result.stderr.contains("lines 1 and 4 of the URL list both save to \(box.path("d"))/same.bin"), "\(result.stderr)")
                 #expect(!result.stderr.contains("another download"), "\(result.stderr)")
                 #expect(server.requests("/a.bin").isEmpty && server.requests("/b.bin").isEmpty)
-                // Another folder (dir=) makes another file: taken as it is.
-                try "\(server.url("/a.bin"))\n  out=same.bin\n\(server.url("/b.bin"))\n  dir=\(box.path("e"))\n  out=same.bin\n"
+                // Another folder (dir=, inside --dir) makes another file: taken as it is.
+                try "\(server.url("/a.bin"))\n  out=same.bin\n\(server.url("/b.bin"))\n  dir=e\n  out=same.bin\n"
                     .write(toFile: list, atomically: true, encoding: .utf8)
                 let apart = try await box.run(["get", "-i", list, "--dir", box.path("d")])
                 #expect(apart.exitCode == 0, "\(apart.stderr)")
+                #expect(fileExists(box.path("d/same.bin")) && fileExists(box.path("d/e/same.bin")))
             }
         }
     }
