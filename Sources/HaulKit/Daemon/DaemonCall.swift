@@ -4,7 +4,7 @@ import Foundation
 /// decodes once and answers with, and what clients send and read back, so that neither side spells a member by
 /// hand. The wire is JSON-RPC over ``JSONValue`` (``JSONValueDecoder``, ``JSONValueEncoder``); a method that names a
 /// session carries `session` beside its parameters (``DaemonClient/call(_:session:_:)``).
-package protocol DaemonCall {
+package protocol DaemonCall: Sendable {
     /// What the method is sent with (without `session`).
     associatedtype Parameters: Codable & Sendable
     /// What the method answers.
