@@ -7,6 +7,8 @@ struct HaulMain {
     static func main() async {
         // A list over thousands of hosts, or a daemon's clients and downloads, need more than 1,024 descriptors.
         DescriptorLimit.raise()
+        // Read before any thread runs: the daemon narrows the umask for a moment while it creates its socket.
+        DownloadFileMode.prepare()
         await runCommandLine()
     }
 

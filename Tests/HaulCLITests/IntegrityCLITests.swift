@@ -130,8 +130,9 @@ import Glibc
                         #expect(mode == 0o600, "\(path) is \(String(mode, radix: 8))")
                     }
                 }
-                // The partial beside the destination follows the umask like any file the user downloads.
-                #expect(fileExists(box.path("f.bin.haul-part")))
+                // The partial beside the destination is private until it is published, whatever the umask.
+                var partial = stat()
+                #expect(lstat(box.path("f.bin.haul-part"), &partial) == 0 && partial.st_mode & 0o777 == 0o600)
             }
         }
     }

@@ -135,12 +135,12 @@ final class OpenDirectory: Sendable {
     }
 
     /// Opens the regular file `name` for reading and writing (`writable: false`: reading), never through a symbolic
-    /// link. `exclusive` creates it, and fails when anything is there already: with mode 0666 less the umask, as curl,
-    /// wget and aria2c create the files they download (0664 under a umask of 002), since the file becomes the
-    /// user's download when it is renamed into place. Haul's own state is made private elsewhere (``PartialFile``).
+    /// link. `exclusive` creates it, and fails when anything is there already: with mode 0600
+    /// (``DownloadFileMode/partial``), so that no other account can ever open a file Haul writes; it gets its final
+    /// mode when it is published.
     func openFile(_ name: String, exclusive: Bool = false, writable: Bool = true) throws(HaulError) -> PartialFile {
         let flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_CREAT | O_EXCL : 0)
-        let fd = openat(self.fd, name, flags, 0o666)
+        let fd = openat(self.fd, name, flags, DownloadFileMode.partial)
         guard fd >= 0 else {
             let code = errno
             // A folder that takes no new file (`-o /proc/x`, a read-only mount): said of the file asked for, not of
@@ -268,6 +268,10 @@ struct FileStatus: Equatable, Sendable {
     var linkCount: UInt64
     /// The owner's uid.
     var owner: UInt32
+    /// The file's group.
+    var group: UInt32
+    /// The mode's permission bits.
+    var permissions: UInt32
 
     init(_ info: stat) {
         device = UInt64(info.st_dev)
@@ -277,6 +281,18 @@ struct FileStatus: Equatable, Sendable {
         isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
         linkCount = UInt64(info.st_nlink)
         owner = UInt32(info.st_uid)
+        group = UInt32(info.st_gid)
+        permissions = UInt32(info.st_mode & 0o7777)
+    }
+
+    /// What ``FileExposure`` judges of it.
+    var facts: FileFacts {
+        FileFacts(isRegular: isRegular, owner: owner, group: group, permissions: permissions, linkCount: linkCount)
+    }
+
+    /// Who else than this process's user (and root) could change the file's bytes (``FileExposure``); `nil`: nobody.
+    var exposure: FileExposure? {
+        FileExposure.of(facts, user: UInt32(geteuid()), group: UInt32(getegid()))
     }
 
     /// Owned by this process's user: a file another user owns may be rewritten by that user at any time.

@@ -285,6 +285,13 @@ final class PartialFile: Sendable {
         guard fsync(fd) == 0 else { throw POSIX.error("saving", path) }
     }
 
+    /// Gives the open file the permissions `mode` (``DownloadFileMode``); `false` when the file system refused (a
+    /// FAT or SMB mount, whose files have the mode of the mount).
+    @discardableResult
+    func setMode(_ mode: mode_t) -> Bool {
+        fchmod(fd, mode) == 0
+    }
+
     /// `UTIME_OMIT` of `<sys/stat.h>`, a macro Swift does not import: leave that time as it is.
     #if os(Linux)
     static let omitTime = (1 << 30) - 2

@@ -173,6 +173,8 @@ extension DownloadJob {
         }
         record.adopted = false
         self.record = record
+        // Haul's own partial file from now on: private until it is published, as one it created.
+        file?.setMode(DownloadFileMode.partial)
         try hashHeldBytes()
         try await saveRecordNow()
     }

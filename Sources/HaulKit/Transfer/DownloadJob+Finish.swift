@@ -120,6 +120,9 @@ extension DownloadJob {
             _ = try? folder.rename(destination, to: source, replacing: false)
             throw replaced(folder.pathOf(source))
         }
+        // The user's download now, with the mode curl and wget would have given it. Only now: until it is at its final
+        // path, no other account could open it (0600), not even in the moment before the rename.
+        file.setMode(DownloadFileMode.published)
     }
 
     private static func replaced(_ path: String) -> HaulError {

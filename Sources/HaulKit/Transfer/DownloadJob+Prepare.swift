@@ -145,6 +145,14 @@ extension DownloadJob {
         return try folder.openFile(Self.name(path), writable: writable)
     }
 
+    /// Opens this download's partial file at `path` to continue it, made private (``DownloadFileMode/partial``) should
+    /// an older Haul have made it with the umask's mode.
+    private func openPartial(_ path: String) throws(HaulError) -> PartialFile {
+        let file = try openInFolder(path)
+        file.setMode(DownloadFileMode.partial)
+        return file
+    }
+
     /// Continues a record of this destination (another URL's when `foreignURL`): segments, a single stretch of
     /// bytes, or a finished file.
     private func restore(_ found: TransferRecord, foreignURL foreignURLFound: String?) throws -> Prepared {
@@ -177,7 +185,7 @@ extension DownloadJob {
         } else if let segments = saved.segments, let total = saved.totalLength,
                   let plan = SegmentPlan(restoring: segments, total: total, minSegmentSize: options.minSegmentSize),
                   heldPartialSize(saved) == total {
-            file = try openInFolder(saved.partialPath)
+            file = try openPartial(saved.partialPath)
             point = ResumePoint(offset: plan.doneBytes, validators: saved.validators, totalLength: total)
             // Whatever the validators say (an ETag made of size and time survives an in-place rewrite): the bytes held
             // are compared with the server's before any segment continues.
@@ -194,7 +202,7 @@ extension DownloadJob {
                 saved.segments = nil
             }
             if let size = heldPartialSize(saved) {
-                let file = try openInFolder(saved.partialPath)
+                let file = try openPartial(saved.partialPath)
                 self.file = file
                 saved.offset = min(saved.offset, size)
                 try file.truncate(to: saved.offset)

@@ -99,6 +99,8 @@ public final class TransferEngine: Sendable {
 
     /// An engine keeping its downloads' resume records in `records` (a session's store).
     package init(records: any ResumeRecords, configuration: Configuration = Configuration()) {
+        // The mode finished files get, from the umask as it is now (`haul` read it already, as it started).
+        DownloadFileMode.prepare()
         clients = DirectClients(maxOrigins: configuration.originsPerClient) { kind, tls in
             var made = Self.clientConfiguration(configuration, multiplexed: kind.multiplexed)
             if let tls { made.tlsConfiguration = tls }
