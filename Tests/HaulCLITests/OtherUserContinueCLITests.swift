@@ -4,8 +4,8 @@ import Glibc
 import HaulTestSupport
 import Testing
 
-/// No other user can change the bytes Haul publishes: Haul's own partial file cannot be opened by them while it
-/// downloads, whatever the umask.
+/// No other user can change the bytes Haul publishes: a file of theirs given to `--continue` is refused (`haul get`
+/// and `haul add` alike), and Haul's own partial file cannot be opened by them while it downloads, whatever the umask.
 /// A second local account plays the other user, in a shared sticky folder as `/tmp` is.
 @Suite struct OtherUserContinueCLITests {
     static let needs: Bool = LocalUser.available && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
@@ -23,6 +23,40 @@ import Testing
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         return info.st_mode & 0o7777
+    }
+
+    /// The probe's case: mallory writes the start of the file into the shared folder, and keeps a hard link to it.
+    /// `-c` must not take it (she could change its bytes while Haul continues it, after Haul checked them).
+    @Test(.enabled(if: needs, "needs root, useradd and runuser to act as a second user"))
+    func aFileAnotherUserOwnsIsNeverContinued() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(2 << 20, seed: 7_501)
+            server.serve("/big.bin", Resource(body: body, etag: "\"b\""))
+            try await LocalUser.with { mallory in
+                try await Sandbox.with { box in
+                    let shared = try Self.sharedFolder(box), start = box.root + "/start"
+                    try writeBytes(Array(body.prefix(500_000)), to: start)
+                    #expect(chmod(start, 0o644) == 0)
+                    try mallory.shell("cat '\(start)' > '\(shared)/f' && ln '\(shared)/f' '\(shared)/keep'")
+                    let before = readBytes(shared + "/f")
+                    let url = server.url("/big.bin"), checksum = "sha256:" + sha256Hex(body)
+                    _ = try await startDaemon(box)
+                    for command in [["get", "-c"], ["get", "--continue", "--segments", "4"], ["add", "-c"]] {
+                        let result = try await box.run(command + [url, "-o", shared + "/f", "--checksum", checksum])
+                        #expect(result.exitCode == 2, "\(command): \(result.stdout) \(result.stderr)")
+                        #expect(result.stderrLines.count == 1, "\(command): \(result.stderr)")
+                        #expect(result.stderr.contains("\(shared)/f belongs to another user (uid \(mallory.uid))") && result.stderr.contains("copy it"),
+                                "\(command): \(result.stderr)")
+                    }
+                    #expect(readBytes(shared + "/f") == before, "her file is left as it was")
+                    let names = try FileManager.default.contentsOfDirectory(atPath: shared).sorted()
+                    #expect(names == ["f", "keep"], "nothing renamed or created: \(names)")
+                    #expect(server.requests("/big.bin").isEmpty, "refused before any request")
+                    #expect(box.records().isEmpty)
+                    _ = try await box.run(["daemon", "stop"])
+                }
+            }
+        }
     }
 
     /// Under a umask of 000 Haul's files used to be 0666 from their creation: any user could open the partial file

@@ -181,6 +181,11 @@ final class OpenDirectory: Sendable {
         throw HaulError(.fileSystem, "\(pathOf(name)) keeps being recreated by another program; stop it or choose another destination")
     }
 
+    /// Whether this process may open `name` for reading and writing, as its effective user (not following a link).
+    func mayWrite(_ name: String) -> Bool {
+        faccessat(fd, name, R_OK | W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0
+    }
+
     /// Removes the file (or link) `name`; nothing when it is not there.
     func unlink(_ name: String) {
         _ = unlinkat(fd, name, 0)

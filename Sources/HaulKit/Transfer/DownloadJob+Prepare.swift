@@ -121,11 +121,18 @@ extension DownloadJob {
         return found
     }
 
-    /// The size of the partial file `saved` holds bytes in, when the file at its name is that file; `nil` when there
-    /// is none, or anything else (a link, a file another user put there or owns, another file in its place): its
-    /// bytes are then never continued, and the download starts that file afresh.
+    /// The size of the partial file `saved` holds bytes in, when the file at its name is that file and nobody else
+    /// can change it; `nil` when there is none, or anything else (a link, a file another user put there or owns,
+    /// another file in its place, a file with other names or that others may write, as an older Haul's partial made
+    /// under a umask of 000): its bytes are then never continued, and the download starts that file afresh.
     func heldPartialSize(_ saved: TransferRecord) -> Int64? {
-        theFile(at: saved.partialPath, of: saved)?.size
+        guard let found = theFile(at: saved.partialPath, of: saved) else { return nil }
+        // In a fleet the file is the node's that made it, whichever user that node runs as; this one continues it
+        // only when it may write it (a partial file is its owner's alone: else the task starts again here).
+        let fleetPeer = options.leaseGate != nil && !found.isOwnedByThisUser
+        guard FileExposure.of(found.facts, user: fleetPeer ? found.owner : UInt32(geteuid()), group: UInt32(getegid())) == nil,
+              !fleetPeer || folder?.mayWrite(Self.name(saved.partialPath)) == true else { return nil }
+        return found.size
     }
 
     /// The last component of `path`: a file's name in its folder.
@@ -224,8 +231,17 @@ extension DownloadJob {
     private func checkDestination(_ path: String) throws -> Prepared {
         guard let found = status(path) else { return .holding(.none, replacesDestination: false) }
         if options.continuePartial, found.size > 0 {
-            file = try openInFolder(path)
-            let size = try file?.status().size ?? found.size
+            let adopted = try openInFolder(path)
+            file = adopted
+            // The file another program wrote becomes the download: only when nobody but this user can change its
+            // bytes from now on (what the descriptor opened says, not the name).
+            let held = try adopted.status()
+            if let exposure = held.exposure {
+                adopted.close()
+                file = nil
+                throw HaulError(.usage, exposure.refusal(path))
+            }
+            let size = held.size
             point = ResumePoint(offset: size)
             adoptedLength = size
             record = TransferRecord(

@@ -22,11 +22,19 @@ extension TransferEngine {
             try refuseUnreplaceable(path)
             if StreamDownload.isStreamTarget(options.destination) || options.noClobber { return }
             if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
-            guard POSIX.exists(path), !options.overwrite, !options.continuePartial, !options.timestamping else { return }
+            guard POSIX.exists(path), !options.overwrite, !options.timestamping else { return }
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
             let record = try? records.load(TransferRecord.key(destinationPath: path))
             if record?.url == options.url.absoluteString { return }
-            throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
+            guard options.continuePartial else { throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path)) }
+            // A file another account could change is refused at once (the download checks it again on the file it
+            // opens, and says itself why it takes no link or other kind of file).
+            let folder = try? OpenDirectory.open(POSIX.directoryOf(path), create: false)
+            defer { folder?.close() }
+            let name = path.split(separator: "/").last.map(String.init) ?? path
+            if let found = folder?.status(name), found.isRegular, found.size > 0, let exposure = found.exposure {
+                throw HaulError(.usage, exposure.refusal(path))
+            }
         }
     }
 }
