@@ -31,10 +31,11 @@ final class OpenDirectory: Sendable {
     deinit { close() }
 
     /// Removes the file at `path` through its folder, opened as any download's (no link another user could have
-    /// planted is followed); nothing when the folder or the file is not there.
+    /// planted is followed); nothing when the folder or the file is not there, or when a download writes the file
+    /// (a `haul` of another `HAUL_HOME`: ``removeUnlessInUse(_:)``).
     static func unlink(_ path: String) {
         guard let folder = try? open(POSIX.directoryOf(path), create: false) else { return }
-        folder.unlink(path.split(separator: "/").last.map(String.init) ?? path)
+        try? folder.removeUnlessInUse(path.split(separator: "/").last.map(String.init) ?? path)
     }
 
     /// Symbolic links followed at most while opening one folder, as the kernel's own limit (`ELOOP`).
@@ -138,6 +139,11 @@ final class OpenDirectory: Sendable {
     /// link. `exclusive` creates it, and fails when anything is there already: with mode 0600
     /// (``DownloadFileMode/partial``), so that no other account can ever open a file Haul writes; it gets its final
     /// mode when it is published.
+    ///
+    /// A file opened for writing is locked (`flock`, exclusive) for as long as it is open: a download of another
+    /// `HAUL_HOME` (another process of this user, a daemon of another home) that finds it beside its destination sees
+    /// it is in use (``removeUnlessInUse(_:)``) rather than removing it. When another holds its lock already, this
+    /// throws `busy`.
     func openFile(_ name: String, exclusive: Bool = false, writable: Bool = true) throws(HaulError) -> PartialFile {
         let flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_CREAT | O_EXCL : 0)
         let fd = openat(self.fd, name, flags, DownloadFileMode.partial)
@@ -162,28 +168,82 @@ final class OpenDirectory: Sendable {
         }
         // Writes block as on any file; O_NONBLOCK only kept the open of a FIFO planted at the name from waiting.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        if writable {
+            // Locked, then the name checked again: a download of another home that removed the file just before the
+            // lock (it found it unlocked) leaves this one holding a file without a name.
+            guard !Self.isLockedElsewhere(fd), status(name)?.isSameFile(as: FileStatus(info)) == true else {
+                _ = Glibc_close(fd)
+                throw inUse(name)
+            }
+        }
         return PartialFile(descriptor: fd, path: pathOf(name), identity: FileIdentity.of(info, at: fd, nil))
     }
 
+    /// Takes the exclusive `flock` of the open file `fd`; `true` when another open file holds it. A file system
+    /// without `flock` (an old NFS) locks nothing: `false`.
+    private static func isLockedElsewhere(_ fd: Int32) -> Bool {
+        // A lock just released can still be held for a moment by a child process between fork and exec (the
+        // descriptor is close-on-exec, but shared until then): tried again briefly (100 ms in all) before it is
+        // called held, as ``FileLock`` does.
+        for attempt in 0..<10 {
+            if attempt > 0 { usleep(10_000) }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return false }
+            guard errno == EWOULDBLOCK || errno == EINTR else { return false }
+        }
+        return true
+    }
+
+    /// Another download holds `name` open for writing.
+    private func inUse(_ name: String) -> HaulError {
+        HaulError(.busy, "another haul process is already writing \(pathOf(name)) (a download of another HAUL_HOME?); wait for it or stop it first",
+                  reason: .busy)
+    }
+
     /// Creates `name` afresh: whatever is there (a stale partial file, a link planted in its place) is removed
-    /// first, never opened, truncated or written through.
+    /// first, never opened for writing, truncated or written through; a file another download writes (it holds
+    /// its lock) is left alone, and this throws `busy`.
     func createFresh(_ name: String) throws(HaulError) -> PartialFile {
         for _ in 0..<8 {
             do {
                 return try openFile(name, exclusive: true)
             } catch {
-                guard status(name) != nil else { throw error }
-                if unlinkat(fd, name, 0) != 0, errno != ENOENT {
-                    throw HaulError(.fileSystem, "\(pathOf(name)) is in the way and could not be removed (\(String(cString: strerror(errno)))); remove it or choose another destination")
-                }
+                guard error.kind != .busy, status(name) != nil else { throw error }
+                try removeUnlessInUse(name)
             }
         }
         throw HaulError(.fileSystem, "\(pathOf(name)) keeps being recreated by another program; stop it or choose another destination")
     }
 
+    /// Whether `name` is a regular file a download is writing (it holds the lock ``openFile(_:exclusive:writable:)``
+    /// takes).
+    func isInUse(_ name: String) -> Bool {
+        guard status(name)?.isRegular == true else { return false }
+        let probe = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        guard probe >= 0 else { return false }
+        defer { _ = Glibc_close(probe) }
+        return Self.isLockedElsewhere(probe)
+    }
+
     /// Whether this process may open `name` for reading and writing, as its effective user (not following a link).
     func mayWrite(_ name: String) -> Bool {
         faccessat(fd, name, R_OK | W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    /// Removes what is at `name` unless it is a file a download is writing (``openFile(_:exclusive:writable:)`` holds
+    /// its lock): then it throws `busy`, and the file stays. Nothing when nothing is there.
+    func removeUnlessInUse(_ name: String) throws(HaulError) {
+        // Only a regular file can be a download's: a link is removed, never followed, a FIFO or device never opened.
+        if status(name)?.isRegular == true {
+            let probe = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+            if probe >= 0 {
+                // Held through the unlink: a download that opens the file meanwhile finds it locked, and gives way.
+                defer { _ = Glibc_close(probe) }
+                if Self.isLockedElsewhere(probe) { throw inUse(name) }
+            }
+        }
+        if unlinkat(fd, name, 0) != 0, errno != ENOENT {
+            throw HaulError(.fileSystem, "\(pathOf(name)) is in the way and could not be removed (\(String(cString: strerror(errno)))); remove it or choose another destination")
+        }
     }
 
     /// Removes the file (or link) `name`; nothing when it is not there.

@@ -43,6 +43,10 @@ extension DownloadJob {
                 let partial = Self.name(saved.partialPath)
                 do throws(HaulError) {
                     return FreshPartial(record: saved, file: try folder.createFresh(partial), failure: nil)
+                } catch where error.kind == .busy {
+                    // A download of another home writes that file: this one has no bytes, and keeps no record.
+                    store.remove(saved.key)
+                    return FreshPartial(record: nil, file: nil, failure: error)
                 } catch {
                     return FreshPartial(record: saved, file: nil, failure: error)
                 }
@@ -78,7 +82,7 @@ extension DownloadJob {
 
     /// A `-o` download's record, saved, and its partial file created (or why not).
     private struct FreshPartial: Sendable {
-        var record: TransferRecord
+        var record: TransferRecord?
         var file: PartialFile?
         var failure: HaulError?
     }

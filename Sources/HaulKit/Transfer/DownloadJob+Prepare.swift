@@ -93,7 +93,8 @@ extension DownloadJob {
             return .setAside
         }
         if options.overwrite {
-            folder?.unlink(Self.name(saved.partialPath))
+            // Unless a download of another home writes it now: that one's work is not discarded under it.
+            try folder?.removeUnlessInUse(Self.name(saved.partialPath))
             store.remove(saved.key)
             return .setAside
         }
@@ -227,8 +228,14 @@ extension DownloadJob {
     }
 
     /// No download of this URL holds bytes for `path`: an existing file is refused, replaced (`--overwrite`) or
-    /// adopted (`--continue`).
+    /// adopted (`--continue`). A partial file a download of another home writes beside it is refused (`busy`).
     private func checkDestination(_ path: String) throws -> Prepared {
+        if let folder, case .file = options.destination {
+            for partial in [path + ".haul-part", path + ".\(geteuid()).haul-part"] where folder.isInUse(Self.name(partial)) {
+                throw HaulError(.busy, "another haul process is already downloading to \(path) (it writes \(partial)); wait for it or stop it first",
+                                reason: .busy)
+            }
+        }
         guard let found = status(path) else { return .holding(.none, replacesDestination: false) }
         if options.continuePartial, found.size > 0 {
             let adopted = try openInFolder(path)
