@@ -132,7 +132,8 @@ package enum NamedFileReader {
         return files
     }
 
-    private static func fileType(_ info: stat) -> NamedFile.FileType {
+    /// What `info` (of `fstat`, `lstat` or `stat`) says the file is; `/dev/null` by its device number.
+    static func fileType(_ info: stat) -> NamedFile.FileType {
         switch info.st_mode & S_IFMT {
         case S_IFREG: return .regular
         case S_IFDIR: return .directory
