@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import NIOConcurrencyHelpers
 import HaulKit
 
 /// `haul get` with several URLs: one download session, at most `-j` at once, resumable as a whole.
@@ -167,11 +166,9 @@ struct BatchGet {
 
         let waiter = Task { await session.waitUntilIdle() }
         let signals = SignalForwarder { waiter.cancel() }
-        let timedOut = NIOLockedValueBox(false)
         let deadline = stopAt.map { stopAt in
             Task {
                 try await Task.sleep(until: stopAt, clock: .continuous)
-                timedOut.withLockedValue { $0 = true }
                 waiter.cancel()
             }
         }
@@ -179,7 +176,8 @@ struct BatchGet {
         deadline?.cancel()
         signals.stop()
         let interrupted = waiter.isCancelled
-        let stoppedByMaxTime = timedOut.withLockedValue { $0 }
+        // As for one URL: the deadline's task ended without being cancelled only when it stopped the batch.
+        let stoppedByMaxTime = (try? await deadline?.value) != nil && interrupted
         // The outcome, read a page at a time: counts, the first failures and the first one's kind.
         var finished = 0, unfinished = 0, failed = 0
         var failures: [TaskSnapshot] = []
