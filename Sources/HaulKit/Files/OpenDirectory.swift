@@ -35,7 +35,7 @@ final class OpenDirectory: Sendable {
     /// (a `haul` of another `HAUL_HOME`: ``removeUnlessInUse(_:)``).
     static func unlink(_ path: String) {
         guard let folder = try? open(POSIX.directoryOf(path), create: false) else { return }
-        try? folder.removeUnlessInUse(path.split(separator: "/").last.map(String.init) ?? path)
+        try? folder.removeUnlessInUse(POSIX.nameOf(path))
     }
 
     /// Symbolic links followed at most while opening one folder, as the kernel's own limit (`ELOOP`).
@@ -217,11 +217,17 @@ final class OpenDirectory: Sendable {
     /// Whether `name` is a regular file a download is writing (it holds the lock ``openFile(_:exclusive:writable:)``
     /// takes).
     func isInUse(_ name: String) -> Bool {
-        guard status(name)?.isRegular == true else { return false }
-        let probe = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-        guard probe >= 0 else { return false }
+        guard let probe = lockProbe(name) else { return false }
         defer { _ = Glibc_close(probe) }
         return Self.isLockedElsewhere(probe)
+    }
+
+    /// `name` opened for reading, to try its lock, when it is a regular file (only a regular file can be a
+    /// download's: a link is never followed, a FIFO or device never opened); `nil` otherwise. Close it.
+    private func lockProbe(_ name: String) -> Int32? {
+        guard status(name)?.isRegular == true else { return nil }
+        let probe = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        return probe >= 0 ? probe : nil
     }
 
     /// Whether this process may open `name` for reading and writing, as its effective user (not following a link).
@@ -232,15 +238,10 @@ final class OpenDirectory: Sendable {
     /// Removes what is at `name` unless it is a file a download is writing (``openFile(_:exclusive:writable:)`` holds
     /// its lock): then it throws `busy`, and the file stays. Nothing when nothing is there.
     func removeUnlessInUse(_ name: String) throws(HaulError) {
-        // Only a regular file can be a download's: a link is removed, never followed, a FIFO or device never opened.
-        if status(name)?.isRegular == true {
-            let probe = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-            if probe >= 0 {
-                // Held through the unlink: a download that opens the file meanwhile finds it locked, and gives way.
-                defer { _ = Glibc_close(probe) }
-                if Self.isLockedElsewhere(probe) { throw inUse(name) }
-            }
-        }
+        // Held through the unlink: a download that opens the file meanwhile finds it locked, and gives way.
+        let probe = lockProbe(name)
+        defer { if let probe { _ = Glibc_close(probe) } }
+        if let probe, Self.isLockedElsewhere(probe) { throw inUse(name) }
         if unlinkat(fd, name, 0) != 0, errno != ENOENT {
             throw HaulError(.fileSystem, "\(pathOf(name)) is in the way and could not be removed (\(String(cString: strerror(errno)))); remove it or choose another destination")
         }

@@ -148,6 +148,11 @@ package enum POSIX {
         _ = close(fd)
     }
 
+    /// The last component of `path`: a file's name in its folder (``directoryOf(_:)``).
+    static func nameOf(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
     static func directoryOf(_ path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         let dir = String(path[..<slash])

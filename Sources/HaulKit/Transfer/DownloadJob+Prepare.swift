@@ -138,7 +138,7 @@ extension DownloadJob {
 
     /// The last component of `path`: a file's name in its folder.
     static func name(_ path: String) -> String {
-        path.split(separator: "/").last.map(String.init) ?? path
+        POSIX.nameOf(path)
     }
 
     /// What is at `path` (a record's destination or partial file, always in the destination's folder), not

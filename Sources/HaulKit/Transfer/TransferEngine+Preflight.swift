@@ -17,9 +17,9 @@ extension TransferEngine {
                 throw HaulError(.usage, "\(folder) is a file, not a folder to save into")
             }
         case .file(let path):
+            try refuseUnreplaceable(path)
             // A device, FIFO or socket is written straight through, never refused or replaced; with -nc, a taken
             // name is left alone, whatever it is.
-            try refuseUnreplaceable(path)
             if StreamDownload.isStreamTarget(options.destination) || options.noClobber { return }
             if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
             guard POSIX.exists(path), !options.overwrite, !options.timestamping else { return }
@@ -31,8 +31,7 @@ extension TransferEngine {
             // opens, and says itself why it takes no link or other kind of file).
             let folder = try? OpenDirectory.open(POSIX.directoryOf(path), create: false)
             defer { folder?.close() }
-            let name = path.split(separator: "/").last.map(String.init) ?? path
-            if let found = folder?.status(name), found.isRegular, found.size > 0, let exposure = found.exposure {
+            if let found = folder?.status(POSIX.nameOf(path)), found.isRegular, found.size > 0, let exposure = found.exposure {
                 throw HaulError(.usage, exposure.refusal(path))
             }
         }
