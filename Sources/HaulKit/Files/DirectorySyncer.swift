@@ -10,9 +10,22 @@ import Foundation
 /// disk several times, and every wait is a thread put to sleep and woken again.
 ///
 /// The calls that sync block their thread: they run on the blocking-I/O threads (``BlockingIO``). The caller
-/// whose turn it is syncs on its own thread, so no thread is woken only to sync.
+/// whose turn it is syncs on its own thread, so no thread is woken only to sync; and each caller is woken once at
+/// most (its sync done, or its turn come), by a semaphore of its own, not with every other waiter on each change.
 final class DirectorySyncer: @unchecked Sendable {
-    /// One folder's syncs (guarded by `condition`). Callers are numbered from one sequence for all folders, so a
+    /// A caller waiting for a sync that another caller is gathering or making.
+    private final class Waiter {
+        let ticket: Int
+        let wake = DispatchSemaphore(value: 0)
+        /// Set before `wake` is signalled: whether the caller's sync is done (else the next turn is its).
+        var synced = false
+
+        init(ticket: Int) {
+            self.ticket = ticket
+        }
+    }
+
+    /// One folder's syncs (guarded by `lock`). Callers are numbered from one sequence for all folders, so a
     /// folder forgotten and met again never confuses a caller of before with one of now.
     private struct Folder {
         /// Files being published into it that have not asked for their sync yet.
@@ -21,8 +34,12 @@ final class DirectorySyncer: @unchecked Sendable {
         var asked: Int
         /// Every caller up to this number has had its sync.
         var synced: Int
-        /// Whether a caller is syncing it now.
+        /// Whether a caller holds the turn: gathering the files being published, or syncing.
         var syncing = false
+        /// The turn's holder, while it waits for the files still being published.
+        var gatherer: DispatchSemaphore?
+        /// Callers waiting for the turn's sync or their own turn, in the order they asked.
+        var waiting: [Waiter] = []
         /// Callers that have not returned yet.
         var callers = 0
 
@@ -33,9 +50,18 @@ final class DirectorySyncer: @unchecked Sendable {
         }
 
         var isIdle: Bool { publishing == 0 && !syncing && callers == 0 }
+
+        /// One file fewer being published: the turn's holder, if it waits for them, goes on once none is left.
+        mutating func onePublished() {
+            publishing -= 1
+            if publishing <= 0, let gatherer {
+                gatherer.signal()
+                self.gatherer = nil
+            }
+        }
     }
 
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var folders: [String: Folder] = [:]
     /// The number of the last caller of any folder.
     private var lastNumber = 0
@@ -56,7 +82,7 @@ final class DirectorySyncer: @unchecked Sendable {
 
     /// ``willPublish(into:)`` by the folder's key (for tests).
     func willPublish(key: String) {
-        condition.withLock { folders[key, default: Folder(after: lastNumber)].publishing += 1 }
+        lock.withLock { folders[key, default: Folder(after: lastNumber)].publishing += 1 }
     }
 
     /// The file announced by ``willPublish(into:)`` will not be moved into `folder` after all.
@@ -66,10 +92,9 @@ final class DirectorySyncer: @unchecked Sendable {
 
     /// ``didNotPublish(into:)`` by the folder's key (for tests).
     func didNotPublish(key: String) {
-        condition.withLock {
-            folders[key]?.publishing -= 1
+        lock.withLock {
+            folders[key]?.onePublished()
             forgetIfIdle(key)
-            condition.broadcast()
         }
     }
 
@@ -91,12 +116,8 @@ final class DirectorySyncer: @unchecked Sendable {
     }
 
     private func waitForSync(key: String, publishing: Bool, sync: () -> Void) {
-        condition.lock()
-        defer { condition.unlock() }
-        if publishing {
-            folders[key]?.publishing -= 1
-            condition.broadcast()
-        }
+        lock.lock()
+        if publishing { folders[key]?.onePublished() }
         lastNumber += 1
         let ticket = lastNumber
         folders[key, default: Folder(after: ticket - 1)].asked = ticket
@@ -104,40 +125,63 @@ final class DirectorySyncer: @unchecked Sendable {
         defer {
             folders[key]?.callers -= 1
             forgetIfIdle(key)
+            lock.unlock()
         }
-        // A caller whose turn it is first waits a moment for the files still being published into the folder.
-        let deadline = Date(timeIntervalSinceNow: gathering)
-        // Bounded: each turn syncs, or waits for a sync, a publisher or the deadline. A folder is forgotten only
-        // once every caller of it had its sync.
-        while let folder = folders[key], folder.synced < ticket {
-            if folder.syncing {
-                condition.wait()
-                continue
-            }
-            if folder.publishing > 0, Date() < deadline {
-                _ = condition.wait(until: deadline)
-                continue
-            }
-            let covers = folder.asked
+        if folders[key]?.syncing == true {
+            // Another caller holds the turn: woken once, when a sync that covers this call is done, or when the
+            // turn passes to this caller (its ticket came after the last sync began).
+            let waiter = Waiter(ticket: ticket)
+            folders[key]?.waiting.append(waiter)
+            lock.unlock()
+            waiter.wake.wait()
+            lock.lock()
+            if waiter.synced { return }
+        } else {
             folders[key]?.syncing = true
-            condition.unlock()
-            sync()
-            condition.lock()
-            if var folder = folders[key] {
-                folder.syncing = false
-                folder.synced = max(folder.synced, covers)
-                folders[key] = folder
-            }
-            condition.broadcast()
         }
+        // This caller's turn: first a moment for the files still being published into the folder (bounded by
+        // the deadline; each turn of the loop is a wake-up by the last of them, or the deadline).
+        let deadline = DispatchTime.now() + gathering
+        for _ in 0..<64 where (folders[key]?.publishing ?? 0) > 0 {
+            let gatherer = DispatchSemaphore(value: 0)
+            folders[key]?.gatherer = gatherer
+            lock.unlock()
+            let timedOut = gatherer.wait(timeout: deadline) == .timedOut
+            lock.lock()
+            if folders[key]?.gatherer === gatherer { folders[key]?.gatherer = nil }
+            if timedOut { break }
+        }
+        let covers = folders[key]?.asked ?? ticket
+        lock.unlock()
+        sync()
+        lock.lock()
+        guard var folder = folders[key] else { return }
+        folder.synced = max(folder.synced, covers)
+        // Everyone who asked before the sync began is done; the first who asked since holds the next turn.
+        var later: [Waiter] = []
+        for waiter in folder.waiting {
+            if waiter.ticket <= covers {
+                waiter.synced = true
+                waiter.wake.signal()
+            } else {
+                later.append(waiter)
+            }
+        }
+        if later.isEmpty {
+            folder.syncing = false
+        } else {
+            later.removeFirst().wake.signal()
+        }
+        folder.waiting = later
+        folders[key] = folder
     }
 
     /// How many callers wait for a sync of `key`'s folder, or are syncing it (for tests).
     func callersWaiting(for key: String) -> Int {
-        condition.withLock { folders[key]?.callers ?? 0 }
+        lock.withLock { folders[key]?.callers ?? 0 }
     }
 
-    /// Forgets a folder nobody publishes into or waits for (guarded by `condition`).
+    /// Forgets a folder nobody publishes into or waits for (guarded by `lock`).
     private func forgetIfIdle(_ key: String) {
         if folders[key]?.isIdle == true { folders[key] = nil }
     }
