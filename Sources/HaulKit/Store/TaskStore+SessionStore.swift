@@ -25,10 +25,10 @@ extension TaskStore: SessionStore {
         id: String, lease: TaskLease?, journaling kind: String?, payload: (StoredTask) -> String, finalRecord: StoredRecord?,
         thenStarting next: String, _ change: (inout StoredTask) -> Void
     ) throws -> ConcludedAndStarted {
-        let now = Self.now()
+        let now = Self.now(), counts = countsStarts
         let result = try write { db in
             let concluded = try Self.conclude(id: id, kind: kind, payload: payload, finalRecord: finalRecord, change, db, now: now)
-            return (concluded, try Self.start(id: next, db, now: now))
+            return (concluded, try Self.start(id: next, db, now: now, counting: counts))
         }
         if let choice = result.1?.choice { choiceHints.keep(choice.key, choice.path) }
         return (result.0, result.1.map { ($0.task, $0.started) })

@@ -25,20 +25,24 @@ extension TaskStore {
     /// (``choice(key:)``): one read transaction less per file, the largest share of a tiny file's store reads.
     public func startIfWaiting(id: String) throws -> (task: StoredTask, started: Bool)? {
         let now = Self.now()
-        guard let result = try write({ db in try Self.start(id: id, db, now: now) }) else { return nil }
+        let counts = countsStarts
+        guard let result = try write({ db in try Self.start(id: id, db, now: now, counting: counts) }) else { return nil }
         // Only once committed: a body that runs twice (grouped, then alone) keeps no hint of a rolled-back read.
         if let choice = result.choice { choiceHints.keep(choice.key, choice.path) }
         return (result.task, result.started)
     }
 
-    /// ``startIfWaiting(id:)`` within a write transaction, with the name a `--dir` task had chosen (its key and path).
-    static func start(id: String, _ db: Database, now: Double) throws -> StartedRow? {
+    /// ``startIfWaiting(id:)`` within a write transaction, with the name a `--dir` task had chosen (its key and path);
+    /// the start is counted in `task_start` when `counting`.
+    static func start(id: String, _ db: Database, now: Double, counting: Bool) throws -> StartedRow? {
         guard let found = try fetch(id: id, db) else { return nil }
         guard found.state == .waiting else { return StartedRow(task: found, started: false, choice: nil) }
         let task = try update(found, db, now: now) { $0.state = .running }
-        try db.cachedStatement(
-            sql: "INSERT INTO task_start (id, unended) VALUES (?, 1) ON CONFLICT (id) DO UPDATE SET unended = unended + 1"
-        ).execute(arguments: [id])
+        if counting {
+            try db.cachedStatement(
+                sql: "INSERT INTO task_start (id, unended) VALUES (?, 1) ON CONFLICT (id) DO UPDATE SET unended = unended + 1"
+            ).execute(arguments: [id])
+        }
         var choice: (key: String, path: String?)?
         if case .directory(let folder)? = task.spec.destination {
             let key = TransferRecord.directoryKey(url: task.spec.url, directory: folder)

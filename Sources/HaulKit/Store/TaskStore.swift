@@ -17,11 +17,17 @@ package final class TaskStore: Sendable {
     let writes: GroupCommit
     /// `--dir` tasks' remembered names read when they started, each for its download's first look.
     let choiceHints = ChoiceHints()
+    /// Whether each start is counted in `task_start` (``startIfWaiting(id:)``), for a session that fails the tasks
+    /// its processes keep dying on. A session that never reads the counts (a person's `haul get`) writes none:
+    /// a table less to change in each start's transaction.
+    let countsStarts: Bool
 
     /// Opens the store at `path` (e.g. `HAUL_HOME/sessions/<id>/tasks.sqlite`), creating its folders and
     /// the file when missing. Throws a `HaulError` when the file is damaged or was written by a newer haul.
-    public init(path: String) throws {
+    /// Without `countsStarts`, starts are not counted (``unendedStarts(ids:)`` then finds none of them).
+    public init(path: String, countsStarts: Bool = true) throws {
         self.path = path
+        self.countsStarts = countsStarts
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty { try POSIX.makePrivateDirectories(folder, root: folder) }
         // The store holds request headers (credentials among them): owner-only. SQLite gives its -wal and -shm

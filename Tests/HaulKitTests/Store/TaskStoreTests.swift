@@ -211,3 +211,24 @@ struct TaskStoreTests {
         #expect(try store.count() == 0)
     }
 }
+
+@Suite("TaskStore start counts")
+struct TaskStoreStartCountTests {
+    let sandbox = StoreSandbox()
+
+    /// A store that counts starts keeps one per start until the task ends; one that does not (a person's `haul get`,
+    /// which never reads them) keeps none, whether the task starts alone or in the transaction of another's end.
+    @Test(arguments: [true, false])
+    func startsAreCountedOnlyWhenAsked(counting: Bool) throws {
+        let store = try TaskStore(path: sandbox.storePath, countsStarts: counting)
+        let first = try store.add(sandbox.newTask(1)).task.id
+        let second = try store.add(sandbox.newTask(2)).task.id
+        #expect(try store.startIfWaiting(id: first)?.started == true)
+        #expect(try store.unendedStarts(ids: [first]) == (counting ? [first: 1] : [:]))
+        let both = try store.conclude(
+            id: first, lease: nil, journaling: nil, payload: { _ in "" }, finalRecord: nil, thenStarting: second,
+            { $0.state = .finished })
+        #expect(both.next?.started == true)
+        #expect(try store.unendedStarts(ids: [first, second]) == (counting ? [second: 1] : [:]))
+    }
+}
