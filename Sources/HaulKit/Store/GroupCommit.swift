@@ -17,7 +17,7 @@ import GRDB
 final class GroupCommit: @unchecked Sendable {
     private let pool: DatabasePool
     private let condition = NSCondition()
-    /// Writes waiting for the next commit (guarded by `condition`).
+    /// Writes waiting for the next commit, the first of them to lead it (guarded by `condition`).
     private var queue: [PendingWrite] = []
     /// Whether a caller is committing a group now (guarded by `condition`).
     private var committing = false
@@ -46,26 +46,45 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     /// Queues `pending` and returns once it is done: committed by this caller, leading a group, or by another.
+    ///
+    /// A caller that waits is woken once, by its own semaphore: when its write is done, or when it is to lead the
+    /// next group (the first of those that queued while a group was committed). A broadcast to every waiter on each
+    /// commit put a thread to sleep and woke it again for nothing, a share of a small write's cost.
     private func submit(_ pending: PendingWrite) {
         condition.lock()
-        queue.append(pending)
-        while !pending.done {
-            if committing {
-                condition.wait()
-                continue
-            }
+        guard committing else {
             committing = true
-            let group = queue
-            queue.removeAll(keepingCapacity: true)
             condition.unlock()
-            let grouped = commit(group)
-            condition.lock()
-            if grouped { groupsCommitted += 1 }
-            for write in group { write.done = true }
-            committing = false
-            condition.broadcast()
+            return lead([pending])
         }
+        queue.append(pending)
         condition.unlock()
+        pending.wake.wait()
+        // Woken done, or to lead: then the writes queued since (this one first) are its group.
+        if pending.done { return }
+        condition.lock()
+        let group = queue
+        queue.removeAll(keepingCapacity: true)
+        condition.unlock()
+        lead(group)
+    }
+
+    /// Commits `group`, whose first write is the caller's own (`committing` is set: the caller leads), wakes each of
+    /// its other writers, then hands the lead to the first write queued meanwhile, or ends it.
+    private func lead(_ group: [PendingWrite]) {
+        let grouped = commit(group)
+        condition.lock()
+        if grouped { groupsCommitted += 1 }
+        let next = queue.first
+        if next == nil { committing = false }
+        condition.unlock()
+        // Each caller's body escapes only for as long as its `write` runs: let go of them all before any returns.
+        for write in group { write.forgetBody() }
+        for write in group.dropFirst() {
+            write.done = true
+            write.wake.signal()
+        }
+        next?.wake.signal()
     }
 
     /// Commits `group`: together when it has several writes and none fails, else each alone. Whether together.
@@ -73,14 +92,14 @@ final class GroupCommit: @unchecked Sendable {
         if group.count > 1 {
             do {
                 try Self.transaction(pool) { db in
-                    for write in group { try write.grouped(db) }
+                    for write in group { try write.grouped?(db) }
                 }
                 return true
             } catch {
                 // Rolled back as a whole: each is made alone below, and reports its own outcome.
             }
         }
-        for write in group { write.alone(pool) }
+        for write in group { write.alone?(pool) }
         return false
     }
 
@@ -109,14 +128,22 @@ final class GroupCommit: @unchecked Sendable {
     }
 }
 
-/// One caller's write, as its group runs it and as it runs alone; `done` is guarded by the group's condition.
+/// One caller's write, as its group runs it and as it runs alone. `done` is set before `wake` is signalled, and read
+/// after it is waited for.
 private final class PendingWrite {
-    let grouped: (Database) throws -> Void
-    let alone: (DatabasePool) -> Void
+    private(set) var grouped: ((Database) throws -> Void)?
+    private(set) var alone: ((DatabasePool) -> Void)?
+    let wake = DispatchSemaphore(value: 0)
     var done = false
 
     init(grouped: @escaping (Database) throws -> Void, alone: @escaping (DatabasePool) -> Void) {
         self.grouped = grouped
         self.alone = alone
+    }
+
+    /// Once committed, by the group's leader, before the caller is woken.
+    func forgetBody() {
+        grouped = nil
+        alone = nil
     }
 }
