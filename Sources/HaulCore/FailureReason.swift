@@ -12,6 +12,10 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         /// A file appeared at the destination while the download ran and was left as it is; the complete download
         /// is kept at `partialPath` and is put in its place by a run once the other file is gone.
         case appearedWhileDownloading(path: String, partialPath: String)
+        /// A file is at the destination, and this URL's unfinished download of it, kept at `partialPath`, is not to
+        /// replace it (a run with `--overwrite` that was interrupted, or a file that came since): refused before any
+        /// request.
+        case unfinishedBesideExisting(path: String, partialPath: String)
         /// The destination is a folder.
         case destinationIsDirectory(path: String)
         /// The partial file at the destination belongs to another URL's download, which this URL does not continue.
@@ -105,7 +109,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
             return path
         case .partialOfAnotherURL(let partialPath, _): return partialPath
         case .longerThanServerFile(let path, _, _): return path
-        case .appearedWhileDownloading(let path, _): return path
+        case .appearedWhileDownloading(let path, _), .unfinishedBesideExisting(let path, _): return path
         default: return nil
         }
     }
@@ -118,6 +122,11 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// is kept at `partialPath` and is put in its place by a run once the other file is gone.
     public static func appearedWhileDownloading(path: String, partialPath: String) -> FailureReason {
         FailureReason(.appearedWhileDownloading(path: path, partialPath: partialPath))
+    }
+    /// A file is at the destination, and this URL's unfinished download of it, kept at `partialPath`, is not to
+    /// replace it: refused before any request.
+    public static func unfinishedBesideExisting(path: String, partialPath: String) -> FailureReason {
+        FailureReason(.unfinishedBesideExisting(path: path, partialPath: partialPath))
     }
     /// The destination is a folder.
     public static func destinationIsDirectory(path: String) -> FailureReason {

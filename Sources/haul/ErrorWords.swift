@@ -51,6 +51,12 @@ extension HaulError {
             // Neither --continue (there is nothing of the other file to resume) nor --overwrite (it was not there to
             // be chosen): the download is complete, and waits for the name.
             return "move \(path) away, then " + again.step + " to put the download in its place"
+        case .unfinishedBesideExisting(let path, _):
+            // Not --continue: the download is this URL's own already; what it lacks is leave to replace the file.
+            switch again {
+            case .sameCommand: return "add --overwrite to finish it in that file's place, or move \(path) away and run the same command again"
+            case .resumeTask: return "move \(path) away, then " + again.step
+            }
         case .destinationIsDirectory(let path):
             return "use --dir \(path) to save into it"
         case .partialOfAnotherURL:

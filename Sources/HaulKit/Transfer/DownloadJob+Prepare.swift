@@ -175,6 +175,15 @@ extension DownloadJob {
             try store.save(saved)
         }
         let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
+        if saved.state != .finished, !saved.adopted, !options.overwrite, !options.timestamping,
+           saved.partialPath != saved.destinationPath, status(saved.destinationPath) != nil {
+            // Something is at the destination, and the unfinished download is not to replace it: an earlier run with
+            // --overwrite that was stopped, or a file that came since. Refused now, as a new download would be,
+            // rather than after fetching the rest only to leave it beside the file. Its bytes and record stay.
+            let path = saved.destinationPath, partial = saved.partialPath
+            throw HaulError(.usage, "\(path) already exists, and this URL's unfinished download of it is kept in \(partial)",
+                            reason: .unfinishedBesideExisting(path: path, partialPath: partial))
+        }
         if saved.state == .finished {
             // With -N a finished file is compared with the server's (checkTimestamp), not taken as it is.
             let found = theFile(at: saved.destinationPath, of: saved)
