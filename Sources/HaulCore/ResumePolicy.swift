@@ -285,6 +285,7 @@ package enum ResumePolicy {
         }
         guard let raw = headers["content-range"], let range = ContentRange(raw), case .unsatisfied(let length) = range else {
             if point.offset == 0 { return .fail(status: 416) }
+            if endsAtBytesHeld(plan: plan, point: point, headers: headers) { return .alreadyComplete }
             return .restart(.invalidPartialResponse("416 without a valid Content-Range: bytes */length"))
         }
         // Nothing held: a 416 to `bytes=0-` of a file that is not empty is the server's error, not a changed file.
@@ -302,6 +303,18 @@ package enum ResumePolicy {
             return .restart(.resourceChanged("validators differ"))
         }
         return .alreadyComplete
+    }
+
+    /// Whether a 416 that gives no length still says where the file ends: the request asked for exactly the byte
+    /// after the bytes held, whose own answer gave no length (`bytes a-b/*`, ``plan(for:probeRanges:verifyOverlap:heldFromThisAnswer:)``),
+    /// so "no such byte" puts the end right there. RFC 9110 §15.5.17 has the server only SHOULD send `Content-Range:
+    /// bytes */length`; curl and wget take such a 416 as the end of the file, which a server that omits it means.
+    /// A 416 that names other validators than those held is not taken so.
+    private static func endsAtBytesHeld(plan: RequestPlan, point: ResumePoint, headers: HTTPFields) -> Bool {
+        guard case .range(let start, 0, _, nil) = plan, start == point.offset, point.offset > 0, point.totalLength == nil else {
+            return false
+        }
+        return !point.validators.conflicts(with: Validators(headers: headers), comparingEncoding: false)
     }
 
     /// The body length from `Content-Length`, or `nil` when chunked or absent or malformed.

@@ -165,6 +165,27 @@ import Testing
         #expect(isRestart(decide(416, ["Content-Range": "bytes 0-1/100"], plan: plan, point: complete)))
     }
 
+    /// A 416 without `Content-Range` ends the file at the bytes held only as the answer to a request for exactly the
+    /// next byte after bytes whose answer gave no length (`bytes a-b/*`), as curl and wget take it; anywhere else it
+    /// proves nothing.
+    @Test func aLengthless416EndsTheFileOnlyAfterBytesOfUnknownLength() {
+        let unknown = ResumePoint(offset: 200_000, validators: validators)
+        let next = ResumePolicy.plan(for: unknown, heldFromThisAnswer: true)
+        #expect(next == .range(start: 200_000, overlap: 0, ifRange: validators.ifRangeValue))
+        #expect(decide(416, [:], plan: next, point: unknown) == .alreadyComplete)
+        // Other validators in the 416: another file.
+        #expect(isRestart(decide(416, ["ETag": "\"v2\""], plan: next, point: unknown)))
+        // The length was known: a 416 must say it.
+        let known = ResumePoint(offset: 200_000, validators: validators, totalLength: 300_000)
+        #expect(isRestart(decide(416, [:], plan: .range(start: 200_000, overlap: 0, ifRange: nil), point: known)))
+        // A resume with an overlap, or a closed range: not a question about the next byte.
+        let overlapping = ResumePolicy.plan(for: unknown)
+        #expect(overlapping.overlap > 0)
+        #expect(isRestart(decide(416, [:], plan: overlapping, point: unknown)))
+        #expect(isRestart(decide(416, [:], plan: .range(start: 200_000, overlap: 0, ifRange: nil, last: 200_999), point: unknown)))
+        #expect(decide(416, [:], plan: .range(start: 0, overlap: 0, ifRange: nil), point: ResumePoint()) == .fail(status: 416))
+    }
+
     /// A 416 or a 206 whose complete length is under the bytes held: they run past the server's end, whatever held
     /// them (a file given to --continue, a partial of a file that shrank). Said as such, with both lengths.
     @Test func aServersFileShorterThanTheBytesHeldIsSaidWithBothLengths() {
