@@ -16,6 +16,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         /// replace it (a run with `--overwrite` that was interrupted, or a file that came since): refused before any
         /// request.
         case unfinishedBesideExisting(path: String, partialPath: String)
+        /// A file with bytes is at the name of the download's partial file, and no record of this download knows it
+        /// (another download's unfinished file, or a file someone named so): left alone, and the download refused.
+        case unknownPartialFile(partialPath: String)
         /// The destination is a folder.
         case destinationIsDirectory(path: String)
         /// The partial file at the destination belongs to another URL's download, which this URL does not continue.
@@ -107,7 +110,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
              .cannotVerifyWithoutRanges(let path), .replacedWhileDownloading(let path), .untrustedFolder(let path),
              .noSpace(let path), .checksumMismatch(let path, _, _, _):
             return path
-        case .partialOfAnotherURL(let partialPath, _): return partialPath
+        case .partialOfAnotherURL(let partialPath, _), .unknownPartialFile(let partialPath): return partialPath
         case .longerThanServerFile(let path, _, _): return path
         case .appearedWhileDownloading(let path, _), .unfinishedBesideExisting(let path, _): return path
         default: return nil
@@ -127,6 +130,10 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// replace it: refused before any request.
     public static func unfinishedBesideExisting(path: String, partialPath: String) -> FailureReason {
         FailureReason(.unfinishedBesideExisting(path: path, partialPath: partialPath))
+    }
+    /// A file with bytes is at the name of the download's partial file, and no record of this download knows it.
+    public static func unknownPartialFile(partialPath: String) -> FailureReason {
+        FailureReason(.unknownPartialFile(partialPath: partialPath))
     }
     /// The destination is a folder.
     public static func destinationIsDirectory(path: String) -> FailureReason {

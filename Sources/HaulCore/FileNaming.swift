@@ -38,7 +38,7 @@ package enum FileNaming {
         name = String(name.drop(while: { $0 == "." || $0 == " " }))
         while let last = name.last, last == "." || last == " " { name.removeLast() }
         // Never the name of a partial file (`x.bin.haul-part`): a server must not name a download after one.
-        if name.lowercased().hasSuffix(".haul-part") { name = String(name.dropLast(".haul-part".count)) + "_haul-part" }
+        if PartialFileName.isPartial(name) { name = String(name.dropLast(PartialFileName.suffix.count)) + "_haul-part" }
         name = truncate(name, toBytes: maxNameBytes)
         return name.isEmpty ? nil : name
     }

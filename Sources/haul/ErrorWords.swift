@@ -57,6 +57,8 @@ extension HaulError {
             case .sameCommand: return "add --overwrite to finish it in that file's place, or move \(path) away and run the same command again"
             case .resumeTask: return "move \(path) away, then " + again.step
             }
+        case .unknownPartialFile(let partialPath):
+            return "move \(partialPath) away (or remove it if nothing needs it), then " + again.step
         case .destinationIsDirectory(let path):
             return "use --dir \(path) to save into it"
         case .partialOfAnotherURL:

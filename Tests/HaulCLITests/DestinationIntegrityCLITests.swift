@@ -9,26 +9,43 @@ import Glibc
 /// The file at the destination is the download and nothing else, as a user and an attacker meet it from the
 /// command line and the daemon: stale partial files, names that collide, folders another user swaps.
 @Suite struct DestinationIntegrityCLITests {
-    @Test func aStalePartialFileIsNeverContinuedOrKept() async throws {
+    /// A partial file no record of the download knows (another HAUL_HOME's, an older Haul's, a file someone named
+    /// so): never continued, never removed without a word. Refused before any request, from `haul get` (one
+    /// connection or several) and the daemon alike; once it is moved away, the download is exactly the server's.
+    @Test func aStalePartialFileIsNeverContinuedNorRemoved() async throws {
         try await withTestServer { server in
             let small = TestData.bytes(100_000, seed: 950), large = TestData.bytes(3 << 20, seed: 951)
             server.serve("/small.bin", Resource(body: small, etag: "\"s\""))
             server.serve("/large.bin", Resource(body: large, etag: "\"l\""))
             try await Sandbox.with { box in
-                // One connection, with the right checksum: the stale tail must not survive, nor be "verified".
-                try writeBytes(TestData.bytes(300_000, seed: 952), to: box.path("a.bin.haul-part"))
-                let one = try await box.run(["get", server.url("/small.bin"), "-o", "a.bin", "--checksum", "sha256:" + sha256Hex(small)])
-                #expect(one.exitCode == 0, "\(one.stderr)")
-                #expect(contentMismatch(box.path("a.bin"), expected: small) == nil)
-                // Several connections, a stale partial longer than the file.
-                try writeBytes(TestData.bytes(5 << 20, seed: 953), to: box.path("b.bin.haul-part"))
-                let segmented = try await box.run(["get", server.url("/large.bin"), "-o", "b.bin", "--segments", "4", "--min-segment-size", "256K"])
-                #expect(segmented.exitCode == 0, "\(segmented.stderr)")
-                #expect(contentMismatch(box.path("b.bin"), expected: large) == nil)
-                // The daemon.
-                try writeBytes(TestData.bytes(300_000, seed: 954), to: box.path("c.bin.haul-part"))
+                let cases: [(name: String, stale: [UInt8], args: [String], body: [UInt8])] = [
+                    ("a.bin", TestData.bytes(300_000, seed: 952), [server.url("/small.bin"), "--checksum", "sha256:" + sha256Hex(small)], small),
+                    ("b.bin", TestData.bytes(5 << 20, seed: 953), [server.url("/large.bin"), "--segments", "4", "--min-segment-size", "256K"], large),
+                ]
+                for item in cases {
+                    let partial = box.path(item.name + ".haul-part")
+                    try writeBytes(item.stale, to: partial)
+                    let refused = try await box.run(["get", "-o", item.name] + item.args)
+                    #expect(refused.exitCode == 2, "\(refused)")
+                    #expect(refused.stderr.contains("is already there, and no download of this URL"), "\(refused.stderr)")
+                    #expect(contentMismatch(partial, expected: item.stale) == nil, "the stale file is left as it was")
+                    try FileManager.default.removeItem(atPath: partial)
+                    let done = try await box.run(["get", "-o", item.name] + item.args)
+                    #expect(done.exitCode == 0, "\(done.stderr)")
+                    #expect(contentMismatch(box.path(item.name), expected: item.body) == nil)
+                }
+                #expect(server.requests("/small.bin").count == 1 && server.requests("/large.bin").count >= 1)
+                // The daemon: the task fails with the same words, and runs once the file is moved away.
+                let stale = TestData.bytes(300_000, seed: 954)
+                try writeBytes(stale, to: box.path("c.bin.haul-part"))
                 let added = try await box.run(["add", server.url("/small.bin"), "-o", "c.bin"])
                 let id = try #require(added.stdoutLines.first, "add failed: \(added.stderr)")
+                let failed = try await box.run(["wait", id], timeout: .seconds(60))
+                #expect(failed.exitCode != 0, "\(failed)")
+                #expect(failed.stderr.contains("is already there, and no download of this URL"), "\(failed.stderr)")
+                #expect(contentMismatch(box.path("c.bin.haul-part"), expected: stale) == nil)
+                try FileManager.default.removeItem(atPath: box.path("c.bin.haul-part"))
+                _ = try await box.run(["resume", id])
                 let waited = try await box.run(["wait", id], timeout: .seconds(60))
                 #expect(waited.exitCode == 0, "\(waited.stderr)")
                 #expect(contentMismatch(box.path("c.bin"), expected: small) == nil)

@@ -15,7 +15,7 @@ extension DownloadJob {
         // in one go needs no other record to be recognised complete on a rerun.
         let fresh = { @Sendable (destination: String) -> TransferRecord in
             var fresh = TransferRecord(
-                url: url, finalURL: final, destinationPath: destination, partialPath: destination + ".haul-part", offset: 0,
+                url: url, finalURL: final, destinationPath: destination, partialPath: PartialFileName.of(destination), offset: 0,
                 state: .running, adopted: false)
             fresh.update(from: ResumePoint(offset: 0, validators: point.validators, totalLength: point.totalLength))
             return fresh
@@ -35,8 +35,9 @@ extension DownloadJob {
                 // Another user's file at the partial file's name (a download of theirs into a folder both may write)
                 // is theirs: left alone, and this download's bytes go to a name of this user's own.
                 if let found = folder.status(Self.name(saved.partialPath)), !found.isOwnedByThisUser {
-                    saved.partialPath = path + ".\(geteuid()).haul-part"
+                    saved.partialPath = PartialFileName.of(path, user: geteuid())
                 }
+                try Self.refuseUnknownBytes(at: saved.partialPath, in: folder)
                 try store.saveFirst(saved, choice: nil)
                 // The destination's lock is held and no record names this partial file: whatever is at its name
                 // (a stale partial of another program or run, a planted link) is foreign. Start from empty.
@@ -78,6 +79,18 @@ extension DownloadJob {
             }
             throw HaulError(.fileSystem, "another program keeps creating files in \(folder.path) under the names Haul chooses; stop it or choose another folder")
         }
+    }
+
+    /// No record of this download names its partial file `partialPath`, yet a file of this user's with bytes is at
+    /// that name: another download's unfinished file (of another HAUL_HOME, the daemon's, an older Haul whose record
+    /// is gone) or a file someone named so. Neither is removed without a word: refused, unless a download writes it
+    /// now (``OpenDirectory/createFresh(_:)`` then says so). An empty file, a link, a name of a file with others, or
+    /// another kind of file holds no bytes that only this name keeps, and is replaced as before. Checked before the first request, and again when the file is made.
+    static func refuseUnknownBytes(at partialPath: String, in folder: OpenDirectory) throws(HaulError) {
+        let name = Self.name(partialPath)
+        guard let found = folder.status(name), found.isRegular, found.isOwnedByThisUser, found.size > 0, found.linkCount == 1,
+              !folder.isInUse(name) else { return }
+        throw HaulError(.usage, PartialFileName.unknownFile(partialPath), reason: .unknownPartialFile(partialPath: partialPath))
     }
 
     /// A `-o` download's record, saved, and its partial file created (or why not).
@@ -143,7 +156,7 @@ extension DownloadJob {
             guard failure == nil else { return false }
             // The partial file first: a download that publishes between the two looks moves its partial file to
             // the name, and is then seen there. The other order misses a partial file renamed in between.
-            let isUsed = { folder.status(candidate + ".haul-part") != nil || folder.status(candidate) != nil }
+            let isUsed = { folder.status(PartialFileName.of(candidate)) != nil || folder.status(candidate) != nil }
             if isUsed() { return true }
             let key = TransferRecord.key(destinationPath: "\(directory)/\(candidate)")
             do throws(HaulError) {

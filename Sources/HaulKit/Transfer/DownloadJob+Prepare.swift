@@ -17,6 +17,8 @@ extension DownloadJob {
         case .standardOutput:
             throw HaulError(.usage, "standard output is written by a streaming download, not a resumable one")
         case .file(let path):
+            // Never a download's destination: the next download to that name would take it for its own bytes.
+            if PartialFileName.isPartial(Self.name(path)) { throw HaulError(.usage, PartialFileName.refusal(destination: path)) }
             folderPath = POSIX.directoryOf(path)
             let folder = try engine.folders.acquire(folderPath, create: true)
             self.folder = folder
@@ -240,10 +242,13 @@ extension DownloadJob {
     /// adopted (`--continue`). A partial file a download of another home writes beside it is refused (`busy`).
     private func checkDestination(_ path: String) throws -> Prepared {
         if let folder, case .file = options.destination {
-            for partial in [path + ".haul-part", path + ".\(geteuid()).haul-part"] where folder.isInUse(Self.name(partial)) {
+            for partial in [PartialFileName.of(path), PartialFileName.of(path, user: geteuid())] where folder.isInUse(Self.name(partial)) {
                 throw HaulError(.busy, "another haul process is already downloading to \(path) (it writes \(partial)); wait for it or stop it first",
                                 reason: .busy)
             }
+            // The partial file this download would write (this user's own name beside another account's file).
+            let ownName = folder.status(Self.name(PartialFileName.of(path))).map { !$0.isOwnedByThisUser } ?? false
+            try Self.refuseUnknownBytes(at: ownName ? PartialFileName.of(path, user: geteuid()) : PartialFileName.of(path), in: folder)
         }
         guard let found = status(path) else { return .holding(.none, replacesDestination: false) }
         if options.continuePartial, found.size > 0 {
@@ -261,7 +266,7 @@ extension DownloadJob {
             point = ResumePoint(offset: size)
             adoptedLength = size
             record = TransferRecord(
-                url: options.url.absoluteString, destinationPath: path, partialPath: path + ".haul-part",
+                url: options.url.absoluteString, destinationPath: path, partialPath: PartialFileName.of(path),
                 offset: size, state: .running, adopted: true)
             // Not shown to be the server's bytes until the overlap of the first answer matches them.
             return .holding(.adopted(path: path), replacesDestination: false)

@@ -18,6 +18,7 @@ extension TransferEngine {
             }
         case .file(let path):
             try refuseUnreplaceable(path)
+            if PartialFileName.isPartial(POSIX.nameOf(path)) { throw HaulError(.usage, PartialFileName.refusal(destination: path)) }
             // A device, FIFO or socket is written straight through, never refused or replaced; with -nc, a taken
             // name is left alone, whatever it is.
             if StreamDownload.isStreamTarget(options.destination) || options.noClobber { return }

@@ -282,7 +282,7 @@ extension TransferEngine {
             guard record.url == options.url.absoluteString else { return }
             if record.state != .finished { OpenDirectory.unlink(record.partialPath) }
         } else if case .file = options.destination {
-            OpenDirectory.unlink(path + ".haul-part")
+            OpenDirectory.unlink(PartialFileName.of(path))
         }
         store.remove(key)
     }

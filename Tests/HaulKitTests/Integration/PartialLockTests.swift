@@ -47,8 +47,13 @@ import Testing
             #expect(sandbox.contents("g.haul-part") == theirs, "the other download's bytes are untouched")
             #expect(server.requests("/g").isEmpty, "busy before any request")
             #expect(sandbox.records().isEmpty, "nothing recorded")
-            // Once nobody writes it, it is a stale partial file like any other: replaced, never continued.
+            // Once nobody writes it, it is a partial file no record of this download knows: refused, left as it is.
             other.release()
+            let unknown = await expectHaulError(.usage) { _ = try await engine.download(try testOptions(server.url("/g"), .file(sandbox.path("g")))) }
+            #expect(unknown?.reason == .unknownPartialFile(partialPath: sandbox.path("g.haul-part")))
+            #expect(sandbox.contents("g.haul-part") == theirs)
+            // Moved away by its owner, the name is free.
+            try FileManager.default.removeItem(atPath: sandbox.path("g.haul-part"))
             try await engine.download(try testOptions(server.url("/g"), .file(sandbox.path("g"))))
             #expect(sandbox.contents("g") == Self.body)
             #expect(sandbox.listing() == ["g"])

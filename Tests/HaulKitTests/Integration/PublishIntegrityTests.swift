@@ -15,14 +15,15 @@ import Testing
 
     // MARK: Stale partial files
 
-    @Test func aStalePartialWithoutARecordIsNeverContinuedOrKept() async throws {
+    @Test func aStalePartialWithoutARecordIsNeverContinuedNorRemoved() async throws {
         // Any stale file: longer, shorter, as long, empty, of another resource's bytes; with a checksum or without;
-        // one connection or several.
+        // one connection or several. One with bytes is refused and left as it is (whoever's it is); once it is
+        // gone, or when it is empty, the download publishes exactly the server's bytes.
         try await withHarness { server, engine, sandbox in
             var random = SplitMix(seed: 23)
             for round in 0..<10 {
                 let size = [0, 1, 65_536, 100_000, 300_000][round % 5] + Int.random(in: 0...1000, using: &random)
-                let stale = Self.body(Int.random(in: 0...400_000, using: &random), seed: 200)
+                let stale = Self.body(round % 4 == 3 ? 0 : Int.random(in: 1...400_000, using: &random), seed: 200)
                 let body = Self.body(size, seed: UInt8(round))
                 server.serve("/r\(round)", Resource(body: body, etag: "\"r\(round)\""))
                 let name = "stale\(round).bin"
@@ -32,6 +33,13 @@ import Testing
                 if round % 3 == 0 {
                     options.segments = 4
                     options.minSegmentSize = 16 * 1024
+                }
+                if !stale.isEmpty {
+                    let error = await expectHaulError(.usage) { _ = try await engine.download(options) }
+                    #expect(error?.reason == .unknownPartialFile(partialPath: sandbox.path(name + ".haul-part")), "round \(round)")
+                    #expect(sandbox.contents(name + ".haul-part") == stale, "round \(round): the stale bytes are left as they were")
+                    #expect(!sandbox.exists(name))
+                    try FileManager.default.removeItem(atPath: sandbox.path(name + ".haul-part"))
                 }
                 let result = try await engine.download(options)
                 #expect(sandbox.contents(name) == body, "round \(round): \(stale.count) stale bytes, \(body.count) served")

@@ -20,6 +20,7 @@ import Testing
         .proxyAuthenticationRequired(proxy: "socks5://127.0.0.1:1080"),
         .longerThanServerFile(path: "/d/a", length: 300, serverLength: 200),
         .unfinishedBesideExisting(path: "/d/a.iso", partialPath: "/d/a.iso.haul-part"),
+        .unknownPartialFile(partialPath: "/d/a.iso.haul-part"),
     ]
 
     @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
