@@ -39,8 +39,8 @@ extension DownloadJob {
                 }
                 try Self.refuseUnknownBytes(at: saved.partialPath, in: folder)
                 try store.saveFirst(saved, choice: nil)
-                // The destination's lock is held and no record names this partial file: whatever is at its name
-                // (a stale partial of another program or run, a planted link) is foreign. Start from empty.
+                // The destination's lock is held and no record names this partial file: whatever is still at its name
+                // (a planted link, an empty file: nothing only that name keeps) is foreign. Start from empty.
                 let partial = Self.name(saved.partialPath)
                 do throws(HaulError) {
                     return FreshPartial(record: saved, file: try folder.createFresh(partial), failure: nil)
@@ -85,7 +85,8 @@ extension DownloadJob {
     /// that name: another download's unfinished file (of another HAUL_HOME, the daemon's, an older Haul whose record
     /// is gone) or a file someone named so. Neither is removed without a word: refused, unless a download writes it
     /// now (``OpenDirectory/createFresh(_:)`` then says so). An empty file, a link, a name of a file with others, or
-    /// another kind of file holds no bytes that only this name keeps, and is replaced as before. Checked before the first request, and again when the file is made.
+    /// another kind of file holds no bytes that only this name keeps, and is replaced as before. Checked before the
+    /// first request, and again when the file is made.
     static func refuseUnknownBytes(at partialPath: String, in folder: OpenDirectory) throws(HaulError) {
         let name = Self.name(partialPath)
         guard let found = folder.status(name), found.isRegular, found.isOwnedByThisUser, found.size > 0, found.linkCount == 1,

@@ -246,9 +246,9 @@ extension DownloadJob {
                 throw HaulError(.busy, "another haul process is already downloading to \(path) (it writes \(partial)); wait for it or stop it first",
                                 reason: .busy)
             }
-            // The partial file this download would write (this user's own name beside another account's file).
-            let ownName = folder.status(Self.name(PartialFileName.of(path))).map { !$0.isOwnedByThisUser } ?? false
-            try Self.refuseUnknownBytes(at: ownName ? PartialFileName.of(path, user: geteuid()) : PartialFileName.of(path), in: folder)
+            // The partial file this download would write (a name of this user's own beside another account's file).
+            let othersFile = folder.status(Self.name(PartialFileName.of(path))).map { !$0.isOwnedByThisUser } ?? false
+            try Self.refuseUnknownBytes(at: othersFile ? PartialFileName.of(path, user: geteuid()) : PartialFileName.of(path), in: folder)
         }
         guard let found = status(path) else { return .holding(.none, replacesDestination: false) }
         if options.continuePartial, found.size > 0 {
