@@ -1,28 +1,88 @@
-/// The files a URL list names (`out=`, or `dir=` with `out=`), checked as the list is read: two lines that save to
-/// the same file would have their downloads meet at it, the second refused for a reason no list explains (another
-/// download of this process holds it). aria2c renames the second (`same.1.bin`); a list that names its files means
-/// them, so Haul refuses the list before any download, naming both lines.
+/// Where a batch's entries save, checked as the batch is first read (before anything is added or fetched), so that
+/// what it decides does not depend on where in a long list a line is.
 ///
-/// Kept small for lists of a million lines: a 64-bit hash of each path and its line, not the path (two different
-/// paths share a hash with odds of about one in 10^7 for a million of them).
+/// - Two entries that save to the same file (`out=`, or with `dir=`; or the file a URL names under `-c`, `-N`, `-nc`
+///   or `--overwrite`) would have their downloads meet at it, the second refused for a reason no list explains.
+///   aria2c renames whichever starts second (`same.1.bin`); a list that names its files means them, so Haul refuses
+///   the batch before any download, naming both entries (``conflict(earlier:entry:path:)``).
+/// - A file an entry names is ``isClaimed(_:)``: a `--dir` download that would choose that name takes `name (1)`
+///   instead, wherever the two lines are (aria2c's outcome when both start together; a named file means that name).
+/// - An entry repeating an earlier one's URL and destination is the same download: the session keeps one task for
+///   both (wget2 fetches such a URL once too; wget and aria2c fetch a second copy beside the first, `f.1`): never a
+///   conflict with itself.
+///
+/// Kept small for lists of a million lines: 64-bit hashes of paths and entries, not the strings (two different ones
+/// share a hash with odds of about one in 10^7 for a million of them).
 public struct ListDestinations: Sendable {
-    private var lines: [Int: Int] = [:]
-
-    /// No file named yet.
-    public init() {}
-
-    /// Notes that the entry on `line` saves to `path`; returns the earlier line that saves there, if any.
-    public mutating func claim(_ path: String, line: Int) -> Int? {
-        var hasher = Hasher()
-        hasher.combine(path)
-        let key = hasher.finalize()
-        if let earlier = lines[key] { return earlier }
-        lines[key] = line
-        return nil
+    /// Where an entry of a batch comes from, for messages.
+    public enum Source: Equatable, Sendable {
+        /// A URL given on the command line: its position among them, from 1.
+        case argument(Int)
+        /// A line of the `-i` list, from 1.
+        case line(Int)
     }
 
-    /// The one line that refuses the list: both lines, the file, and what to do.
-    public static func conflict(earlier: Int, line: Int, path: String) -> String {
-        "lines \(earlier) and \(line) of the URL list both save to \(path); give each URL a file of its own (out=NAME)"
+    /// What ``claim(url:destination:file:source:)`` found of an entry.
+    public enum Claim: Equatable, Sendable {
+        /// The first entry of its URL and destination, and the first to save to its file.
+        case new
+        /// The same URL and destination as an earlier entry: the same download.
+        case duplicate
+        /// Another entry saves to the same file already.
+        case conflict(earlier: Source)
+    }
+
+    /// Files named, by hash: the entry that named each (lines positive, arguments negative).
+    private var files: [Int: Int] = [:]
+    /// Entries (URL and destination) seen, by hash.
+    private var entries: Set<Int> = []
+    /// How many entries repeated an earlier one's URL and destination.
+    public private(set) var duplicates = 0
+    /// The first such entry.
+    public private(set) var firstDuplicate: Source?
+
+    /// Nothing claimed yet.
+    public init() {}
+
+    /// Notes the entry from `source` that downloads `url` to `destination` (a key saying where: the folder of a
+    /// `--dir` download, or the file), saving to `file` when its file is known before the download (`nil` for a
+    /// `--dir` download, whose name comes from the answer).
+    public mutating func claim(url: String, destination: String, file: String?, source: Source) -> Claim {
+        guard entries.insert(Self.hash(url, destination)).inserted else {
+            duplicates += 1
+            if firstDuplicate == nil { firstDuplicate = source }
+            return .duplicate
+        }
+        guard let file else { return .new }
+        let key = Self.hash(file)
+        if let earlier = files[key] { return .conflict(earlier: earlier > 0 ? .line(earlier) : .argument(-earlier)) }
+        switch source {
+        case .line(let line): files[key] = line
+        case .argument(let position): files[key] = -position
+        }
+        return .new
+    }
+
+    /// Whether an entry claimed `path` as its file: a `--dir` download does not take that name.
+    public func isClaimed(_ path: String) -> Bool {
+        files[Self.hash(path)] != nil
+    }
+
+    /// The one line that refuses the batch: both entries, the file, and what to do.
+    public static func conflict(earlier: Source, entry: Source, path: String) -> String {
+        switch (earlier, entry) {
+        case (.line(let first), .line(let second)):
+            return "lines \(first) and \(second) of the URL list both save to \(path); give each URL a file of its own (out=NAME)"
+        case (.argument(let first), .argument(let second)):
+            return "URLs \(first) and \(second) of the command line both save to \(path); give each a file of its own (out=NAME lines in an -i list, or -o NAME one URL at a time)"
+        case (.argument(let first), .line(let second)), (.line(let second), .argument(let first)):
+            return "URL \(first) of the command line and line \(second) of the URL list both save to \(path); give the list's URL a file of its own (out=NAME)"
+        }
+    }
+
+    private static func hash(_ parts: String...) -> Int {
+        var hasher = Hasher()
+        for part in parts { hasher.combine(part) }
+        return hasher.finalize()
     }
 }

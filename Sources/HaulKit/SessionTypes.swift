@@ -56,6 +56,11 @@ public struct SessionConfiguration: Sendable {
     public var completionCommand: String?
     /// Called after each task finishes or fails.
     public var onCompletion: (@Sendable (TaskSnapshot) -> Void)?
+    /// Paths (absolute) that a task saving into a folder (``DownloadSpec/Destination/directory(_:)``) does not take
+    /// as its file, even while free: other tasks of the session name them as their files (`haul get -i`'s `out=`
+    /// lines) and may not have started yet. It takes `name (1)` instead, as for a taken name. An in-process session's
+    /// only; `nil`: none.
+    public var isReservedPath: (@Sendable (String) -> Bool)?
     /// Events are throttled to this many progress reports per second per task.
     public var progressInterval: Duration = .milliseconds(250)
     /// Where an in-process session's downloads log each request, each answer (with the protocol it came over) and

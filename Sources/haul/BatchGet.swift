@@ -42,6 +42,7 @@ struct BatchGet {
         defer { if let spool { unlink(spool) } }
         let identifier: String
         let count: Int
+        let destinations: ListDestinations
         let listFile: (path: String, name: String)?
         do {
             if let list, URLList.standardInputNames.contains(list) {
@@ -52,7 +53,8 @@ struct BatchGet {
                 listFile = list.map { ($0, "the URL list \($0)") }
             }
             // The first reading: every line checked and every spec made, before anything is added or fetched.
-            (identifier, count) = try await BatchGet.name(command: command, entries: try Entries(arguments: arguments, list: listFile))
+            let reading = try await BatchGet.name(command: command, entries: try Entries(arguments: arguments, list: listFile))
+            (identifier, count, destinations) = (reading.identifier, reading.count, reading.destinations)
             if count == 0 { throw InputError("\(listFile?.name ?? "the URL list") is empty") }
             try command.file.checkCount(count, remoteName: command.file.remoteName, arguments: command.list.urls)
         } catch let error as InputError {
@@ -64,6 +66,8 @@ struct BatchGet {
         }
         command.connection.warnIfInsecure()
         var configuration = SessionConfiguration()
+        // A --dir download does not take a name another entry names (out=): that entry's, wherever its line is.
+        configuration.isReservedPath = { destinations.isClaimed($0) }
         configuration.maxConcurrentDownloads = command.jobs
         // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
         configuration.maxDownloadsPerHost = command.file.connectionsPerHost
@@ -218,20 +222,42 @@ struct BatchGet {
         }
     }
 
-    /// The session's name for the batch's entries, and how many there are: each entry's spec is made (so a bad line
-    /// is refused before anything is fetched) and its URL and destination hashed.
-    static func name(command: GetCommand, entries: Entries) async throws -> (String, Int) {
+    /// What the first reading of a batch found.
+    struct FirstReading {
+        /// The session's name: the same URLs into the same places make the same session.
+        var identifier: String
+        /// How many entries the batch has.
+        var count: Int
+        /// The files its entries name, and the entries that repeat another.
+        var destinations: ListDestinations
+    }
+
+    /// The session's name for the batch's entries, how many there are, and the files they name: each entry's spec is
+    /// made (so a bad line is refused before anything is fetched), its URL and destination hashed, and two entries
+    /// saving to one file refused.
+    static func name(command: GetCommand, entries: Entries) async throws -> FirstReading {
         let maker = try command.specMaker()
         var hash = Hash()
         var destinations = ListDestinations()
         var count = 0
+        var arguments = 0
         while true {
             let part = try entries.next(tasksPerAdd)
             if part.isEmpty { break }
             for entry in part {
                 let spec = try maker.spec(for: entry)
-                if entry.output != nil, case .file(let path)? = spec.destination, let earlier = destinations.claim(path, line: entry.line) {
-                    throw InputError(ListDestinations.conflict(earlier: earlier, line: entry.line, path: path))
+                let source: ListDestinations.Source
+                if entry.line == 0 {
+                    arguments += 1
+                    source = .argument(arguments)
+                } else {
+                    source = .line(entry.line)
+                }
+                var file: String?
+                if case .file(let path)? = spec.destination { file = path }
+                let claim = destinations.claim(url: spec.url.absoluteString, destination: Hash.destination(of: spec), file: file, source: source)
+                if case .conflict(let earlier) = claim, let file {
+                    throw InputError(ListDestinations.conflict(earlier: earlier, entry: source, path: file))
                 }
                 hash.add(spec)
             }
@@ -239,7 +265,7 @@ struct BatchGet {
             // Long lists: the other tasks of this process (signals, the terminal) get their turn.
             await Task.yield()
         }
-        return (hash.identifier, count)
+        return FirstReading(identifier: hash.identifier, count: count, destinations: destinations)
     }
 
     /// Keeps standard input in a private file of `home` (read as it arrives, within the limits of a list), for the
@@ -271,14 +297,17 @@ struct BatchGet {
     struct Hash {
         private var value: UInt64 = 0xcbf2_9ce4_8422_2325
 
-        mutating func add(_ spec: DownloadSpec) {
-            let destination: String
+        /// Where `spec` saves, as a key: its file, its folder, or nothing (standard output).
+        static func destination(of spec: DownloadSpec) -> String {
             switch spec.destination {
-            case .file(let path): destination = "f:" + path
-            case .directory(let path): destination = "d:" + path
-            case .standardOutput?, nil: destination = ""
+            case .file(let path): "f:" + path
+            case .directory(let path): "d:" + path
+            case .standardOutput?, nil: ""
             }
-            for byte in (spec.url.absoluteString + "\n" + destination + "\n").utf8 {
+        }
+
+        mutating func add(_ spec: DownloadSpec) {
+            for byte in (spec.url.absoluteString + "\n" + Self.destination(of: spec) + "\n").utf8 {
                 value = (value ^ UInt64(byte)) &* 0x100_0000_01b3
             }
         }

@@ -91,6 +91,7 @@ package actor LocalSession: SessionBackend {
         engineConfiguration.stallTimeout = configuration.stallTimeout
         engineConfiguration.connectTimeout = configuration.connectTimeout
         engineConfiguration.logger = configuration.logger
+        engineConfiguration.isReservedPath = configuration.isReservedPath
         // Every download the session may run against one host gets a connection (more than 8 would
         // otherwise show as running while they wait for one).
         engineConfiguration.maxConnectionsPerHost = max(engineConfiguration.maxConnectionsPerHost, configuration.maxDownloadsPerHost)

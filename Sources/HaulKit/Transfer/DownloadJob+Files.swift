@@ -58,9 +58,10 @@ extension DownloadJob {
         case .directory(let directory):
             let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
             let choice = directoryChoice
+            let reserved = engine.configuration.isReservedPath
             for _ in 0..<3 {
                 let claim = try await BlockingIO.run { () throws(HaulError) -> NameClaim in
-                    let (free, lock) = try Self.reserveName(name, in: folder, directory: directory, store: store)
+                    let (free, lock) = try Self.reserveName(name, in: folder, directory: directory, store: store, reserved: reserved)
                     return try Self.claim(fresh("\(directory)/\(free)"), lock: lock, in: folder, store: store, choice: choice)
                 }
                 switch claim {
@@ -146,15 +147,18 @@ extension DownloadJob {
     }
 
     /// Reserves a free name for `name` in `folder` (`name`, else `name (1)`, …): neither the file nor its partial
-    /// file exists, and this process holds the name's destination lock, so no other download (of this process or
-    /// another) takes it until the lock is released.
+    /// file exists, no other download of the session names it as its file (`reserved`), and this process holds the
+    /// name's destination lock, so no other download (of this process or another) takes it until the lock is
+    /// released.
     private static func reserveName(
-        _ name: String, in folder: OpenDirectory, directory: String, store: any ResumeRecords
+        _ name: String, in folder: OpenDirectory, directory: String, store: any ResumeRecords,
+        reserved isReservedPath: (@Sendable (String) -> Bool)?
     ) throws(HaulError) -> (String, FileLock) {
         var reserved: FileLock?
         var failure: HaulError?
         let free = FileNaming.freeName(for: name) { candidate in
             guard failure == nil else { return false }
+            if isReservedPath?("\(directory)/\(candidate)") == true { return true }
             // The partial file first: a download that publishes between the two looks moves its partial file to
             // the name, and is then seen there. The other order misses a partial file renamed in between.
             let isUsed = { folder.status(PartialFileName.of(candidate)) != nil || folder.status(candidate) != nil }

@@ -50,6 +50,8 @@ public final class TransferEngine: Sendable {
         /// `-Z --parallel-max 16` (four per transfer): over 20,000 HTTPS hosts, 198 MiB at the peak against 307 MiB
         /// with 1,024 (about 115 KB per idle TLS connection).
         package var originsPerClient = 64
+        /// Paths a `--dir` download does not take as its file (``SessionConfiguration/isReservedPath``).
+        package var isReservedPath: (@Sendable (String) -> Bool)?
         /// The defaults.
         public init() {}
     }
