@@ -8,8 +8,8 @@
 /// - A file an entry names is ``isClaimed(_:)``: a `--dir` download that would choose that name takes `name (1)`
 ///   instead, wherever the two lines are (aria2c's outcome when both start together; a named file means that name).
 /// - An entry repeating an earlier one's URL and destination is the same download: the session keeps one task for
-///   both (wget2 fetches such a URL once too; wget and aria2c fetch a second copy beside the first, `f.1`): never a
-///   conflict with itself.
+///   both (wget2 fetches such a URL once too; wget and aria2c fetch a second copy beside the first, `f.1`). Counted
+///   here so that the batch can say so (``duplicateNote``) instead of reporting fewer files than lines, unexplained.
 ///
 /// Kept small for lists of a million lines: 64-bit hashes of paths and entries, not the strings (two different ones
 /// share a hash with odds of about one in 10^7 for a million of them).
@@ -78,6 +78,18 @@ public struct ListDestinations: Sendable {
         case (.argument(let first), .line(let second)), (.line(let second), .argument(let first)):
             return "URL \(first) of the command line and line \(second) of the URL list both save to \(path); give the list's URL a file of its own (out=NAME)"
         }
+    }
+
+    /// The note saying how many entries were the same download as an earlier one, naming the first; `nil` when none.
+    public var duplicateNote: String? {
+        guard let first = firstDuplicate else { return nil }
+        let which: String
+        switch first {
+        case .line(let line): which = "line \(line) of the URL list"
+        case .argument(let position): which = "URL \(position) of the command line"
+        }
+        if duplicates == 1 { return "\(which) repeats an earlier URL for the same place; it is downloaded once" }
+        return "\(duplicates) entries repeat an earlier URL for the same place (the first: \(which)); each URL is downloaded once"
     }
 
     private static func hash(_ parts: String...) -> Int {

@@ -65,6 +65,7 @@ struct BatchGet {
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
         command.connection.warnIfInsecure()
+        if let note = destinations.duplicateNote, !command.quiet { Reporter.printError("haul: note: " + note) }
         var configuration = SessionConfiguration()
         // A --dir download does not take a name another entry names (out=): that entry's, wherever its line is.
         configuration.isReservedPath = { destinations.isClaimed($0) }

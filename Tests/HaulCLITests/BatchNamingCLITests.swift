@@ -8,7 +8,7 @@ import Glibc
 
 /// How `haul get` names the files of a batch (`-i LIST`, several URLs), decided on the batch's first reading so that
 /// the outcome never depends on where a line is: an `out=` name wins over a `--dir` download's name wherever the two
-/// lines are; two entries saving to one file are refused before any request.
+/// lines are; two entries saving to one file are refused before any request; an entry repeating another is said.
 @Suite struct BatchNamingCLITests {
     /// Where the `out=` line naming another URL's own file name goes: after `fillers` other entries, or first. With
     /// `-j 1` the first part added holds two entries: the later positions are added after `f1.bin` was saved.
@@ -74,6 +74,57 @@ import Glibc
                     #expect(server.requests(path).isEmpty, "\(path) was asked for")
                 }
                 #expect(!fileExists(folder + "/f1.bin") && !fileExists(folder + "/same.bin"))
+            }
+        }
+    }
+
+    /// An entry repeating an earlier one's URL and destination is the same download: fetched once, as wget2 does,
+    /// and said in one note naming how many and the first (wget and aria2c fetch a second copy beside the first).
+    struct Repeats: Sendable, CustomTestStringConvertible {
+        /// The entries: paths on the server, each with its `dir=` if any.
+        var entries: [(path: String, dir: String?)]
+        /// Given as arguments instead of in a list.
+        var asArguments = false
+        var quiet = false
+        /// The note expected (after "haul: note: "), or none.
+        var note: String?
+        var finished: Int
+        var testDescription: String { note ?? "no note" }
+    }
+
+    @Test(arguments: [
+        Repeats(entries: [("/f1.bin", nil), ("/f1.bin", nil), ("/a/same.txt", nil), ("/b/same.txt", nil)],
+                note: "line 2 of the URL list repeats an earlier URL for the same place; it is downloaded once", finished: 3),
+        Repeats(entries: [("/a/same.txt", nil), ("/f1.bin", nil), ("/f1.bin", nil), ("/a/same.txt", nil), ("/f1.bin", nil)],
+                note: "3 entries repeat an earlier URL for the same place (the first: line 3 of the URL list); each URL is downloaded once",
+                finished: 2),
+        Repeats(entries: [("/f1.bin", nil), ("/f1.bin", nil)], asArguments: true,
+                note: "URL 2 of the command line repeats an earlier URL for the same place; it is downloaded once", finished: 1),
+        Repeats(entries: [("/f1.bin", nil), ("/f1.bin", nil)], quiet: true, note: nil, finished: 1),
+        Repeats(entries: [("/f1.bin", nil), ("/f1.bin", "e")], note: nil, finished: 2),
+    ])
+    func anEntryRepeatingAnotherIsFetchedOnceAndSaidSo(_ repeats: Repeats) async throws {
+        try await withTestServer { server in
+            server.serve("/f1.bin", Resource(body: TestData.bytes(5_000, seed: 9_321), etag: "\"1\""))
+            server.serve("/a/same.txt", Resource(body: Array("from a\n".utf8), etag: "\"a\""))
+            server.serve("/b/same.txt", Resource(body: Array("from b\n".utf8), etag: "\"b\""))
+            try await Sandbox.with { box in
+                var args = ["get", "--dir", box.path("d")] + (repeats.quiet ? ["-q"] : [])
+                if repeats.asArguments {
+                    args += repeats.entries.map { server.url($0.path) }
+                } else {
+                    let text = repeats.entries.map { "\(server.url($0.path))\n" + ($0.dir.map { "  dir=\($0)\n" } ?? "") }.joined()
+                    try text.write(toFile: box.path("l.txt"), atomically: true, encoding: .utf8)
+                    args += ["-i", box.path("l.txt")]
+                }
+                let result = try await box.run(args)
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                let notes = result.stderrLines.filter { $0.hasPrefix("haul: note: ") }
+                #expect(notes == (repeats.note.map { ["haul: note: " + $0] } ?? []), "\(result.stderr)")
+                if !repeats.quiet { #expect(result.stderrLines.contains("\(repeats.finished) finished, 0 failed"), "\(result.stderr)") }
+                let places = Set(repeats.entries.map { "\($0.path) \($0.dir ?? "")" })
+                #expect(server.requests("/f1.bin").filter { $0.method == "GET" }.count == places.filter { $0.hasPrefix("/f1.bin") }.count)
+                #expect(!fileExists(box.path("d/f1 (1).bin")), "no second copy of the same download")
             }
         }
     }

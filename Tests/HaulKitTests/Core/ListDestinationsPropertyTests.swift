@@ -37,6 +37,7 @@ import Testing
                 #expect(destinations.claim(url: url, destination: destination, file: file, source: source) == expected, "entry \(index)")
             }
             #expect(destinations.duplicates == duplicates && destinations.firstDuplicate == firstDuplicate)
+            #expect((destinations.duplicateNote == nil) == (duplicates == 0))
             for path in Self.files + Self.folders + ["/d/a (1).bin", "/d/A.bin"] {
                 #expect(destinations.isClaimed(path) == (named[path] != nil), "\(path)")
             }
@@ -53,5 +54,17 @@ import Testing
     ])
     func aConflictIsOneLineNamingBothEntries(_ earlier: ListDestinations.Source, _ entry: ListDestinations.Source, _ line: String) {
         #expect(ListDestinations.conflict(earlier: earlier, entry: entry, path: "/d/x.bin") == line)
+    }
+
+    @Test func theNoteCountsRepeatsAndNamesTheFirst() {
+        var destinations = ListDestinations()
+        #expect(destinations.duplicateNote == nil)
+        #expect(destinations.claim(url: "u", destination: "d:/d", file: nil, source: .line(1)) == .new)
+        #expect(destinations.claim(url: "u", destination: "d:/d/e", file: nil, source: .line(2)) == .new, "another folder")
+        #expect(destinations.claim(url: "u", destination: "d:/d", file: nil, source: .line(5)) == .duplicate)
+        #expect(destinations.duplicateNote == "line 5 of the URL list repeats an earlier URL for the same place; it is downloaded once")
+        #expect(destinations.claim(url: "u", destination: "d:/d/e", file: nil, source: .line(9)) == .duplicate)
+        #expect(destinations.duplicateNote
+            == "2 entries repeat an earlier URL for the same place (the first: line 5 of the URL list); each URL is downloaded once")
     }
 }
