@@ -8,11 +8,11 @@ package enum FileNaming {
 
     /// The name to save under: `Content-Disposition` (`filename*`, then `filename`), else the last path
     /// segment of the final URL, percent-decoded, else `download`; always sanitized.
-    public static func suggestedName(contentDisposition: String?, finalURL: URL) -> String {
+    public static func suggestedName(contentDisposition: String?, url: URL) -> String {
         if let header = contentDisposition, let name = ContentDisposition(header)?.filename, let safe = sanitize(name) {
             return safe
         }
-        let path = finalURL.path
+        let path = url.path
         if let last = path.split(separator: "/").last, let decoded = String(last).removingPercentEncoding ?? Optional(String(last)),
            let safe = sanitize(decoded) {
             return safe

@@ -169,7 +169,7 @@ extension FileOptions {
         if timestamping || continuesPartial || noClobber || overwrite {
             // wget -N compares, wget -c continues, wget -nc keeps, and --overwrite replaces (curl -O does), the file
             // the URL names: not a numbered copy beside it.
-            return .file(absolutePath((folder ?? ".") + "/" + FileNaming.suggestedName(contentDisposition: nil, finalURL: url)))
+            return .file(absolutePath((folder ?? ".") + "/" + FileNaming.suggestedName(contentDisposition: nil, url: url)))
         }
         return .directory(absolutePath(folder ?? "."))
     }

@@ -128,4 +128,39 @@ import Glibc
             }
         }
     }
+
+    /// After a redirect the file is named from the URL given (as wget, wget2 and curl -O -L name it), in a plain run
+    /// and under -nc, -N and -c alike: each finds the file the plain run saved. The server's own name
+    /// (Content-Disposition) still names a plain run's file.
+    @Test(arguments: ["-nc", "-N", "-c"])
+    func aRedirectedURLsFileIsNamedFromTheURLGivenInEveryMode(_ flag: String) async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(40_000, seed: 9_331)
+            server.serve("/files/f2.bin", Resource(body: body, etag: "\"2\"", lastModified: "Wed, 01 Jan 2025 00:00:00 GMT"))
+            server.route("/redir-same") { _ in redirectPlan(to: "/files/f2.bin") }
+            server.serve("/files/named", Resource(body: body, etag: "\"n\"", contentDisposition: "attachment; filename=\"server-name.bin\""))
+            server.route("/redir-named") { _ in redirectPlan(to: "/files/named") }
+            try await Sandbox.with { box in
+                let folder = box.path("d")
+                let plain = try await box.run(["get", "-q", server.url("/redir-same"), "--dir", folder])
+                #expect(plain.exitCode == 0, "\(plain.stderr)")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["redir-same"])
+                let fetched = server.requests("/files/f2.bin").count
+                let again = try await box.run(["get", flag, server.url("/redir-same"), "--dir", folder])
+                #expect(again.exitCode == 0, "\(again.stderr)")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["redir-same"], "\(again.stderr)")
+                #expect(contentMismatch(folder + "/redir-same", expected: body) == nil)
+                if flag == "-nc" {
+                    #expect(again.stderr.contains("already there"), "\(again.stderr)")
+                    #expect(server.requests("/files/f2.bin").count == fetched, "-nc asks for nothing")
+                }
+
+                // In a batch alike; and Content-Disposition names the file still.
+                try "\(server.url("/redir-same"))\n\(server.url("/redir-named"))\n".write(toFile: box.path("l.txt"), atomically: true, encoding: .utf8)
+                let listed = try await box.run(["get", "-q", "-i", box.path("l.txt"), "--dir", box.path("e")])
+                #expect(listed.exitCode == 0, "\(listed.stderr)")
+                #expect(Set(try FileManager.default.contentsOfDirectory(atPath: box.path("e"))) == ["redir-same", "server-name.bin"])
+            }
+        }
+    }
 }

@@ -61,11 +61,11 @@ import Testing
 
     @Test func suggestedNamePrefersHeaderThenURLThenFallback() throws {
         let url = try #require(URL(string: "http://h/dir/file%20name.iso?token=x"))
-        #expect(FileNaming.suggestedName(contentDisposition: "attachment; filename=\"a.bin\"", finalURL: url) == "a.bin")
-        #expect(FileNaming.suggestedName(contentDisposition: "attachment; filename=\"..\"", finalURL: url) == "file name.iso")
-        #expect(FileNaming.suggestedName(contentDisposition: nil, finalURL: url) == "file name.iso")
-        #expect(FileNaming.suggestedName(contentDisposition: nil, finalURL: try #require(URL(string: "http://h/"))) == "download")
-        #expect(FileNaming.suggestedName(contentDisposition: nil, finalURL: try #require(URL(string: "http://h/a/%2E%2E"))) == "download")
+        #expect(FileNaming.suggestedName(contentDisposition: "attachment; filename=\"a.bin\"", url: url) == "a.bin")
+        #expect(FileNaming.suggestedName(contentDisposition: "attachment; filename=\"..\"", url: url) == "file name.iso")
+        #expect(FileNaming.suggestedName(contentDisposition: nil, url: url) == "file name.iso")
+        #expect(FileNaming.suggestedName(contentDisposition: nil, url: try #require(URL(string: "http://h/"))) == "download")
+        #expect(FileNaming.suggestedName(contentDisposition: nil, url: try #require(URL(string: "http://h/a/%2E%2E"))) == "download")
     }
 
     @Test func freeNameCountsUpBeforeTheExtension() {

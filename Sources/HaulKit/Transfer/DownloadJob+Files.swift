@@ -56,7 +56,10 @@ extension DownloadJob {
             if let failure = created.failure { throw failure }
             file = created.file
         case .directory(let directory):
-            let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], finalURL: finalURL)
+            // Named by the server (Content-Disposition), else by the URL given, not the one a redirect led to: as
+            // wget, wget2 and curl -O -L name it, and as -nc, -N and -c name the file before any request (so that
+            // they find the file a plain run saved).
+            let name = FileNaming.suggestedName(contentDisposition: headers["content-disposition"], url: options.url)
             let choice = directoryChoice
             let reserved = engine.configuration.isReservedPath
             for _ in 0..<3 {

@@ -59,7 +59,7 @@ func forAll(count: Int = 2000, seed: UInt64, _ body: (inout SplitMix) throws -> 
             let header = "attachment; filename" + (Bool.random(using: &random) ? "*=UTF-8''" : "=\"") + random.string(from: alphabet, maxLength: 60)
             let path = random.string(from: alphabet, maxLength: 30).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "x"
             let url = URL(string: path, relativeTo: base)?.absoluteURL ?? base
-            let name = FileNaming.suggestedName(contentDisposition: header, finalURL: url)
+            let name = FileNaming.suggestedName(contentDisposition: header, url: url)
             #expect(!name.isEmpty)
             #expect(!name.contains("/") && !name.contains("\u{0}") && !name.contains("\n"), "\(name)")
             #expect(!name.hasPrefix("."), "\(name)")
