@@ -196,7 +196,8 @@ struct FileOptions: ParsableArguments {
         return Netrc.credentials(for: host, in: try NetrcFiles.text(path))
     }
 
-    /// -o, --continue and --checksum are about one file; with `-O` (curl's) and more than one argument, one without
+    /// -o and --checksum are about one file (--continue is not: with several URLs it continues the file each names,
+    /// as wget -c -i and aria2c -c -i do); with `-O` (curl's) and more than one argument, one without
     /// a scheme was probably meant as wget's `-O FILE` (alone, it is a URL without a scheme, as curl takes it).
     func checkCount(_ urls: Int, remoteName: Bool, arguments: [String]) throws {
         if remoteName, arguments.count > 1, let name = arguments.first(where: { !$0.contains("://") }) {
@@ -204,7 +205,6 @@ struct FileOptions: ParsableArguments {
         }
         if urls > 1, checksum != nil { throw InputError("--checksum checks one file; give one URL (or checksum= lines in an -i list)") }
         if urls > 1, output != nil { throw InputError("-o names one file; use --dir DIR with several URLs (or out= lines in an -i list)") }
-        if urls > 1, continuesPartial { throw InputError("--continue continues one file; give one URL (haul resumes its own interrupted downloads without it)") }
     }
 
     /// `--continue`, or curl's `-C -`.

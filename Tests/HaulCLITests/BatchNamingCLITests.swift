@@ -47,9 +47,9 @@ import Glibc
         }
     }
 
-    /// Under `-nc`, `-N` and `--overwrite` every entry's file is known before any request (the URL names it):
+    /// Under `-nc`, `-N`, `-c` and `--overwrite` every entry's file is known before any request (the URL names it):
     /// two entries that save to one file are refused in one line naming both, wherever they are, and nothing is fetched.
-    @Test(arguments: ["-nc", "-N", "--overwrite"])
+    @Test(arguments: ["-nc", "-N", "-c", "--overwrite"])
     func twoEntriesSavingToOneFileAreRefusedBeforeAnyRequest(_ flag: String) async throws {
         try await withTestServer { server in
             server.serve("/a/same.bin", Resource(body: TestData.bytes(1_000, seed: 9_311), etag: "\"a\""))
@@ -160,6 +160,51 @@ import Glibc
                 let listed = try await box.run(["get", "-q", "-i", box.path("l.txt"), "--dir", box.path("e")])
                 #expect(listed.exitCode == 0, "\(listed.stderr)")
                 #expect(Set(try FileManager.default.contentsOfDirectory(atPath: box.path("e"))) == ["redir-same", "server-name.bin"])
+            }
+        }
+    }
+
+    /// `-c` with a list or several URLs continues each entry's file, as wget -c -i and aria2c -c -i do, by the rules
+    /// of `haul get -c URL -o FILE`: a file another account could change is refused for that entry alone, left as it
+    /// is. A rerun of the finished batch fetches nothing.
+    @Test(arguments: [true, false])
+    func continueAppliesToEachEntryOfABatch(_ fromList: Bool) async throws {
+        try await withTestServer { server in
+            let bodies = (0..<3).map { TestData.bytes(400_000, seed: UInt64(9_341 + $0)) }
+            for (index, body) in bodies.enumerated() { server.serve("/c\(index).bin", Resource(body: body, etag: "\"c\(index)\"")) }
+            try await Sandbox.with { box in
+                let folder = box.path("d")
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                for (index, body) in bodies.enumerated() { try writeBytes(Array(body.prefix(200_000)), to: folder + "/c\(index).bin") }
+                // Another account could change c2.bin's bytes: never continued.
+                chmod(folder + "/c2.bin", 0o666)
+                let urls = bodies.indices.map { server.url("/c\($0).bin") }
+                var args = ["get", "-c", "-P", folder]
+                if fromList {
+                    try urls.map { $0 + "\n" }.joined().write(toFile: box.path("l.txt"), atomically: true, encoding: .utf8)
+                    args += ["-i", box.path("l.txt")]
+                } else {
+                    args += urls
+                }
+                let result = try await box.run(args)
+                #expect(result.exitCode == 2, "the refused entry's exit status: \(result.stderr)")
+                #expect(result.stderrLines.contains("2 finished, 1 failed"), "\(result.stderr)")
+                #expect(result.stderr.contains("c2.bin") && result.stderr.contains("copy it to a new file of your own"), "\(result.stderr)")
+                for index in 0..<2 {
+                    #expect(contentMismatch(folder + "/c\(index).bin", expected: bodies[index]) == nil)
+                    let sent = server.requests("/c\(index).bin").map(\.bytesSent).reduce(0, +)
+                    #expect(sent < bodies[index].count, "c\(index).bin was continued, not fetched whole: \(sent) bytes sent")
+                }
+                #expect(readBytes(folder + "/c2.bin") == Array(bodies[2].prefix(200_000)), "the refused file is left as it is")
+                #expect(!fileExists(folder + "/c0 (1).bin") && !fileExists(folder + "/c0.bin.haul-part"))
+
+                chmod(folder + "/c2.bin", 0o644)
+                let counts = bodies.indices.map { server.requests("/c\($0).bin").count }
+                let again = try await box.run(args)
+                #expect(again.exitCode == 0, "\(again.stderr)")
+                #expect(contentMismatch(folder + "/c2.bin", expected: bodies[2]) == nil)
+                #expect(server.requests("/c0.bin").count == counts[0] && server.requests("/c1.bin").count == counts[1],
+                        "the finished files are not asked for again")
             }
         }
     }
