@@ -254,8 +254,11 @@ struct BatchGet {
                 } else {
                     source = .line(entry.line)
                 }
+                // The file the entry saves to, known before any request: its out=, or the name its URL gives under
+                // -c, -N or --overwrite. Not under -nc: there two URLs of one name are wget's "keep the first", the
+                // second finding the name taken and fetching nothing.
                 var file: String?
-                if case .file(let path)? = spec.destination { file = path }
+                if case .file(let path)? = spec.destination, entry.output != nil || !command.file.noClobber { file = path }
                 let claim = destinations.claim(url: spec.url.absoluteString, destination: Hash.destination(of: spec), file: file, source: source)
                 if case .conflict(let earlier) = claim, let file {
                     throw InputError(ListDestinations.conflict(earlier: earlier, entry: source, path: file))
