@@ -3,11 +3,11 @@ import struct Foundation.URL
 // The one JSON shape of a DownloadSpec (docs/protocol.md, `tasks.add`): what a client sends the daemon and what a
 // session's store keeps in its `spec` column. What is not said is left out, so a plain download is `{"url": "..."}`.
 //
-//     {"url": "https://…", "path": "/abs/file" | "directory": "/abs/folder",
+//     {"url": "https://…", "path": "/abs/file" | "directory": "/abs/folder", "confinedTo": "/abs/folder",
 //      "headers": [{"name": "…", "value": "…"}], "checksum": "sha256:…", "segments": 4,
 //      "options": DownloadSettings (its synthesized Codable)}
 extension DownloadSpec: Codable {
-    private enum CodingKeys: String, CodingKey { case url, path, directory, headers, checksum, segments, options }
+    private enum CodingKeys: String, CodingKey { case url, path, directory, confinedTo, headers, checksum, segments, options }
 
     /// One request header on the wire.
     private struct Header: Codable {
@@ -29,6 +29,8 @@ extension DownloadSpec: Codable {
         case (nil, nil): break
         case (.some, .some): throw InputError("give \"path\" or \"directory\", not both")
         }
+        // Absent in what older versions stored and sent: no confinement, as then.
+        confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
         if let fields = try container.decodeIfPresent([Header].self, forKey: .headers) {
             headers = try Self.headers(fields.map { ($0.name, $0.value) }, "headers")
         }
@@ -50,6 +52,7 @@ extension DownloadSpec: Codable {
         case .directory(let folder)?: try container.encode(folder, forKey: .directory)
         case .standardOutput?, nil: break
         }
+        try container.encodeIfPresent(confinedTo, forKey: .confinedTo)
         if !headers.fields.isEmpty { try container.encode(headers.fields.map { Header(name: $0.name, value: $0.value) }, forKey: .headers) }
         try container.encodeIfPresent(checksum?.description, forKey: .checksum)
         try container.encodeIfPresent(segments, forKey: .segments)

@@ -27,6 +27,14 @@ public struct DownloadSpec: Equatable, Sendable {
     public var url: URL
     /// `nil`: the session's default folder, under the name the server suggests.
     public var destination: Destination?
+    /// A folder the destination lies in or below, and below which no symbolic link is followed: the folders
+    /// between it and the file are entered one by one without following a link (a link there fails the download,
+    /// naming it), created when missing; the folder itself is opened as any destination's. `nil`: none (the
+    /// destination's folder is opened as the user named it, through links of the user's own).
+    ///
+    /// `haul get -i`/`haul add -i` set it to the command's folder for a list's `dir=` and `out=` entries: a list
+    /// may come from anyone, and a link inside that folder (`dl/link -> ../elsewhere`) would lead its files out.
+    public var confinedTo: String?
     /// Extra request headers; sent only to the origin of `url`. A session's default headers fill in the others.
     public var headers = HTTPFields()
     /// The digest the finished file must have; a mismatch discards it.
@@ -67,6 +75,7 @@ public struct DownloadSpec: Equatable, Sendable {
         case .directory(let folder)?: if folder.utf8.contains(0) { throw InputError("the destination folder has a NUL byte in it") }
         case .standardOutput?, nil: break
         }
+        if let root = confinedTo { try Self.validateConfinement(root, destination) }
         let isFile = if case .file? = destination { true } else { false }
         if settings.continuePartial == true, !isFile { throw InputError("continue needs a file path: the partial file to continue") }
         if settings.timestamping == true, !isFile { throw InputError("timestamping needs a file path: the file to compare") }
@@ -77,6 +86,24 @@ public struct DownloadSpec: Equatable, Sendable {
         // Headers checked as `-H` checks them, wherever the spec came from (the protocol, the dashboard, a library):
         // a `Range`, `If-Range` or `Connection` of the user's would go out beside Haul's own.
         for field in headers { _ = try UserInput.header("\(field.name): \(field.value)") }
+    }
+
+    /// Checks that `destination` lies in or below `root` (``confinedTo``), without `..` below it.
+    private static func validateConfinement(_ root: String, _ destination: Destination?) throws(InputError) {
+        if root.utf8.contains(0) { throw InputError("the confining folder has a NUL byte in it") }
+        guard !root.isEmpty else { throw InputError("the confining folder is empty") }
+        let folder: String
+        switch destination {
+        case .file(let path)?:
+            guard let slash = path.lastIndex(of: "/") else { folder = "."; break }
+            folder = slash == path.startIndex ? "/" : String(path[..<slash])
+        case .directory(let path)?: folder = path
+        case .standardOutput?, nil:
+            throw InputError("a confined download needs a file or folder to save to below \(root)")
+        }
+        guard ListedPath.parts(of: folder, below: root) != nil else {
+            throw InputError("\(folder) is not inside \(root), the folder the download is confined to")
+        }
     }
 
     /// This spec with its relative paths (destination, certificate files) made absolute with `absolute`, and no
@@ -90,6 +117,7 @@ public struct DownloadSpec: Equatable, Sendable {
         case .standardOutput?: break
         case nil: anchored.destination = .directory(absolute(defaultDirectory))
         }
+        anchored.confinedTo = confinedTo.map(absolute)
         anchored.settings.tls = settings.tls?.mappingPaths(absolute)
         return anchored
     }

@@ -45,6 +45,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         case replacedWhileDownloading(path: String)
         /// The path goes through a symbolic link that another user could have put there; it is not followed.
         case untrustedFolder(path: String)
+        /// A download confined below a folder (a URL list's `dir=` or `out=`) meets a symbolic link at `path` on the
+        /// way to its file; it is not followed, and nothing is written.
+        case listedThroughLink(path: String)
         /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password);
         /// `proxy`: which one (`scheme://host:port`), when known.
         case proxyAuthenticationRequired(proxy: String?)
@@ -108,7 +111,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         switch which {
         case .destinationExists(let path), .destinationIsDirectory(let path), .differsFromServer(let path),
              .cannotVerifyWithoutRanges(let path), .replacedWhileDownloading(let path), .untrustedFolder(let path),
-             .noSpace(let path), .checksumMismatch(let path, _, _, _):
+             .listedThroughLink(let path), .noSpace(let path), .checksumMismatch(let path, _, _, _):
             return path
         case .partialOfAnotherURL(let partialPath, _), .unknownPartialFile(let partialPath): return partialPath
         case .longerThanServerFile(let path, _, _): return path
@@ -179,6 +182,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     }
     /// The path goes through a symbolic link that another user could have put there; it is not followed.
     public static func untrustedFolder(path: String) -> FailureReason { FailureReason(.untrustedFolder(path: path)) }
+    /// A download confined below a folder (a URL list's `dir=` or `out=`) meets a symbolic link at `path` on the
+    /// way to its file; it is not followed, and nothing is written.
+    public static func listedThroughLink(path: String) -> FailureReason { FailureReason(.listedThroughLink(path: path)) }
     /// A proxy asks for credentials (407, or a SOCKS5 proxy that accepts only a user name and password), the proxy
     /// not being known. Haul names the proxy (``proxyAuthenticationRequired(proxy:)``) wherever it knows it.
     public static let proxyAuthenticationRequired = FailureReason(.proxyAuthenticationRequired(proxy: nil))

@@ -95,6 +95,8 @@ extension HaulError {
             return "choose another path with --socket (or HAUL_SOCKET)"
         case .replacedWhileDownloading:
             return again.step + " to download it afresh"
+        case .listedThroughLink:
+            return "name the folder it leads to with --dir, or change the list's dir= or out="
         case .httpStatus, .busy, .impossibleLength, .untrustedFolder, .outputClosed, .other:
             return nil
         }

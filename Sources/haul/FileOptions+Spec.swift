@@ -108,6 +108,7 @@ extension FileOptions {
         let sent = try cookies.cookies(for: parsedURL)
         spec.cookies = sent.isEmpty ? nil : sent
         spec.destination = try destination(for: parsedURL, entry: entry)
+        spec.confinedTo = confinement(for: entry)
         spec.checksum = try entry.checksum.map { try Checksum(parsing: $0) } ?? checksum
         return spec
     }
@@ -139,16 +140,13 @@ extension FileOptions {
     /// a file named as the server's URL names it, which -N compares and --continue continues (as wget -N, wget -c
     /// and curl -C - -O name it).
     private func destination(for url: URL, entry: InputList.Entry) throws -> DownloadSpec.Destination {
-        // A list's dir= and out= stay inside the folder the command saves to (--dir, else the current one): a list
-        // written by someone else cannot place a file anywhere else (`dir=/home/me/.local/bin`, `out=../../x`).
-        // aria2c takes any dir=; here the command line, not the list, says where files may go.
-        if let listed = entry.directory, Self.leavesFolder(listed) {
-            throw InputError("dir=\(listed) leaves the folder; a list's dir= names a folder inside the one haul saves to: give that with --dir (e.g. --dir \(listed.hasPrefix("/") ? listed : "FOLDER") and leave dir= out)")
-        }
+        // A list's dir= and out= stay inside the folder the command saves to (--dir, else the current one) and name
+        // nothing hidden there: a list written by someone else cannot place a file anywhere else (`dir=/home/me/
+        // .local/bin`, `out=../../x`, `out=.ssh/authorized_keys`). aria2c takes any dir=; here the command line, not
+        // the list, says where files may go (ListedPath).
+        if let listed = entry.directory, let refusal = ListedPath.refusal(directory: listed) { throw InputError(refusal) }
+        if let listed = entry.output, let refusal = ListedPath.refusal(output: listed) { throw InputError(refusal) }
         let folder = entry.directory.map { listed in (directory ?? ".") + "/" + listed } ?? directory
-        if let listed = entry.output, Self.leavesFolder(listed) {
-            throw InputError("out=\(listed) leaves the folder; out= names a file in it (dir= a folder inside it)")
-        }
         if let output = entry.output ?? output {
             guard !output.isEmpty else { throw InputError("-o needs a path") }
             if FileOptions.standardOutputNames.contains(output), entry.output == nil { return .standardOutput }
@@ -174,9 +172,12 @@ extension FileOptions {
         return .directory(absolutePath(folder ?? "."))
     }
 
-    /// Whether a list's `dir=` or `out=` value reaches outside the command's folder: absolute, or through `..`.
-    static func leavesFolder(_ listed: String) -> Bool {
-        listed.hasPrefix("/") || listed.split(separator: "/", omittingEmptySubsequences: false).contains("..")
+    /// The folder a list's `dir=` or `out=` must keep `entry`'s file below, reached without following a symbolic
+    /// link (``DownloadSpec/confinedTo``): the command's folder (`--dir`, else the current one), when the list names
+    /// the file's folder or name; `nil` when the command line alone says where it goes.
+    func confinement(for entry: InputList.Entry) -> String? {
+        guard entry.directory != nil || entry.output != nil else { return nil }
+        return absolutePath(directory ?? ".")
     }
 
     /// The download these flags describe for `entry`: the one place the CLI makes a ``DownloadSpec``. Checks every
@@ -194,6 +195,7 @@ extension FileOptions {
         if timestamping, destination == .standardOutput { throw InputError("-N compares a file; it cannot write to standard output") }
         if continuesPartial, destination == .standardOutput { throw InputError("--continue needs a file; standard output cannot be resumed") }
         var spec = DownloadSpec(url: parsedURL, destination: destination)
+        spec.confinedTo = confinement(for: entry)
         spec.settings = settings
         spec.checksum = try entry.checksum.map { try Checksum(parsing: $0) } ?? checksum
         (spec.headers, spec.omittedHeaders) = try requestHeaders(for: parsedURL, extra: entry.headers)

@@ -177,7 +177,11 @@ struct GetCommand: AsyncParsableCommand {
         do {
             try TransferEngine.checkDestination(DownloadOptions(spec), home: HaulHome(environment: ProcessEnvironment.values))
         } catch {
-            if case .destinationExists = error.reason.which, !refusingExisting { return spec }
+            // A link on the way of a list's dir= or out= fails that entry when it runs, as the session finds it then.
+            switch error.reason.which {
+            case .destinationExists, .listedThroughLink: if !refusingExisting { return spec }
+            default: break
+            }
             throw InputError(error.line)
         }
         return spec

@@ -259,7 +259,7 @@ package enum DaemonProtocol {
     public static func decodeRequest(_ params: Params) throws(RPCError) -> DownloadRequest {
         let text = try params.requiredString("url")
         guard text.utf8.count <= maxURLBytes else { throw .invalidParams("\"url\" is longer than \(maxURLBytes) bytes") }
-        for key in ["path", "directory"] {
+        for key in ["path", "directory", "confinedTo"] {
             guard let path = try params.string(key) else { continue }
             guard path.utf8.count <= maxPathBytes else { throw .invalidParams("\"\(key)\" is longer than \(maxPathBytes) bytes") }
             // A C path ends at its first NUL: the file would be another one.
@@ -279,6 +279,7 @@ package enum DaemonProtocol {
         case .directory(let folder)?: guard folder.hasPrefix("/") else { throw .invalidParams("\"directory\" must be an absolute path") }
         case .standardOutput?, nil: break
         }
+        if let root = spec.confinedTo, !root.hasPrefix("/") { throw .invalidParams("\"confinedTo\" must be an absolute path") }
         // The daemon runs in another folder: a relative path would name another file there.
         if let tls = spec.tls {
             for path in [tls.caFile, tls.caDirectory, tls.clientCertificate, tls.clientKey] {

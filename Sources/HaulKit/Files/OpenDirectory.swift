@@ -21,7 +21,8 @@ final class OpenDirectory: Sendable {
     private let descriptor: NIOLockedValueBox<Int32>
     var fd: Int32 { descriptor.withLockedValue { $0 } }
 
-    private init(path: String, fd: Int32) {
+    /// Takes over the open folder `fd` (closed with this), opened as `path`.
+    init(path: String, fd: Int32) {
         self.path = path
         self.descriptor = NIOLockedValueBox(fd)
         var info = stat()
@@ -31,10 +32,12 @@ final class OpenDirectory: Sendable {
     deinit { close() }
 
     /// Removes the file at `path` through its folder, opened as any download's (no link another user could have
-    /// planted is followed); nothing when the folder or the file is not there, or when a download writes the file
-    /// (a `haul` of another `HAUL_HOME`: ``removeUnlessInUse(_:)``).
-    static func unlink(_ path: String) {
-        guard let folder = try? open(POSIX.directoryOf(path), create: false) else { return }
+    /// planted is followed; with `root`, no link below it at all: ``open(_:create:below:)``); nothing when the folder
+    /// or the file is not there, or when a download writes the file (a `haul` of another `HAUL_HOME`:
+    /// ``removeUnlessInUse(_:)``).
+    static func unlink(_ path: String, below root: String? = nil) {
+        guard let folder = try? open(POSIX.directoryOf(path), create: false, below: root) else { return }
+        defer { folder.close() }
         try? folder.removeUnlessInUse(POSIX.nameOf(path))
     }
 

@@ -157,7 +157,7 @@ package actor LocalSession: SessionBackend {
             if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }  // announced there
             let options = self.options(for: task)
             if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
-                OpenDirectory.unlink(path)
+                OpenDirectory.unlink(path, below: options.confinedTo)
             }
             engine.discardPartialData(options)
             try await store.remove(ids: [id])

@@ -62,7 +62,9 @@ extension DownloadJob {
             let kept = try await BlockingIO.run { () -> DownloadResult in
                 if let ours = try? file.status(), folder.status(source)?.isSameFile(as: ours) == true { folder.unlink(source) }
                 store.remove(key)
-                return DownloadResult.keptExisting(at: path, bytes: POSIX.sizeOfAnyName(path), fetchedBytes: fetched)
+                // Looked up in the folder held, never by its path again.
+                let size = folder.status(Self.name(path)).map { $0.isRegular ? $0.size : 0 }
+                return DownloadResult.keptExisting(at: path, bytes: size, fetchedBytes: fetched)
             }
             events(.finished(kept))
             return kept

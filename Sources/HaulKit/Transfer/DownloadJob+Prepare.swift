@@ -20,7 +20,7 @@ extension DownloadJob {
             // Never a download's destination: the next download to that name would take it for its own bytes.
             if PartialFileName.isPartial(Self.name(path)) { throw HaulError(.usage, PartialFileName.refusal(destination: path)) }
             folderPath = POSIX.directoryOf(path)
-            let folder = try engine.folders.acquire(folderPath, create: true)
+            let folder = try engine.folders.acquire(folderPath, create: true, below: options.confinedTo)
             self.folder = folder
             if folder.status(Self.name(path))?.isDirectory == true {
                 throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path))
@@ -28,7 +28,7 @@ extension DownloadJob {
             destination = path
         case .directory(let directory):
             folderPath = directory
-            folder = try engine.folders.acquire(directory, create: true)
+            folder = try engine.folders.acquire(directory, create: true, below: options.confinedTo)
             let choice = try store.choice(url: options.url, directory: directory)
             directoryChoice = choice
             // The name is chosen from the first response, unless an earlier run chose it already (in this folder).

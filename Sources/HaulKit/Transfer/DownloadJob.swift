@@ -93,7 +93,7 @@ final class DownloadJob {
         let connections = engine.connections, connectionID = self.connectionID, host = self.host
         defer {
             file?.close()
-            if let folder { engine.folders.release(folder, as: folderPath) }
+            if let folder { engine.folders.release(folder, as: folderPath, below: options.confinedTo) }
             locks.forEach { $0.release() }
             directoryChoice?.release()
             connections.releaseAll(connectionID, host: host)

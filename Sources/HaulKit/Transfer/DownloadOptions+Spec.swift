@@ -25,6 +25,7 @@ extension DownloadOptions {
     /// its headers over theirs. The one place where a download's description meets its session's settings.
     public init(_ spec: DownloadSpec, defaults: DownloadDefaults = DownloadDefaults()) {
         self.init(url: spec.url, destination: spec.destination ?? .directory(defaults.directory))
+        confinedTo = spec.confinedTo
         settings = spec.settings.resolved(over: defaults.settings)
         // A default header the download leaves out (curl's `-H 'Name:'`) is not sent either.
         let omitted = Set(settings.omittedHeaders ?? [])

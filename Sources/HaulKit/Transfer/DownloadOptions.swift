@@ -13,6 +13,9 @@ public struct DownloadOptions: Sendable {
     public var url: URL
     /// Where the file goes.
     public var destination: Destination
+    /// A folder the destination lies in or below, below which no symbolic link is followed
+    /// (``DownloadSpec/confinedTo``); `nil`: none.
+    public var confinedTo: String?
     /// How the download is made: its spec's ``DownloadSettings`` resolved over its session's (``init(_:defaults:)``),
     /// then over the engine's when it runs. What nobody said is the default each member below names.
     public var settings = DownloadSettings()

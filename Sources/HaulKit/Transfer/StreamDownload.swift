@@ -37,20 +37,28 @@ final class StreamDownload {
     private var announced = false
 
     /// Whether `destination` is written as a stream: standard output, or an existing path that is itself (not
-    /// through a link) a character device, FIFO or socket.
-    static func isStreamTarget(_ destination: DownloadOptions.Destination) -> Bool {
+    /// through a link) a character device, FIFO or socket; looked up in `folder` when given (a confined download's
+    /// folder, reached without following a link).
+    static func isStreamTarget(_ destination: DownloadOptions.Destination, in folder: OpenDirectory? = nil) -> Bool {
         switch destination {
         case .standardOutput: return true
         case .directory: return false
         case .file(let path):
             var info = stat()
-            guard lstat(path, &info) == 0 else { return false }
+            let found = if let folder { fstatat(folder.fd, POSIX.nameOf(path), &info, AT_SYMLINK_NOFOLLOW) } else { lstat(path, &info) }
+            guard found == 0 else { return false }
             let type = info.st_mode & S_IFMT
             return type == S_IFCHR || type == S_IFIFO || type == S_IFSOCK
         }
     }
 
-    init(engine: TransferEngine, options: DownloadOptions, events: @escaping @Sendable (DownloadEvent) -> Void) {
+    /// The folder the target is opened in, for a confined download (``DownloadOptions/confinedTo``): its path is
+    /// never looked up again.
+    private let folder: OpenDirectory?
+
+    init(engine: TransferEngine, options: DownloadOptions, in folder: OpenDirectory? = nil,
+         events: @escaping @Sendable (DownloadEvent) -> Void) {
+        self.folder = folder
         self.options = options
         self.events = events
         self.logger = engine.configuration.logger
@@ -72,12 +80,17 @@ final class StreamDownload {
     /// (`O_NONBLOCK` gives `ENXIO` until one opens it) rather than in a blocking `open`, which would hold one of the few
     /// concurrency threads (two on a 2-core machine) everything else runs on, the reader perhaps among it, and
     /// could not be interrupted by Ctrl-C.
-    static func openForWriting(_ path: String) async throws -> Int32 {
+    ///
+    /// With `folder`, the target is its entry of the same name (the path is not looked up).
+    static func openForWriting(_ path: String, in folder: OpenDirectory? = nil) async throws -> Int32 {
         var before = stat()
-        guard lstat(path, &before) == 0 else { throw POSIX.error("opening", path) }
+        let name = POSIX.nameOf(path)
+        let found = if let folder { fstatat(folder.fd, name, &before, AT_SYMLINK_NOFOLLOW) } else { lstat(path, &before) }
+        guard found == 0 else { throw POSIX.error("opening", path) }
         try checkOwner(before, path)
         while true {
-            let fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            let flags = O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
+            let fd = if let folder { openat(folder.fd, name, flags) } else { open(path, flags) }
             if fd >= 0 {
                 // The very thing checked: not another put at the name while a reader was waited for.
                 var opened = stat()
@@ -113,7 +126,7 @@ final class StreamDownload {
         let fd: Int32
         if let targetPath {
             // O_NOFOLLOW: the path was checked to be a device, FIFO or socket itself, not a link to something.
-            fd = try await Self.openForWriting(targetPath)
+            fd = try await Self.openForWriting(targetPath, in: folder)
         } else {
             fd = STDOUT_FILENO
         }

@@ -9,6 +9,7 @@ extension TransferEngine {
 
     /// The same check, with the records of `records` (a session's, where its tasks' records are).
     package static func checkDestination(_ options: DownloadOptions, records: any ResumeRecords) throws(HaulError) {
+        if let root = options.confinedTo { return try checkConfinedDestination(options, below: root, records: records) }
         switch options.destination {
         case .standardOutput:
             return
@@ -33,6 +34,32 @@ extension TransferEngine {
             let folder = try? OpenDirectory.open(POSIX.directoryOf(path), create: false)
             defer { folder?.close() }
             if let found = folder?.status(POSIX.nameOf(path)), found.isRegular, found.size > 0, let exposure = found.exposure {
+                throw HaulError(.usage, exposure.refusal(path))
+            }
+        }
+    }
+
+    /// ``checkDestination(_:records:)`` for a download confined below `root` (a URL list's `dir=` and `out=`): its
+    /// folder reached below `root` without following a link (one on the way is refused now, as the download would
+    /// refuse it), and its file looked up only there.
+    private static func checkConfinedDestination(_ options: DownloadOptions, below root: String, records: any ResumeRecords) throws(HaulError) {
+        switch options.destination {
+        case .standardOutput:
+            return
+        case .directory(let folder):
+            try OpenDirectory.openIfPresent(folder, create: false, below: root)?.close()
+        case .file(let path):
+            try refuseUnreplaceable(path)
+            guard let folder = try OpenDirectory.openIfPresent(POSIX.directoryOf(path), create: false, below: root) else { return }
+            defer { folder.close() }
+            if StreamDownload.isStreamTarget(options.destination, in: folder) || options.noClobber { return }
+            guard let found = folder.status(POSIX.nameOf(path)) else { return }
+            if found.isDirectory { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
+            guard !options.overwrite, !options.timestamping else { return }
+            let record = try? records.load(TransferRecord.key(destinationPath: path))
+            if record?.url == options.url.absoluteString { return }
+            guard options.continuePartial else { throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path)) }
+            if found.isRegular, found.size > 0, let exposure = found.exposure {
                 throw HaulError(.usage, exposure.refusal(path))
             }
         }

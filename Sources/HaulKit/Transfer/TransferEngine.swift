@@ -248,15 +248,30 @@ public final class TransferEngine: Sendable {
         case .standardOutput:
             break
         }
-        if options.noClobber, case .file(let path) = options.destination, let size = POSIX.sizeOfAnyName(path) {
+        // A download confined below a folder (a URL list's dir= and out=) looks at its file's name only in the folder
+        // reached below it without following a link (one on the way fails it here); nothing is there yet when the
+        // folder is not. The download itself opens that folder the same way (DownloadJob.prepare).
+        var confined: OpenDirectory?
+        if let root = options.confinedTo, case .file(let path) = options.destination {
+            confined = try OpenDirectory.openIfPresent(POSIX.directoryOf(path), create: false, below: root)
+        }
+        defer { confined?.close() }
+        /// What has the file's name: its size when a regular file, else 0; `nil` when the name is free.
+        func sizeOfAnyName(_ path: String) -> Int64? {
+            guard options.confinedTo != nil else { return POSIX.sizeOfAnyName(path) }
+            return confined?.status(POSIX.nameOf(path)).map { $0.isRegular ? $0.size : 0 }
+        }
+        if options.noClobber, case .file(let path) = options.destination, let size = sizeOfAnyName(path) {
             // wget's -nc: a name that is taken, by anything, is left alone (never followed if it is a link).
             let result = DownloadResult.keptExisting(at: path, bytes: size)
             events(.finished(result))
             return result
         }
-        if StreamDownload.isStreamTarget(options.destination) {
-            return try await StreamDownload(engine: self, options: options, events: events).run()
+        if StreamDownload.isStreamTarget(options.destination, in: confined) {
+            return try await StreamDownload(engine: self, options: options, in: confined, events: events).run()
         }
+        // Not held through the download, which holds the folder itself.
+        confined?.close()
         let job = DownloadJob(engine: self, options: options, events: events)
         do {
             return try await job.run()
@@ -264,7 +279,7 @@ public final class TransferEngine: Sendable {
             // wget's -nc: another download (two URLs of a list that name the same file) is writing the name; it is
             // taken, and this one fetches nothing, as wget -nc's second URL finds the first's file there.
             guard case .file(let path) = options.destination else { throw error }
-            let result = DownloadResult.keptExisting(at: path, bytes: POSIX.sizeOfAnyName(path))
+            let result = DownloadResult.keptExisting(at: path, bytes: sizeOfAnyName(path))
             events(.finished(result))
             return result
         }
@@ -282,9 +297,9 @@ extension TransferEngine {
         let key = TransferRecord.key(destinationPath: path)
         if let record = try? store.load(key) {
             guard record.url == options.url.absoluteString else { return }
-            if record.state != .finished { OpenDirectory.unlink(record.partialPath) }
+            if record.state != .finished { OpenDirectory.unlink(record.partialPath, below: options.confinedTo) }
         } else if case .file = options.destination {
-            OpenDirectory.unlink(PartialFileName.of(path))
+            OpenDirectory.unlink(PartialFileName.of(path), below: options.confinedTo)
         }
         store.remove(key)
     }

@@ -113,6 +113,47 @@ struct DownloadSpecTests {
     }
 }
 
+@Suite("DownloadSpec: confined below a folder")
+struct ConfinedSpecTests {
+    let url = URL(string: "https://example.com/a.iso")!
+
+    /// A list's dir=/out= travels with the spec (to the daemon, into a session's store); a spec stored before it
+    /// existed reads as unconfined.
+    @Test func theConfiningFolderRoundTripsAndOldSpecsReadWithout() throws {
+        var spec = DownloadSpec(url: url, destination: .file("/d/sub/a.iso"))
+        spec.confinedTo = "/d"
+        let data = try JSONEncoder().encode(spec)
+        #expect(String(decoding: data, as: UTF8.self).contains(#""confinedTo":"\/d""#) || String(decoding: data, as: UTF8.self).contains(#""confinedTo":"/d""#))
+        #expect(try JSONDecoder().decode(DownloadSpec.self, from: data) == spec)
+        #expect(SpecColumn.decode(String(decoding: data, as: UTF8.self)) == spec)
+        let old = try JSONDecoder().decode(DownloadSpec.self, from: Data(#"{"url":"https://example.com/a.iso","path":"/d/sub/a.iso"}"#.utf8))
+        #expect(old.confinedTo == nil && old.destination == .file("/d/sub/a.iso"))
+        #expect(DownloadOptions(spec).confinedTo == "/d" && DownloadOptions(old).confinedTo == nil)
+    }
+
+    @Test func theDestinationMustLieBelowTheConfiningFolder() {
+        for (destination, root) in [(DownloadSpec.Destination.file("/d/a.iso"), "/d"), (.file("/d/x/y/a.iso"), "/d"), (.directory("/d"), "/d"),
+                                    (.directory("/d/x"), "/d/")] {
+            var spec = DownloadSpec(url: url, destination: destination)
+            spec.confinedTo = root
+            #expect(throws: Never.self, "\(destination) below \(root)") { try spec.validate() }
+        }
+        for (destination, root) in [(DownloadSpec.Destination.file("/e/a.iso"), "/d"), (.file("/d/../e/a.iso"), "/d"), (.file("/dx/a.iso"), "/d"),
+                                    (.directory("/"), "/d"), (.standardOutput, "/d"), (.file("/d/a"), "/d\u{0}")] {
+            var spec = DownloadSpec(url: url, destination: destination)
+            spec.confinedTo = root
+            #expect(throws: InputError.self, "\(destination) below \(root)") { try spec.validate() }
+        }
+    }
+
+    @Test func anchoringMakesTheConfiningFolderAbsolute() {
+        var spec = DownloadSpec(url: url, destination: .file("dl/sub/a.iso"))
+        spec.confinedTo = "dl"
+        let anchored = spec.anchored(defaultDirectory: ".") { $0.hasPrefix("/") ? $0 : "/work/" + $0 }
+        #expect(anchored.confinedTo == "/work/dl" && anchored.destination == .file("/work/dl/sub/a.iso"))
+    }
+}
+
 @Suite("Paths with a NUL byte, and who may set a command")
 struct NULPathAndCommandTests {
     let url = URL(string: "https://example.com/a.iso")!

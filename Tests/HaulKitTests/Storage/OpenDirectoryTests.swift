@@ -146,4 +146,61 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: root + "/free"))
         }
     }
+
+    /// Below a confining folder (a URL list's dir= and out=) no link is followed, the user's own included: the
+    /// folder itself is opened as any, missing folders below it are created, and a link below it is refused by name.
+    @Test func belowAConfiningFolderNoLinkIsFollowed() throws {
+        try withFolder { root in
+            try mkdir(root + "/real")
+            try mkdir(root + "/outside")
+            try link(root + "/dl", to: "real")
+            try link(root + "/real/link", to: root + "/outside")
+            // The confining folder is the user's: reached through their own link, as any destination.
+            let top = try OpenDirectory.open(root + "/dl", create: false, below: root + "/dl")
+            top.close()
+            let made = try OpenDirectory.open(root + "/dl/a/b", create: true, below: root + "/dl")
+            #expect(made.path == root + "/dl/a/b")
+            made.close()
+            var info = stat()
+            #expect(lstat(root + "/real/a/b", &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR)
+            for path in [root + "/dl/link", root + "/dl/link/deeper"] {
+                do throws(HaulError) {
+                    _ = try OpenDirectory.open(path, create: true, below: root + "/dl")
+                    Issue.record("\(path) was opened through the link")
+                } catch {
+                    #expect(error.reason == .listedThroughLink(path: root + "/dl/link"), "\(error)")
+                    #expect(error.message == "\(root)/dl/link is a symbolic link, and a URL list's dir= and out= do not go through links")
+                }
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/outside").isEmpty, "nothing made through the link")
+            // Looking without creating: nothing there yet is no error, a link still is.
+            #expect(try OpenDirectory.openIfPresent(root + "/dl/none/x", create: false, below: root + "/dl") == nil)
+            #expect(!FileManager.default.fileExists(atPath: root + "/real/none"))
+            #expect(throws: HaulError.self) { _ = try OpenDirectory.openIfPresent(root + "/dl/link/x", create: false, below: root + "/dl") }
+            // A path that is not below the folder is refused, whatever is there.
+            #expect(throws: HaulError.self) { _ = try OpenDirectory.open(root + "/outside", create: false, below: root + "/dl") }
+            // A file on the way is not a folder.
+            FileManager.default.createFile(atPath: root + "/real/file", contents: Data())
+            #expect(throws: HaulError.self) { _ = try OpenDirectory.open(root + "/dl/file/x", create: true, below: root + "/dl") }
+        }
+    }
+
+    /// One folder path opened confined and not is two folders to the downloads sharing them: a download without
+    /// confinement may go through the user's link, and its folder must never serve a confined one.
+    @Test func heldFoldersKeepConfinedAndFreeOpeningsApart() throws {
+        try withFolder { root in
+            try mkdir(root + "/dl")
+            try mkdir(root + "/outside")
+            try link(root + "/dl/link", to: root + "/outside")
+            let folders = HeldFolders()
+            let free = try folders.acquire(root + "/dl/link", create: false)
+            #expect(throws: HaulError.self) { _ = try folders.acquire(root + "/dl/link", create: false, below: root + "/dl") }
+            folders.release(free, as: root + "/dl/link")
+            let confined = try folders.acquire(root + "/dl/sub", create: true, below: root + "/dl")
+            let again = try folders.acquire(root + "/dl/sub", create: true, below: root + "/dl")
+            #expect(confined === again)
+            folders.release(again, as: root + "/dl/sub", below: root + "/dl")
+            folders.release(confined, as: root + "/dl/sub", below: root + "/dl")
+        }
+    }
 }

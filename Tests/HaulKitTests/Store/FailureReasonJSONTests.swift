@@ -21,6 +21,7 @@ import Testing
         .longerThanServerFile(path: "/d/a", length: 300, serverLength: 200),
         .unfinishedBesideExisting(path: "/d/a.iso", partialPath: "/d/a.iso.haul-part"),
         .unknownPartialFile(partialPath: "/d/a.iso.haul-part"),
+        .listedThroughLink(path: "/d/link"),
     ]
 
     @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
