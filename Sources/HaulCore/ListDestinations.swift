@@ -63,6 +63,12 @@ public struct ListDestinations: Sendable {
         return .new
     }
 
+    /// Lets go of the entries seen (kept only to count repeats while the batch is first read): what a session keeps
+    /// for ``isClaimed(_:)`` through the run is the files named, not a hash of every line.
+    public mutating func forgetEntries() {
+        entries = []
+    }
+
     /// Whether an entry claimed `path` as its file: a `--dir` download does not take that name.
     public func isClaimed(_ path: String) -> Bool {
         files[Self.hash(path)] != nil

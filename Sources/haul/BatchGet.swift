@@ -68,7 +68,10 @@ struct BatchGet {
         if let note = destinations.duplicateNote, !command.quiet { Reporter.printError("haul: note: " + note) }
         var configuration = SessionConfiguration()
         // A --dir download does not take a name another entry names (out=): that entry's, wherever its line is.
-        configuration.isReservedPath = { destinations.isClaimed($0) }
+        var claimed = destinations
+        claimed.forgetEntries()
+        let files = claimed
+        configuration.isReservedPath = { files.isClaimed($0) }
         configuration.maxConcurrentDownloads = command.jobs
         // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
         configuration.maxDownloadsPerHost = command.file.connectionsPerHost

@@ -7,58 +7,43 @@ extension TransferEngine {
         try checkDestination(options, records: TransferRecordStore(home: home))
     }
 
-    /// The same check, with the records of `records` (a session's, where its tasks' records are).
+    /// The same check, with the records of `records` (a session's, where its tasks' records are). A download confined
+    /// below a folder (a URL list's `dir=` and `out=`) has its folder reached below it without following a link (one
+    /// on the way is refused now, as the download would refuse it), and its file looked up only there.
     package static func checkDestination(_ options: DownloadOptions, records: any ResumeRecords) throws(HaulError) {
-        if let root = options.confinedTo { return try checkConfinedDestination(options, below: root, records: records) }
         switch options.destination {
         case .standardOutput:
             return
         case .directory(let folder):
-            if POSIX.exists(folder), !POSIX.isDirectory(folder) {
+            if let root = options.confinedTo {
+                try OpenDirectory.openIfPresent(folder, create: false, below: root)?.close()
+            } else if POSIX.exists(folder), !POSIX.isDirectory(folder) {
                 throw HaulError(.usage, "\(folder) is a file, not a folder to save into")
             }
         case .file(let path):
             try refuseUnreplaceable(path)
             if PartialFileName.isPartial(POSIX.nameOf(path)) { throw HaulError(.usage, PartialFileName.refusal(destination: path)) }
+            let folder: OpenDirectory?
+            if let root = options.confinedTo {
+                // A folder on the way that is missing: nothing is at the destination yet.
+                guard let opened = try OpenDirectory.openIfPresent(POSIX.directoryOf(path), create: false, below: root) else { return }
+                folder = opened
+            } else {
+                folder = try? OpenDirectory.open(POSIX.directoryOf(path), create: false)
+            }
+            defer { folder?.close() }
             // A device, FIFO or socket is written straight through, never refused or replaced; with -nc, a taken
             // name is left alone, whatever it is.
-            if StreamDownload.isStreamTarget(options.destination) || options.noClobber { return }
-            if POSIX.isDirectory(path) { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
-            guard POSIX.exists(path), !options.overwrite, !options.timestamping else { return }
+            if StreamDownload.isStreamTarget(options.destination, in: folder) || options.noClobber { return }
+            guard let found = folder?.status(POSIX.nameOf(path)) else { return }
+            if found.isDirectory { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
+            guard !options.overwrite, !options.timestamping else { return }
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
             let record = try? records.load(TransferRecord.key(destinationPath: path))
             if record?.url == options.url.absoluteString { return }
             guard options.continuePartial else { throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path)) }
             // A file another account could change is refused at once (the download checks it again on the file it
             // opens, and says itself why it takes no link or other kind of file).
-            let folder = try? OpenDirectory.open(POSIX.directoryOf(path), create: false)
-            defer { folder?.close() }
-            if let found = folder?.status(POSIX.nameOf(path)), found.isRegular, found.size > 0, let exposure = found.exposure {
-                throw HaulError(.usage, exposure.refusal(path))
-            }
-        }
-    }
-
-    /// ``checkDestination(_:records:)`` for a download confined below `root` (a URL list's `dir=` and `out=`): its
-    /// folder reached below `root` without following a link (one on the way is refused now, as the download would
-    /// refuse it), and its file looked up only there.
-    private static func checkConfinedDestination(_ options: DownloadOptions, below root: String, records: any ResumeRecords) throws(HaulError) {
-        switch options.destination {
-        case .standardOutput:
-            return
-        case .directory(let folder):
-            try OpenDirectory.openIfPresent(folder, create: false, below: root)?.close()
-        case .file(let path):
-            try refuseUnreplaceable(path)
-            guard let folder = try OpenDirectory.openIfPresent(POSIX.directoryOf(path), create: false, below: root) else { return }
-            defer { folder.close() }
-            if StreamDownload.isStreamTarget(options.destination, in: folder) || options.noClobber { return }
-            guard let found = folder.status(POSIX.nameOf(path)) else { return }
-            if found.isDirectory { throw HaulError(.usage, "\(path) is a directory", reason: .destinationIsDirectory(path: path)) }
-            guard !options.overwrite, !options.timestamping else { return }
-            let record = try? records.load(TransferRecord.key(destinationPath: path))
-            if record?.url == options.url.absoluteString { return }
-            guard options.continuePartial else { throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path)) }
             if found.isRegular, found.size > 0, let exposure = found.exposure {
                 throw HaulError(.usage, exposure.refusal(path))
             }
