@@ -29,8 +29,11 @@ public enum InputList {
 
     /// The entries of `text`. An option line that is not `name=value`, names an option other than ``options``,
     /// comes before any URL or repeats a one-time option is an error naming its line; so is a line of several
-    /// TAB-separated URLs (aria2c's mirrors of one file).
+    /// TAB-separated URLs (aria2c's mirrors of one file). A byte-order mark before the first line is skipped, as
+    /// ``URLListScanner`` skips it.
     public static func parse(_ text: String) throws(InputError) -> [Entry] {
+        var text = Substring(text)
+        if text.unicodeScalars.first == "\u{FEFF}" { text = Substring(text.unicodeScalars.dropFirst()) }
         var builder = Builder()
         var entries: [Entry] = []
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })

@@ -2,7 +2,10 @@
 /// blank lines and lines starting with `#` skipped, surrounding spaces trimmed. Pure: the shell feeds it chunks.
 ///
 /// A line over ``maxLineBytes`` is refused as soon as its 64 KiB have arrived without a newline (so `-i /dev/zero`
-/// fails at once), as is a list over ``maxListBytes`` or with more than ``maxURLs`` URLs.
+/// fails at once), as is a list over ``maxListBytes`` or with more than ``maxURLs`` URLs. A UTF-8 byte-order mark
+/// that starts the list (Windows Notepad saves one) is no part of its first line: it is skipped (wget and aria2c
+/// refuse that line as a URL without a known scheme, wget2 looks up a host named "https"). A NUL byte in a line
+/// refuses the list at that line, and UTF-16 text at its start.
 package struct URLListScanner: Sendable {
     /// The longest line, as the daemon's longest URL (`tasks.add`).
     public static let maxLineBytes = 65_536
@@ -17,6 +20,10 @@ package struct URLListScanner: Sendable {
         case listTooLarge
         case tooManyURLs
         case notUTF8(line: Int)
+        /// A line holds a NUL byte, which no URL or option has (a binary file given as a list).
+        case nulByte(line: Int)
+        /// The list starts with UTF-16's byte-order mark: saved as "Unicode" text, not as UTF-8.
+        case utf16
 
         /// One line, naming the list as `name`.
         public func message(_ name: String) -> String {
@@ -29,6 +36,10 @@ package struct URLListScanner: Sendable {
                 return "\(name) gives more than \(URLListScanner.maxURLs) URLs; split it"
             case .notUTF8(let line):
                 return "\(name), line \(line): not UTF-8 text"
+            case .nulByte(let line):
+                return "\(name), line \(line): has a NUL byte, which no URL has; give a text file, one URL a line"
+            case .utf16:
+                return "\(name) is UTF-16 text; save it as UTF-8 (one URL a line)"
             }
         }
     }
@@ -88,13 +99,21 @@ package struct URLListScanner: Sendable {
         return try take(whole).map { [$0] } ?? []
     }
 
+    /// EF BB BF: U+FEFF in UTF-8, which some editors write before the text.
+    static let utf8ByteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
     /// Lines read so far.
     public var lines: Int { line }
 
     private mutating func take(_ bytes: some Collection<UInt8>) throws(Refusal) -> Entry? {
         line += 1
         var text = Array(bytes)
+        if line == 1 {
+            if text.starts(with: Self.utf8ByteOrderMark) { text.removeFirst(Self.utf8ByteOrderMark.count) }
+            if text.starts(with: [0xFF, 0xFE]) || text.starts(with: [0xFE, 0xFF]) { throw .utf16 }
+        }
         if text.last == UInt8(ascii: "\r") { text.removeLast() }
+        guard !text.contains(0) else { throw .nulByte(line: line) }
         guard text.count <= Self.maxLineBytes else { throw .lineTooLong(line: line) }
         guard let decoded = String(validating: text, as: UTF8.self) else { throw .notUTF8(line: line) }
         let trimmed = decoded.trimmingASCIIWhitespace()
