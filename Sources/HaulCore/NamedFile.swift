@@ -72,12 +72,15 @@ package enum NamedFile: Sendable, Equatable {
 
     /// Why a file of this kind at `path`, of type `type` and `size` bytes (as `fstat` says), is not read; nil when
     /// it is. The size is checked again while reading: a file that grows, or one whose size `fstat` does not know
-    /// (`/proc`), is cut at ``maxBytes`` + 1 bytes and refused.
-    public func problem(_ path: String, type: FileType, size: Int64) -> String? {
+    /// (`/proc`), is cut at ``maxBytes`` + 1 bytes and refused. `readsPipe`: a pipe or FIFO is read too (a URL list
+    /// named by `-i <(command)` or a named pipe, read once as it arrives, as standard input is, and only then checked).
+    public func problem(_ path: String, type: FileType, size: Int64, readsPipe: Bool = false) -> String? {
         switch type {
         case .regular:
             return size > Int64(maxBytes) ? tooLarge(path) : nil
         case .nullDevice:
+            return nil
+        case .fifo where readsPipe:
             return nil
         case .directory:
             return "\(noun) \(path) is a folder, not a file"

@@ -6,7 +6,8 @@ import HaulKit
 ///
 /// A list of any length is read in bounded memory: once to name the session (the same URLs into the same place
 /// make the same session, so re-running the command resumes it), then again to add its tasks a few hundred at a
-/// time; standard input is first kept in a private file of `HAUL_HOME` for the second reading. The outcome is read
+/// time; standard input (or a pipe given to `-i`) is first kept in a private file of `HAUL_HOME` for the second
+/// reading. The outcome is read
 /// back from the session a page at a time.
 struct BatchGet {
     let command: GetCommand
@@ -20,9 +21,9 @@ struct BatchGet {
         private var arguments: ArraySlice<InputList.Entry>
         private let cursor: URLListCursor?
 
-        init(arguments: [InputList.Entry], list: (path: String, name: String)?) throws {
+        init(arguments: [InputList.Entry], list: URLListFile?) {
             self.arguments = arguments[...]
-            cursor = try list.map { try URLListCursor(path: $0.path, name: $0.name) }
+            cursor = list.map(URLListCursor.init)
         }
 
         /// Up to `count` more entries; none at the end.
@@ -38,22 +39,14 @@ struct BatchGet {
         // --max-time bounds the whole command, as it bounds one URL's: from now, whatever part of the list is added.
         let stopAt = command.maxTime.map { ContinuousClock.now + $0.duration }
         let home = HaulHome(environment: ProcessInfo.processInfo.environment)
-        var spool: String?
-        defer { if let spool { unlink(spool) } }
         let identifier: String
         let count: Int
         let destinations: ListDestinations
-        let listFile: (path: String, name: String)?
+        let listFile: URLListFile?
         do {
-            if let list, URLList.standardInputNames.contains(list) {
-                let kept = try await BatchGet.keepStandardInput(home: home)
-                spool = kept
-                listFile = (kept, "the URL list on standard input")
-            } else {
-                listFile = list.map { ($0, "the URL list \($0)") }
-            }
+            listFile = try await BatchGet.open(list, home: home)
             // The first reading: every line checked and every spec made, before anything is added or fetched.
-            let reading = try await BatchGet.name(command: command, entries: try Entries(arguments: arguments, list: listFile))
+            let reading = try await BatchGet.name(command: command, entries: Entries(arguments: arguments, list: listFile))
             (identifier, count, destinations) = (reading.identifier, reading.count, reading.destinations)
             if count == 0 { throw InputError("\(listFile?.name ?? "the URL list") is empty") }
             try command.file.checkCount(count, remoteName: command.file.remoteName, arguments: command.list.urls)
@@ -113,7 +106,7 @@ struct BatchGet {
         // the session answers its running downloads between the parts. Re-running the command retries what failed
         // or was cancelled last time, and what stopped paused.
         do {
-            let entries = try Entries(arguments: arguments, list: listFile)
+            let entries = Entries(arguments: arguments, list: listFile)
             let maker = try command.specMaker()
             var first = true
             var added = 0
@@ -275,15 +268,19 @@ struct BatchGet {
         return FirstReading(identifier: hash.identifier, count: count, destinations: destinations)
     }
 
-    /// Keeps standard input in a private file of `home` (read as it arrives, within the limits of a list), for the
-    /// two readings of a batch; returns its path.
-    static func keepStandardInput(home: HaulHome) async throws -> String {
-        try home.prepare()
-        let folder = home.path + "/tmp"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let path = folder + "/stdin-list-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try await URLListCursor.keepStandardInput(at: path, name: "the URL list on standard input")
-        return path
+    /// The `-i` list `list` (a file, or `-` for standard input), held open for the two readings of a batch: standard
+    /// input, a pipe or a FIFO (`-i <(command)`) kept first in a private file of `home`, read as it arrives within the
+    /// limits of a list.
+    static func open(_ list: String?, home: HaulHome) async throws -> URLListFile? {
+        guard let list else { return nil }
+        let standardInput = URLList.standardInputNames.contains(list)
+        let name = standardInput ? "the URL list on standard input" : "the URL list \(list)"
+        return try await URLListFile.open(standardInput ? nil : list, name: name) {
+            try home.prepare()
+            let folder = home.path + "/tmp"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            return folder
+        }
     }
 
     /// How many tasks each part of a long list adds (after a first part of twice `-j`).

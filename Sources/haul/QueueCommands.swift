@@ -47,19 +47,11 @@ struct AddCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var spool: String?
-        defer { if let spool { unlink(spool) } }
         let arguments = list.urls.map { InputList.Entry(url: $0, line: 0) }
-        let listFile: (path: String, name: String)?
+        let listFile: URLListFile?
         let cookies: GivenCookies
         do {
-            if let inputFile = list.inputFile, URLList.standardInputNames.contains(inputFile) {
-                let kept = try await BatchGet.keepStandardInput(home: HaulHome(environment: ProcessEnvironment.values))
-                spool = kept
-                listFile = (kept, "the URL list on standard input")
-            } else {
-                listFile = list.inputFile.map { ($0, "the URL list \($0)") }
-            }
+            listFile = try await BatchGet.open(list.inputFile, home: HaulHome(environment: ProcessEnvironment.values))
             try await file.loadNetrc()
             // Cookie jars read once: the tasks checked are the tasks sent.
             cookies = try file.givenCookies()
@@ -82,7 +74,7 @@ struct AddCommand: AsyncParsableCommand {
             // Adding to a session creates it: said, so that a mistyped --session does not pass unnoticed.
             let isNew = await connection.isNewSession()
             // The second reading: a part at a time, each sent in messages that fit (its ids printed as it is added).
-            let entries = try BatchGet.Entries(arguments: arguments, list: listFile)
+            let entries = BatchGet.Entries(arguments: arguments, list: listFile)
             while true {
                 let part = try entries.next(Self.tasksPerMessage)
                 if part.isEmpty { break }

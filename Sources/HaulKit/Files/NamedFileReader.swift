@@ -23,6 +23,16 @@ package enum NamedFileReader {
         try await BlockingIO.runInterruptibly { try readNow(path, as: kind) }
     }
 
+    /// Reads `path` as ``read(_:as:)`` does; `nil` when nothing is at `path` (curl's `--netrc-optional`: a file
+    /// that is not there holds no login). Any other problem is thrown as by ``read(_:as:)``.
+    package static func readIfPresent(_ path: String, as kind: NamedFile) async throws -> Contents? {
+        try await BlockingIO.runInterruptibly { () throws -> Contents? in
+            guard let fd = try NamedFileReader.open(path, as: kind, missingIsNil: true) else { return nil }
+            defer { close(fd) }
+            return try NamedFileReader.readOpened(fd, path: path, as: kind)
+        }
+    }
+
     /// Reads `path` on the calling thread, which should be a blocking-I/O one (``read(_:as:)``).
     package static func readNow(_ path: String, as kind: NamedFile) throws(HaulError) -> Contents {
         let fd = try open(path, as: kind)
@@ -31,18 +41,34 @@ package enum NamedFileReader {
     }
 
     /// Opens `path` read-only and non-blocking, and checks what was opened; the caller closes the descriptor.
-    package static func open(_ path: String, as kind: NamedFile, relativeTo folder: Int32? = nil) throws(HaulError) -> Int32 {
+    /// `readsPipe`: a pipe or FIFO is opened too (``NamedFile/problem(_:type:size:readsPipe:)``).
+    package static func open(_ path: String, as kind: NamedFile, relativeTo folder: Int32? = nil, readsPipe: Bool = false) throws(HaulError) -> Int32 {
+        // Never nil: a missing file is thrown.
+        guard let fd = try open(path, as: kind, relativeTo: folder, missingIsNil: false, readsPipe: readsPipe) else {
+            throw failure(path, as: kind, errno: ENOENT)
+        }
+        return fd
+    }
+
+    /// ``open(_:as:relativeTo:readsPipe:)``, or `nil` when nothing is at `path` and `missingIsNil`.
+    private static func open(
+        _ path: String, as kind: NamedFile, relativeTo folder: Int32? = nil, missingIsNil: Bool, readsPipe: Bool = false
+    ) throws(HaulError) -> Int32? {
         guard !path.utf8.contains(0) else { throw HaulError(.usage, "\(kind.noun) \(PathText.shown(path)) has a NUL byte in its name") }
         let flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (kind.followsLinks ? 0 : O_NOFOLLOW)
         let fd = folder.map { openat($0, path, flags) } ?? Glibc_open(path, flags)
-        guard fd >= 0 else { throw failure(path, as: kind, errno: errno) }
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT, missingIsNil { return nil }
+            throw failure(path, as: kind, errno: code)
+        }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             let code = errno
             close(fd)
             throw failure(path, as: kind, errno: code)
         }
-        if let problem = kind.problem(PathText.shown(path), type: fileType(info), size: Int64(info.st_size)) {
+        if let problem = kind.problem(PathText.shown(path), type: fileType(info), size: Int64(info.st_size), readsPipe: readsPipe) {
             close(fd)
             throw HaulError(.usage, problem, reason: reason(kind))
         }
@@ -75,8 +101,21 @@ package enum NamedFileReader {
         let fd: Int32
         if let path { fd = try open(path, as: kind) } else { fd = STDIN_FILENO }
         defer { if path != nil { close(fd) } }
+        try forEachChunk(ofDescriptor: fd, shownAs: path ?? "standard input", as: kind, waitsFirst: false, body)
+    }
+
+    /// Calls `body` with each chunk read from the open `fd` to its end. `waitsFirst`: each read waits until the
+    /// descriptor has something to say (a FIFO opened without blocking reads as ended until a writer comes: polled,
+    /// it waits for one, as a blocking open would, and ends when the last writer has gone).
+    package static func forEachChunk(
+        ofDescriptor fd: Int32, shownAs path: String, as kind: NamedFile, waitsFirst: Bool, _ body: ([UInt8]) throws -> Void
+    ) throws {
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
+            if waitsFirst {
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&ready, 1, -1) < 0, errno != EINTR { throw failure(path, as: kind, errno: errno) }
+            }
             let count = chunk.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -86,7 +125,7 @@ package enum NamedFileReader {
                     _ = poll(&ready, 1, -1)
                     continue
                 }
-                throw failure(path ?? "standard input", as: kind, errno: errno)
+                throw failure(path, as: kind, errno: errno)
             }
             if count == 0 { return }
             try body(Array(chunk[0..<count]))
@@ -236,101 +275,6 @@ package enum URLListReader {
             throw HaulError(.usage, refusal.message(name))
         } catch {
             throw HaulError(.usage, "cannot read \(name): \(error)")
-        }
-    }
-}
-
-/// A URL list read a part at a time (``next(_:)``), in bounded memory whatever its length: the entries of the lines
-/// read so far, checked as ``URLListReader`` checks them. For `haul get -i`, which adds a list of a million URLs to its
-/// session a few hundred at a time instead of holding them all.
-package final class URLListCursor {
-    private let fd: Int32
-    private let name: String
-    private var scanner = URLListScanner()
-    private var builder = InputList.Builder()
-    private var ready: [InputList.Entry] = []
-    private var ended = false
-    private var chunk = [UInt8](repeating: 0, count: 64 << 10)
-
-    /// Opens the list at `path` (a regular file: ``NamedFile/urlList``); `name` names it in messages.
-    package init(path: String, name: String) throws(HaulError) {
-        fd = try NamedFileReader.open(path, as: .urlList)
-        self.name = name
-    }
-
-    deinit { close(fd) }
-
-    /// Up to `count` more entries, in order; none once the list has ended. Throws a ``HaulError`` of kind `usage`
-    /// for the first line that is not a URL or an option, or a list over its limits.
-    package func next(_ count: Int) throws(HaulError) -> [InputList.Entry] {
-        while ready.count < count, !ended {
-            let read = chunk.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
-            if read < 0 {
-                if errno == EINTR { continue }
-                throw HaulError(.usage, "cannot read \(name): \(String(cString: strerror(errno)))")
-            }
-            do {
-                if read == 0 {
-                    ended = true
-                    try take(try scanner.finish())
-                    try append(builder.finish())
-                } else {
-                    try take(try scanner.consume(chunk[0..<read]))
-                }
-            } catch let refusal as URLListScanner.Refusal {
-                throw HaulError(.usage, refusal.message(name))
-            } catch let error as HaulError {
-                throw error
-            } catch {
-                throw HaulError(.usage, "\(name): \(error)")
-            }
-        }
-        let taken = Array(ready.prefix(count))
-        ready.removeFirst(taken.count)
-        return taken
-    }
-
-    private func take(_ lines: [URLListScanner.Entry]) throws {
-        for line in lines {
-            do {
-                try append(try builder.add(line.text, indented: line.indented, line: line.line))
-            } catch let error as InputError {
-                throw HaulError(.usage, "\(name): \(error.message)")
-            }
-        }
-    }
-
-    private func append(_ entry: InputList.Entry?) throws(HaulError) {
-        guard let entry else { return }
-        do {
-            _ = try UserInput.typedURL(entry.url)
-        } catch {
-            throw HaulError(.usage, "\(name), line \(entry.line): \(error.message)")
-        }
-        ready.append(entry)
-    }
-}
-
-extension URLListCursor {
-    /// Keeps standard input in a new private file at `path` (0600), read as it arrives within the limits of a URL
-    /// list (a line over 64 KiB or a list over 128 MiB is refused as soon as it shows), for a reading of its own
-    /// later. Off the concurrency threads; a cancelled caller stops waiting at once.
-    package static func keepStandardInput(at path: String, name: String) async throws {
-        try await BlockingIO.runInterruptibly {
-            let file = try PartialFile(path: path, create: true, private: true)
-            defer { file.close() }
-            var scanner = URLListScanner()
-            var written: Int64 = 0
-            do {
-                try NamedFileReader.forEachChunk(of: nil, as: .urlList) { chunk in
-                    _ = try scanner.consume(chunk)
-                    try file.write(chunk, at: written)
-                    written += Int64(chunk.count)
-                }
-                _ = try scanner.finish()
-            } catch let refusal as URLListScanner.Refusal {
-                throw HaulError(.usage, refusal.message(name))
-            }
         }
     }
 }

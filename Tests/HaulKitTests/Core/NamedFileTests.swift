@@ -22,6 +22,18 @@ struct NamedFileTests {
         #expect(NamedFile.urlList.problem("/dev/zero", type: .characterDevice, size: 0)?.hasSuffix("(give - to read standard input)") == true)
     }
 
+    /// Where a pipe is read (`-i <(command)`, a named pipe: read once, as standard input is), a pipe is taken and
+    /// nothing else that is not a regular file.
+    @Test func wherePipesAreReadOnlyAPipeIsTakenBesidesARegularFile() {
+        for kind in Self.kinds {
+            #expect(kind.problem("/f", type: .fifo, size: 0, readsPipe: true) == nil)
+            #expect(kind.problem("/f", type: .regular, size: 0, readsPipe: true) == nil)
+            for type in [NamedFile.FileType.characterDevice, .blockDevice, .socket, .directory, .symbolicLink, .other] {
+                #expect(kind.problem("/f", type: type, size: 0, readsPipe: true) != nil, "\(kind) \(type) must be refused")
+            }
+        }
+    }
+
     @Test func aFiftyMegabyteNetrcIsRefusedBySize() {
         #expect(NamedFile.netrc.problem("/n", type: .regular, size: 50_000_000) == "the netrc file /n is larger than 1 MiB, the most Haul reads of it")
     }
