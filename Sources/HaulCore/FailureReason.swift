@@ -35,6 +35,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
         /// A request forwarded by an HTTP proxy that was given a user and password was answered 401: the proxy's
         /// refusal of them (tinyproxy answers a wrong password so, not with 407), or the server's own.
         case unauthorizedThroughProxy(url: String, proxy: String)
+        /// A redirect led to another origin, whose server answered 401: the user and password given for the URL's
+        /// own origin (`givenFor`, as `scheme://host[:port]`) were not sent there, as they never are.
+        case unauthorizedAfterRedirect(url: String, givenFor: String)
         /// The bytes do not have the expected checksum (`alreadyAtPath`: a file found complete at the destination,
         /// left there; otherwise the download was discarded).
         case checksumMismatch(path: String, expected: String, actual: String, alreadyAtPath: Bool)
@@ -103,6 +106,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     public var httpStatus: Int? {
         if case .httpStatus(let status, _) = which { return status }
         if case .unauthorizedThroughProxy = which { return 401 }
+        if case .unauthorizedAfterRedirect = which { return 401 }
         return nil
     }
 
@@ -167,6 +171,11 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// refusal of them, or the server's own.
     public static func unauthorizedThroughProxy(url: String, proxy: String) -> FailureReason {
         FailureReason(.unauthorizedThroughProxy(url: url, proxy: proxy))
+    }
+    /// A redirect led to `url`, of another origin, whose server answered 401: the user and password given for the
+    /// URL's own origin (`givenFor`, `scheme://host[:port]`) were not sent there, as they never are.
+    public static func unauthorizedAfterRedirect(url: String, givenFor: String) -> FailureReason {
+        FailureReason(.unauthorizedAfterRedirect(url: url, givenFor: givenFor))
     }
     /// The bytes do not have the expected checksum (`alreadyAtPath`: a file found complete at the destination,
     /// left there; otherwise the download was discarded).

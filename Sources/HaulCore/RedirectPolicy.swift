@@ -27,6 +27,13 @@ public struct Origin: Equatable, Hashable, Sendable {
     /// and one of them may speak HTTP/2 while the other does not).
     public var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+    /// `scheme://host[:port]`, the port only when it is not the scheme's default (RFC 6454 §6.2).
+    public var serialization: String {
+        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
+        let isDefault = (scheme == "http" && port == 80) || (scheme == "https" && port == 443)
+        return scheme + "://" + host + (isDefault ? "" : ":\(port)")
+    }
+
     /// The ``authority`` of `url`, or its text when it has none.
     public static func authority(of url: URL) -> String { Origin(url)?.authority ?? url.absoluteString }
 }

@@ -40,6 +40,9 @@ extension HaulError {
             return "free some space, then " + again.step + " to resume"
         case .httpStatus(401, _):
             return "it needs a user and password it accepts: give them with -u USER:PASSWORD, or --netrc to take them from ~/.netrc (if you did, check them)"
+        case .unauthorizedAfterRedirect(let url, _):
+            // Not "check them": they were never sent. Nor curl's --location-trusted, which haul does not take.
+            return "if they are meant for that server too, give its URL with -u USER:PASSWORD: \(url)"
         case .unauthorizedThroughProxy:
             // Never -u for the proxy's own login: -u goes to the server.
             return "check the user and password in --proxy (or in the proxy variable); only if the server itself asks for a login, give it with -u USER:PASSWORD"

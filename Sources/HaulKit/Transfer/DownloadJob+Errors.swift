@@ -143,9 +143,10 @@ extension DownloadJob {
     }
 
     /// The words for a download the lifecycle gave up on.
+    /// `withheldFor`: the origin whose credentials were not sent to the refusing URL (``RequestSender/withheldCredentials(at:)``).
     static func error(
         for giveUp: RetryRules.GiveUp, refusal: (status: Int, phrase: String, url: URL)? = nil, via proxy: ProxyEndpoint? = nil,
-        forwarded: Bool = false, connection: Int? = nil
+        forwarded: Bool = false, withheldFor: Origin? = nil, connection: Int? = nil
     ) -> HaulError {
         switch giveUp {
         case .retriesExhausted(let failure, let retries, let heldBytes):
@@ -166,17 +167,27 @@ extension DownloadJob {
             return HaulError(.server, "giving up after \(count) restarts: \(reason)")
         case .refused(let status):
             let url = refusal.map { "\($0.url) answered \(status) \($0.phrase)" } ?? "the server answered \(status)"
-            return refused(status, said: url, shownURL: refusal.map { Redaction.url($0.url) } ?? "", via: proxy, forwarded: forwarded)
+            return refused(status, said: url, shownURL: refusal.map { Redaction.url($0.url) } ?? "", via: proxy, forwarded: forwarded,
+                           withheldFor: withheldFor)
         }
     }
 
     /// The words for an answer that refuses the download (`said`: who answered what). Through an HTTP proxy that
     /// fetches the URL itself (`forwarded`; a tunnel's 401 is the server's), the answer may be the proxy's own:
     /// tinyproxy answers a wrong password with 401, not 407.
-    static func refused(_ status: Int, said: String, shownURL: String, via proxy: ProxyEndpoint?, forwarded: Bool) -> HaulError {
+    /// A 401 from a URL a redirect led to, of another origin than the credentials' (`withheldFor`), says that they
+    /// were not sent there: the server's refusal is of no login at all, not of the one given.
+    static func refused(
+        _ status: Int, said: String, shownURL: String, via proxy: ProxyEndpoint?, forwarded: Bool, withheldFor: Origin? = nil
+    ) -> HaulError {
         if let proxy, proxy.user != nil, status == 401, forwarded {
             return HaulError(.httpStatus, said + " through the proxy \(proxy), which may be refusing its own user and password",
                              reason: .unauthorizedThroughProxy(url: shownURL, proxy: proxy.description))
+        }
+        if status == 401, let withheldFor {
+            let via = proxy.map { " (through the proxy \($0))" } ?? ""
+            return HaulError(.httpStatus, said + via + " after a redirect from \(withheldFor.serialization); the credentials given for that origin were not sent to this one",
+                             reason: .unauthorizedAfterRedirect(url: shownURL, givenFor: withheldFor.serialization))
         }
         let via = proxy.map { " (through the proxy \($0))" } ?? ""
         return HaulError(.httpStatus, said + via, reason: .httpStatus(status, url: shownURL))

@@ -156,7 +156,8 @@ final class DownloadJob {
                 try await Task.sleep(for: retry.after)
             case .giveUp(let why, let refusal):
                 throw Self.error(for: why, refusal: refusal, via: refusal.flatMap { sender.proxy(for: $0.url) },
-                                      forwarded: refusal.map { sender.forwards($0.url) } ?? false)
+                                      forwarded: refusal.map { sender.forwards($0.url) } ?? false,
+                                      withheldFor: refusal.flatMap { sender.withheldCredentials(at: $0.url) })
             }
         }
     }

@@ -57,6 +57,13 @@ struct RequestSender: Sendable {
         try? engine.route(for: url, proxies: proxies, tunnel: proxyTunnel).proxy
     }
 
+    /// The origin whose credentials (`-u`, the URL's own `user:password@`, a netrc login, an `Authorization` header)
+    /// a request for `url` goes without, being of another origin: `nil` when none were given, or `url` is theirs.
+    func withheldCredentials(at url: URL) -> Origin? {
+        guard userHeaders.contains("authorization"), let userOrigin, Origin(url) != userOrigin else { return nil }
+        return userOrigin
+    }
+
     /// Whether `url` goes to an HTTP proxy that fetches it itself (absolute form, no tunnel): its answers may be the
     /// proxy's own.
     func forwards(_ url: URL) -> Bool {

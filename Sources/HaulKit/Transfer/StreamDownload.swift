@@ -207,7 +207,7 @@ final class StreamDownload {
             let shown = Redaction.url(answered)
             throw DownloadJob.refused(
                 status, said: "\(shown) answered \(status) \(response.status.reasonPhrase)", shownURL: shown,
-                via: sender.proxy(for: answered), forwarded: sender.forwards(answered))
+                via: sender.proxy(for: answered), forwarded: sender.forwards(answered), withheldFor: sender.withheldCredentials(at: answered))
         case .alreadyComplete:
             return true
         case .redirect(let location):

@@ -22,6 +22,7 @@ import Testing
         .unfinishedBesideExisting(path: "/d/a.iso", partialPath: "/d/a.iso.haul-part"),
         .unknownPartialFile(partialPath: "/d/a.iso.haul-part"),
         .listedThroughLink(path: "/d/link"),
+        .unauthorizedAfterRedirect(url: "https://b.example/a", givenFor: "https://a.example:8443"),
     ]
 
     @Test(arguments: reasons) func aReasonReadsBackAsItWasWritten(_ reason: FailureReason) throws {
@@ -57,6 +58,7 @@ import Testing
         let added: [FailureReason] = [
             .appearedWhileDownloading(path: "/d/a", partialPath: "/d/a.haul-part"),
             .longerThanServerFile(path: "/d/a", length: 3, serverLength: 2),
+            .unauthorizedAfterRedirect(url: "https://b.example/a", givenFor: "https://a.example"),
         ]
         for reason in added {
             let text = try #require(FailureReasonJSON.encode(HaulError(.usage, "m", reason: reason)))
@@ -75,6 +77,7 @@ import Testing
         #expect(FailureReason.httpStatus(404, url: "u") != .httpStatus(410, url: "u"))
         #expect(FailureReason.httpStatus(404, url: "u").httpStatus == 404)
         #expect(FailureReason.busy.httpStatus == nil)
+        #expect(FailureReason.unauthorizedAfterRedirect(url: "u", givenFor: "https://a.example").httpStatus == 401)
         #expect(FailureReason.noSpace(path: "/d/a").path == "/d/a")
         #expect(FailureReason.partialOfAnotherURL(partialPath: "/d/p", url: "u").path == "/d/p")
         #expect(FailureReason.other.path == nil)
