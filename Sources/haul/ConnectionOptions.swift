@@ -19,19 +19,19 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(name: [.customShort("6"), .customLong("ipv6"), .customLong("inet6-only")], help: "Connect over IPv6 only.")
     var ipv6 = false
 
-    @Option(help: "Trust the CA certificates in this PEM file instead of the system's (default: SSL_CERT_FILE).")
+    @Option(name: [.customLong("cacert"), .customLong("ca-certificate")], help: "Trust the CA certificates in this PEM file instead of the system's (default: SSL_CERT_FILE; --ca-certificate as in wget and aria2c).")
     var cacert: String?
 
-    @Option(help: "Trust the CA certificates in this folder (OpenSSL hashed layout) instead of the system's (default: SSL_CERT_DIR).")
+    @Option(name: [.customLong("capath"), .customLong("ca-directory")], help: "Trust the CA certificates in this folder (OpenSSL hashed layout) instead of the system's (default: SSL_CERT_DIR; --ca-directory as in wget).")
     var capath: String?
 
     @Flag(name: [.customShort("k"), .customLong("insecure"), .customLong("no-check-certificate")], help: "Do not verify TLS certificates (the connection is encrypted, but to anyone).")
     var insecure = false
 
-    @Option(help: "Client certificate (PEM) for servers that ask for one; may hold the key too.")
+    @Option(name: [.customLong("cert"), .customLong("certificate")], help: "Client certificate (PEM) for servers that ask for one; may hold the key too (--certificate as in wget and aria2c).")
     var cert: String?
 
-    @Option(help: "Private key (PEM) of --cert.")
+    @Option(name: [.customLong("key"), .customLong("private-key")], help: "Private key (PEM) of --cert (--private-key as in wget and aria2c).")
     var key: String?
 
     /// The flags that cannot go together and the TLS files' paths, before anything runs.

@@ -42,11 +42,20 @@ enum NetrcFiles {
     private static let read = NIOLockedValueBox<[String: String]>([:])
 
     /// Reads `path` (bounded, non-blocking, regular, private) off the concurrency threads, unless already read.
-    static func load(_ path: String) async throws {
+    /// `optional` (curl's `--netrc-optional`): a file that does not exist holds no login, and is no error.
+    static func load(_ path: String, optional: Bool = false) async throws {
         guard read.withLockedValue({ $0[path] }) == nil else { return }
         let contents: NamedFileReader.Contents
         do {
-            contents = try await NamedFileReader.read(path, as: .netrc)
+            if optional {
+                guard let found = try await NamedFileReader.readIfPresent(path, as: .netrc) else {
+                    read.withLockedValue { $0[path] = "" }
+                    return
+                }
+                contents = found
+            } else {
+                contents = try await NamedFileReader.read(path, as: .netrc)
+            }
         } catch let error as HaulError {
             throw InputError(error.message)
         }
@@ -170,6 +179,9 @@ struct FileOptions: ParsableArguments {
     @Flag(help: "Take the user and password for the URL's host from ~/.netrc (which must not be readable by others).")
     var netrc = false
 
+    @Flag(name: .customLong("netrc-optional"), help: "Like --netrc, but no ~/.netrc (or --netrc-file) is no error: the URL goes without a login (as curl --netrc-optional).")
+    var netrcOptional = false
+
     @Option(name: .customLong("netrc-file"), help: "Like --netrc, from this file.")
     var netrcFile: String?
 
@@ -178,14 +190,14 @@ struct FileOptions: ParsableArguments {
 
     /// The netrc file `--netrc` or `--netrc-file` names, if any.
     var netrcPath: String? {
-        guard netrc || netrcFile != nil else { return nil }
+        guard netrc || netrcOptional || netrcFile != nil else { return nil }
         return netrcFile ?? ((ProcessInfo.processInfo.environment["HOME"] ?? "") + "/.netrc")
     }
 
     /// Reads the netrc file (once, off the concurrency threads), before any spec is made.
     func loadNetrc() async throws {
         guard user == nil, let path = netrcPath else { return }
-        try await NetrcFiles.load(path)
+        try await NetrcFiles.load(path, optional: netrcOptional && !netrc)
     }
 
 

@@ -25,6 +25,8 @@ enum FlagCompatibility {
         "-u", "--user", "--netrc-file", "-i", "--input-file", "-j", "--jobs", "--stall-timeout", "--connect-timeout",
         "-T", "--timeout", "--max-time", "--on-complete", "--proxy", "--all-proxy", "--noproxy", "--cacert", "--capath",
         "--cert", "--key", "--priority", "--id", "--socket", "--session", "--max-redirs", "--max-redirect",
+        "--ca-certificate", "--ca-directory", "--certificate", "--private-key", "--read-timeout", "--max-concurrent-downloads",
+        "--parallel-max", "--file-allocation", "--summary-interval", "--console-log-level",
     ]
 
     /// Flags whose meaning is Haul's default: dropped.
@@ -35,12 +37,26 @@ enum FlagCompatibility {
         "--continue=false", "--allow-overwrite=false", "--content-disposition", "--http2",
         // wget's bar is what haul draws on a terminal, and always draws there unless -q (wget's --show-progress).
         "--progress=bar", "--progress=bar:noscroll", "--show-progress",
+        // wget makes folders only when it crawls or is told to (-x); haul never makes them from the URL.
+        "-nd", "--no-directories", "-nH", "--no-host-directories",
+        // haul reads no netrc file unless --netrc asks (wget and aria2c read ~/.netrc by default).
+        "--no-netrc", "--no-netrc=true",
+        // aria2c's booleans, spelled out at their default.
+        "--remote-time=true", "--quiet=false", "--conditional-get=false",
     ]
+
+    /// aria2c's options whose meaning is only its own console and disk housekeeping, with nothing to change in what is
+    /// downloaded or where: dropped with their value (`--file-allocation=none` or `--file-allocation none`). Scripts
+    /// written for aria2c carry them.
+    static let ignoredWithValue: Set<String> = ["--file-allocation", "--summary-interval", "--console-log-level"]
 
     /// Spellings rewritten to Haul's.
     static let rewrites: [String: String] = [
         "--check-certificate=false": "--insecure", "--allow-overwrite": "--overwrite", "--allow-overwrite=true": "--overwrite",
         "--continue=true": "--continue", "-nc": "--no-clobber",
+        // aria2c's booleans: `--quiet=true` is `-q`, `--conditional-get` is wget's `-N`, `--remote-time=false` keeps
+        // the time the file was written.
+        "--quiet=true": "--quiet", "--conditional-get": "-N", "--conditional-get=true": "-N", "--remote-time=false": "--no-remote-time",
     ]
 
     /// Letters of curl's clusters (`-fsSL`, `-LO`): the default ones are dropped, `s` is curl's silent.
@@ -103,6 +119,15 @@ enum FlagCompatibility {
         "--retry-connrefused": "haul get retries a refused connection only twice at once, so that a wrong address shows quickly; to wait for a server that is starting, repeat the command (until haul get …; do sleep 1; done) or queue it with haul add, whose downloads retry it with backoff",
         "--progress": "haul draws its progress line on a terminal only, and elsewhere prints a line when a file starts and when it is saved; drop it (-q for errors only, --json for progress events)",
         "--max-filesize": "haul has no size limit for a download; drop it, or use curl --max-filesize",
+        "-n": "-n is --netrc in curl and --no-netrc in aria2c; spell it out: --netrc to take the login from ~/.netrc (haul reads it only when asked)",
+        "--waitretry": "use --retry-wait SECONDS: the wait before the first retry, doubled after each (wget's --waitretry is the longest wait, growing a second at a time)",
+        "--dns-timeout": "haul has no timeout for the name lookup alone; --connect-timeout SECONDS bounds the lookup and the connection together",
+        "--location-trusted": "haul sends -u's user and password only to the URL's own origin, never after a redirect to another; give the URL the redirect leads to, with -u USER:PASSWORD",
+    ]
+
+    /// Spellings refused whole (a value of aria2c's boolean options), named as typed: none holds a secret.
+    static let tokenRefusals: [String: String] = [
+        "--auto-file-renaming=false": "haul renames only a file it names itself (without -o); give -o NAME, and a file already there is refused unless --overwrite (or kept, fetching nothing, with -nc)",
     ]
 
     /// Reads `arguments` (the command line without the program's name).
@@ -120,7 +145,7 @@ enum FlagCompatibility {
                 break
             }
             // The parser keeps the last of several -o; curl pairs each with a URL of its own. Neither silently.
-            if ["-o", "--output", "--out"].contains(token) || token.hasPrefix("--output=") || token.hasPrefix("--out=") {
+            if isOutputOption(token) {
                 outputs += 1
                 if outputs == 2 {
                     return .refused("-o is given more than once; haul gets one file per -o: give one -o, or several URLs with --dir DIR (or an -i list with out= lines)")
@@ -137,6 +162,12 @@ enum FlagCompatibility {
                let format = token.count > 2 ? String(token.dropFirst(2)) : index < arguments.count ? arguments[index] : nil,
                format.contains("%") || format.contains("\\") {
                 return .refused("-w FORMAT: \(writeOut)")
+            }
+            let name = token.split(separator: "=", maxSplits: 1).first.map(String.init) ?? token
+            if ignoredWithValue.contains(name) {
+                // `--file-allocation none`: its value goes too.
+                if name == token { index += 1 }
+                continue
             }
             if valueOptions.contains(token) {
                 if token == "-e", index < arguments.count, isWgetCommand(arguments[index]) {
@@ -166,7 +197,13 @@ enum FlagCompatibility {
                 result += ["--noproxy", "*"]
                 continue
             }
-            let name = token.split(separator: "=", maxSplits: 1).first.map(String.init) ?? token
+            if token == "--auto-file-renaming=false", arguments.contains(where: isOutputOption) {
+                // -o NAME renames nothing: a file already there is refused, as aria2c refuses it.
+                continue
+            }
+            if let message = tokenRefusals[token] {
+                return .refused("\(token): \(message)")
+            }
             if let message = refusals[name], token.hasPrefix("-") {
                 return .refused("\(name): \(message)")
             }
@@ -177,6 +214,11 @@ enum FlagCompatibility {
             result.append(token)
         }
         return .arguments(result)
+    }
+
+    /// Whether `token` is `-o` (`--output`, `--out`, with its value or without).
+    static func isOutputOption(_ token: String) -> Bool {
+        ["-o", "--output", "--out"].contains(token) || token.hasPrefix("--output=") || token.hasPrefix("--out=")
     }
 
     /// Short options that take a value, which curl, wget and aria2c users also attach to the letter: `-x16`, `-j2`,

@@ -19,10 +19,12 @@ struct GetCommand: AsyncParsableCommand {
 
     @OptionGroup var list: URLList
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], parsing: .unconditional, help: "Downloads at once when several URLs are given.")
+    @Option(name: [.customShort("j"), .customLong("jobs"), .customLong("max-concurrent-downloads"), .customLong("parallel-max")], parsing: .unconditional,
+            help: "Downloads at once when several URLs are given (aria2c's --max-concurrent-downloads, curl's --parallel-max).")
     var jobs = 3
 
-    @Option(name: .customLong("stall-timeout"), parsing: .unconditional, help: "Seconds without data after which a transfer is retried (default 30; 0: no limit).")
+    @Option(name: [.customLong("stall-timeout"), .customLong("read-timeout")], parsing: .unconditional,
+            help: "Seconds without data after which a transfer is retried (default 30; 0: no limit; wget's --read-timeout).")
     var stallTimeoutOption: Seconds?
 
     @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to wait for a connection (default 30; 0: no limit).")
