@@ -11,6 +11,10 @@ public enum HeldBackNote {
         prefix + String(limit) + middle + host + suffix
     }
 
+    /// The note of every waiting task of a session whose limit is 0 downloads at once (`haul session set
+    /// --max-concurrent 0` holds them all): none starts until the limit is raised.
+    public static let sessionRunsNone = "held back: the session runs 0 downloads at once (its limit)"
+
     /// The limit a note written by ``text(limit:host:)`` names; `nil` for any other note.
     public static func limit(in note: String?) -> Int? {
         guard let note, note.hasPrefix(prefix), note.hasSuffix(suffix) else { return nil }

@@ -1,8 +1,10 @@
 // Why waiting tasks do not start although the session has room: their host's limit is reached. Each such task says
 // so in its snapshot (`haul ls`, `--json`), and a live view says so beside its counts.
 extension LocalSession {
-    /// Why the waiting task `id` has not started although the session has room: its host's limit is reached.
+    /// Why the waiting task `id` has not started although the session has room: its host's limit is reached. Or the
+    /// session has no room at all: its limit is 0 downloads at once.
     func heldBackNote(_ id: String) -> String? {
+        if currentMaxConcurrent == 0 { return HeldBackNote.sessionRunsNone }
         guard let entry = waitingEntry(id),
               let limit = reachedLimit(of: entry.host, running: runningPerHost()[entry.host, default: 0], taskLimit: entry.hostLimit)
         else { return nil }
