@@ -82,23 +82,34 @@ struct WaitCommand: AsyncParsableCommand {
         commandName: "wait",
         abstract: "Block until tasks end; exit 0 only if all finished successfully.",
         discussion: """
-            Paused tasks are still waited for (they may be resumed). A failed task makes the exit code its error's; a cancelled or removed one, 1.
+            Paused tasks are still waited for (they may be resumed). A failed task makes the exit code its error's; a cancelled or removed one, 1. \
+            With --all, every task of the session is waited for, as pause, resume and rm --all take them: one that failed or was cancelled before counts too.
 
             """ + HelpText.examples(
                 "haul wait 3f2a && echo done",
-                "id=$(haul add https://example.com/big.iso) && haul wait \"$id\""
+                "id=$(haul add https://example.com/big.iso) && haul wait \"$id\"",
+                "haul add -i urls.txt && haul wait --all"
             )
     )
 
     @Argument(help: "Task ids (or unique prefixes).")
-    var ids: [String]
+    var ids: [String] = []
+
+    @Flag(help: "Every task of the session.")
+    var all = false
 
     @OptionGroup var daemon: DaemonClientOptions
+
+    func validate() throws {
+        if all, !ids.isEmpty { throw InputError("give task ids or --all, not both") }
+        if !all, ids.isEmpty { throw InputError("give at least one task id, or --all") }
+    }
 
     func run() async throws {
         let final: [TaskSnapshot]
         do {
-            final = try await TaskFollower(options: daemon, typed: ids, readsSettings: false).follow(seed: { _ in }, event: { _ in }, tick: { _, _ in })
+            final = try await TaskFollower(options: daemon, typed: ids, everyTask: all, readsSettings: false)
+                .follow(seed: { _ in }, event: { _ in }, tick: { _, _ in })
         } catch {
             throw CLIFailure.exit(error)
         }
@@ -113,6 +124,8 @@ struct WaitCommand: AsyncParsableCommand {
 struct TaskFollower {
     var options: DaemonClientOptions
     var typed: [String]
+    /// Without ids: every task of the session (`haul wait --all`), not only the waiting and running ones.
+    var everyTask = false
     /// Whether each tick also reads the session's downloads at once (why tasks wait, for `haul watch`).
     var readsSettings = true
     /// Reconnections allowed in a row without progress.
@@ -155,7 +168,7 @@ struct TaskFollower {
                 if targets == nil {
                     let all = exists ? try await connection.tasks() : []
                     let chosen = typed.isEmpty
-                        ? Set(all.filter { $0.state == .waiting || $0.state == .running }.map(\.id))
+                        ? Set(all.filter { everyTask || $0.state == .waiting || $0.state == .running }.map(\.id))
                         : Set(try await connection.resolve(typed, among: all.map(\.id)))
                     targets = all.map(\.id).filter { chosen.contains($0) }
                     followed.withLockedValue { $0 = chosen }
