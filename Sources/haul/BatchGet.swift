@@ -41,7 +41,7 @@ struct BatchGet {
         let home = HaulHome(environment: ProcessInfo.processInfo.environment)
         let identifier: String
         let count: Int
-        let destinations: ListDestinations
+        var destinations: ListDestinations
         let listFile: URLListFile?
         do {
             listFile = try await BatchGet.open(list, home: home)
@@ -61,9 +61,8 @@ struct BatchGet {
         if let note = destinations.duplicateNote, !command.quiet { Reporter.printError("haul: note: " + note) }
         var configuration = SessionConfiguration()
         // A --dir download does not take a name another entry names (out=): that entry's, wherever its line is.
-        var claimed = destinations
-        claimed.forgetEntries()
-        let files = claimed
+        destinations.forgetEntries()
+        let files = destinations
         configuration.isReservedPath = { files.isClaimed($0) }
         configuration.maxConcurrentDownloads = command.jobs
         // --max-connections-per-host is the batch's per-host limit (over HTTP/1.1; an HTTP/2 host runs -j as streams).
