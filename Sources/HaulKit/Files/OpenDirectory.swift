@@ -174,9 +174,17 @@ final class OpenDirectory: Sendable {
         if writable {
             // Locked, then the name checked again: a download of another home that removed the file just before the
             // lock (it found it unlocked) leaves this one holding a file without a name.
-            guard !Self.isLockedElsewhere(fd), status(name)?.isSameFile(as: FileStatus(info)) == true else {
+            if Self.isLockedElsewhere(fd) {
                 _ = Glibc_close(fd)
                 throw inUse(name)
+            }
+            guard status(name)?.isSameFile(as: FileStatus(info)) == true else {
+                _ = Glibc_close(fd)
+                // The name is another download's now (it holds the lock of what is there), or something else was
+                // put in the file's place (moved away, a link or a copy planted): said as what it is.
+                if isInUse(name) { throw inUse(name) }
+                throw HaulError(.fileSystem, "\(pathOf(name)) was replaced by another program as Haul opened it (it is no longer the file Haul made), so nothing was written there",
+                                reason: .replacedWhileDownloading(path: pathOf(name)))
             }
         }
         return PartialFile(descriptor: fd, path: pathOf(name), identity: FileIdentity.of(info, at: fd, nil))
