@@ -85,7 +85,7 @@ package actor LocalSession: SessionBackend {
             path: folder + "/session.lock",
             busy: HaulError(.busy, "session \"\(identifier)\" is open in another process; close it there first", reason: .busy))
         // Only a session that fails crashing tasks reads how often each was started: only it counts them.
-        self.store = try store ?? TaskStore(path: folder + "/tasks.sqlite", countsStarts: journaling)
+        self.store = try store ?? TaskStore(path: folder + "/tasks.sqlite", countsStarts: failsCrashingTasks)
         self.shared = self.store as? any SharedSessionStore
         var engineConfiguration = TransferEngine.Configuration()
         engineConfiguration.stallTimeout = configuration.stallTimeout

@@ -184,12 +184,11 @@ extension DownloadJob {
             return HaulError(.httpStatus, said + " through the proxy \(proxy), which may be refusing its own user and password",
                              reason: .unauthorizedThroughProxy(url: shownURL, proxy: proxy.description))
         }
+        let via = proxy.map { " (through the proxy \($0))" } ?? ""
         if status == 401, let withheldFor {
-            let via = proxy.map { " (through the proxy \($0))" } ?? ""
             return HaulError(.httpStatus, said + via + " after a redirect from \(withheldFor.serialization); the credentials given for that origin were not sent to this one",
                              reason: .unauthorizedAfterRedirect(url: shownURL, givenFor: withheldFor.serialization))
         }
-        let via = proxy.map { " (through the proxy \($0))" } ?? ""
         return HaulError(.httpStatus, said + via, reason: .httpStatus(status, url: shownURL))
     }
 

@@ -250,7 +250,8 @@ public final class TransferEngine: Sendable {
         }
         // A download confined below a folder (a URL list's dir= and out=) looks at its file's name only in the folder
         // reached below it without following a link (one on the way fails it here); nothing is there yet when the
-        // folder is not. The download itself opens that folder the same way (DownloadJob.prepare).
+        // folder is not. The download itself opens that folder the same way (DownloadJob.prepare); this one stays open
+        // until the download ends, for -nc's look at the name should another download take it meanwhile.
         var confined: OpenDirectory?
         if let root = options.confinedTo, case .file(let path) = options.destination {
             confined = try OpenDirectory.openIfPresent(POSIX.directoryOf(path), create: false, below: root)
@@ -270,8 +271,6 @@ public final class TransferEngine: Sendable {
         if StreamDownload.isStreamTarget(options.destination, in: confined) {
             return try await StreamDownload(engine: self, options: options, in: confined, events: events).run()
         }
-        // Not held through the download, which holds the folder itself.
-        confined?.close()
         let job = DownloadJob(engine: self, options: options, events: events)
         do {
             return try await job.run()
