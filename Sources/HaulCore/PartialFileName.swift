@@ -1,17 +1,50 @@
 /// The names Haul gives a download's bytes until they are complete and verified: `DEST.haul-part`, or
 /// `DEST.<uid>.haul-part` when another account's file holds that name in a folder both may write.
+///
+/// A destination whose name leaves no room for that ending within a file name's 255 bytes (`-o` takes any name a
+/// file system does, as curl's `-o` and wget's `-O` do) has its name shortened in the partial file's: as much of it as
+/// fits, cut at a character, then `~` and 16 hex digits of a hash of the whole name, so that the same destination
+/// always has the same partial file (a rerun finds its bytes) and two long names that begin alike have two.
 package enum PartialFileName {
     /// The suffix of every partial file's name.
     package static let suffix = ".haul-part"
 
+    /// The most bytes a file name may have (`NAME_MAX` on Linux's and macOS's file systems).
+    package static let maxNameBytes = 255
+
     /// The partial file of `destination` (a path or a name).
     package static func of(_ destination: String) -> String {
-        destination + suffix
+        fitted(destination, ending: suffix)
     }
 
     /// The partial file of `destination` for the user `uid`, beside another account's file at ``of(_:)``.
     package static func of(_ destination: String, user uid: UInt32) -> String {
-        destination + ".\(uid)" + suffix
+        fitted(destination, ending: ".\(uid)" + suffix)
+    }
+
+    /// `destination` with `ending` added to its last component, that component shortened (see the type's doc) when
+    /// the two would pass ``maxNameBytes``.
+    static func fitted(_ destination: String, ending: String) -> String {
+        let name = destination.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? destination
+        guard name.utf8.count + ending.utf8.count > maxNameBytes else { return destination + ending }
+        let folder = destination.dropLast(name.count)
+        let mark = "~" + hexString(withUnsafeBytes(of: fnv1a(name.utf8).bigEndian, Array.init))
+        var kept = ""
+        for character in name {
+            if kept.utf8.count + character.utf8.count + mark.utf8.count + ending.utf8.count > maxNameBytes { break }
+            kept.append(character)
+        }
+        return folder + kept + mark + ending
+    }
+
+    /// FNV-1a, 64 bits: the same on every machine and in every build (Swift's `Hasher` is seeded per process).
+    private static func fnv1a(_ bytes: some Sequence<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return hash
     }
 
     /// Whether `name` (a path's last component) is a partial file's name, whatever its letters' case: a file a
