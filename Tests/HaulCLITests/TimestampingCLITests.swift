@@ -49,4 +49,44 @@ struct TimestampingCLITests {
             }
         }
     }
+
+    /// What is at a `-N` destination and is not a file (a link to a newer or an older file, a dangling link, a
+    /// folder) has no date of its own: it is left as it is and the download refused, as without `-N`, never replaced
+    /// without `--overwrite` (the probe found a user's link replaced by the download) nor written through.
+    enum NotAFile: String, CaseIterable, Sendable { case linkToNewer, linkToOlder, danglingLink, folder }
+
+    @Test(arguments: NotAFile.allCases)
+    func dashNLeavesWhatIsNotAFileAsItIs(_ found: NotAFile) async throws {
+        try await withNginx { nginx in
+            let served = TestData.bytes(4_000, seed: 263)
+            try nginx.put("data/g.bin", served)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_700_000_000)], ofItemAtPath: nginx.documentRoot + "/data/g.bin")
+            try await Sandbox.with { box in
+                let mine = TestData.bytes(4_000, seed: 264), target = box.path("notes.bin"), destination = box.path("g.bin")
+                try writeBytes(mine, to: target)
+                let time = found == .linkToOlder ? 1_600_000_000 : 1_800_000_000
+                try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(time))], ofItemAtPath: target)
+                switch found {
+                case .linkToNewer, .linkToOlder: try FileManager.default.createSymbolicLink(atPath: destination, withDestinationPath: "notes.bin")
+                case .danglingLink: try FileManager.default.createSymbolicLink(atPath: destination, withDestinationPath: "missing.bin")
+                case .folder: try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: false)
+                }
+                let result = try await box.run(["get", nginx.url("/data/g.bin"), "-o", destination, "-N"])
+                #expect(result.exitCode == 2, "\(result)")
+                #expect(result.stderr.contains(found == .folder ? "\(destination) is a directory" : "\(destination) already exists"), "\(result.stderr)")
+                #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+                let kind = try FileManager.default.attributesOfItem(atPath: destination)[.type] as? FileAttributeType
+                #expect(kind == (found == .folder ? .typeDirectory : .typeSymbolicLink), "left as it was")
+                #expect(contentMismatch(target, expected: mine) == nil, "nothing written through the link")
+                #expect(!FileManager.default.fileExists(atPath: box.path("missing.bin")))
+                // Asked for, the download replaces a link (not what it leads to).
+                if found != .folder {
+                    let replaced = try await box.run(["get", nginx.url("/data/g.bin"), "-o", destination, "--overwrite"])
+                    #expect(replaced.exitCode == 0, "\(replaced.stderr)")
+                    #expect(contentMismatch(destination, expected: served) == nil)
+                    #expect(contentMismatch(target, expected: mine) == nil)
+                }
+            }
+        }
+    }
 }

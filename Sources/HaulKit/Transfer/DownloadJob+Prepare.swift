@@ -270,6 +270,12 @@ extension DownloadJob {
                 offset: size, state: .running, adopted: true)
             // Not shown to be the server's bytes until the overlap of the first answer matches them.
             return .holding(.adopted(path: path), replacesDestination: false)
+        } else if options.timestamping, !options.overwrite, !found.isRegular {
+            // A link (or anything but a file) has no date of its own to compare: replacing it would drop the user's
+            // link without being asked, and writing through it is what Haul never does. wget -N compares the file
+            // it leads to and writes through it; Haul refuses, as without -N.
+            throw HaulError(.usage, "\(path) already exists and is not a regular file (a link, or another kind), so its date is not compared with the server's",
+                            reason: .destinationExists(path: path))
         } else if !options.overwrite, !options.timestamping, !(options.continuePartial && found.isRegular && found.size == 0) {
             throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
         }
