@@ -50,6 +50,17 @@ package enum TerminalText {
         return String(result)
     }
 
+    /// ``sanitized(_:)`` line by line: the line breaks of text of several lines kept, every other control
+    /// character replaced. For what is written to a terminal or a log a person reads on one.
+    public static func sanitizedLines(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { isUnsafe($0) && $0 != "\n" }) else { return text }
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            result.append(isUnsafe(scalar) && scalar != "\n" ? "?" : scalar)
+        }
+        return String(result)
+    }
+
     /// `text` in at most `width` columns: unchanged when it fits, else shortened at `cut` with `…` in the
     /// place of what was taken out. A width below 1 gives the empty string.
     public static func fit(_ text: String, width columns: Int, cut: Cut = .end) -> String {

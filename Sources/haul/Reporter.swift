@@ -58,8 +58,10 @@ final class Reporter: @unchecked Sendable {
         }
     }
 
+    /// Writes `line` to standard error, its control characters (a server's or a URL's escape sequences, which
+    /// could clear the screen or retitle the window) shown as `?`.
     static func printError(_ line: String) {
-        write(line + "\n", to: STDERR_FILENO)
+        write(TerminalText.sanitizedLines(line) + "\n", to: STDERR_FILENO)
     }
 
     /// `URL: message` for a download's failure, or the message alone when it names the URL already
