@@ -34,6 +34,9 @@ package final class DaemonServer: Sendable {
         self.location = location
         self.logger = logger
         self.idleExit = limits.idleExit
+        // HAUL_HOME first, owner-only: the socket's folder may be inside it, and making that would leave its parents
+        // at the umask's mode (0755) until a session's store made HAUL_HOME private.
+        try home.prepare()
         try location.prepareDirectory()
         MemoryReturn.prepare()
         let budget = InputBudget(limit: limits.unfinishedInputBudget)

@@ -12,15 +12,30 @@ public struct HaulHome: Equatable, Sendable {
     /// The state folder at `path`.
     public init(path: String) { self.path = path }
 
-    /// Resolves the location from an environment (normally `ProcessInfo.processInfo.environment`).
+    /// Resolves the location from an environment (normally `ProcessInfo.processInfo.environment`). A relative
+    /// `HAUL_HOME` (or `HOME`) is taken from the current folder, once, here: the daemon this process starts runs
+    /// elsewhere (in `/`) and is given the absolute path, so both use the same folder.
     public init(environment: [String: String]) {
         if let home = environment["HAUL_HOME"], !home.isEmpty {
-            path = home
+            path = Self.absolute(home)
         } else if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
             path = data + "/haul"
         } else {
-            path = (environment["HOME"] ?? ".") + "/.local/share/haul"
+            path = Self.absolute((environment["HOME"] ?? ".") + "/.local/share/haul")
         }
+    }
+
+    /// `path` from the current folder when it is relative (`.haul`, `./state`); as it is when absolute, or when the
+    /// current folder cannot be read.
+    static func absolute(_ path: String) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let folder = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var relative = Substring(path)
+        while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+        if relative == "." { return folder }
+        return (folder == "/" ? "" : folder) + "/" + relative
     }
 
     /// The folder holding one resume record per download.
