@@ -43,6 +43,8 @@ enum FlagCompatibility {
         "--no-netrc", "--no-netrc=true",
         // aria2c's booleans, spelled out at their default.
         "--remote-time=true", "--quiet=false", "--conditional-get=false",
+        // curl's way of sending a proxy's login, which is haul's only one.
+        "--proxy-basic",
     ]
 
     /// aria2c's options whose meaning is only its own console and disk housekeeping, with nothing to change in what is
@@ -69,8 +71,23 @@ enum FlagCompatibility {
     private static let writeOut = "haul has no --write-out (curl's -w FORMAT); --json prints one JSON object per event on stdout instead: the file's path and bytes when it is saved, the error and its HTTP status when it fails"
     private static let wgetCommands = "haul's -e is curl's --referer, and wget's -e COMMAND is not read: for http_proxy= or https_proxy= use --proxy URL (or the environment variable), and robots=off needs nothing (haul does not crawl)"
 
+    private static let proxyPerScheme = "haul takes one proxy for every URL: --proxy URL, its user and password in it (http://user:password@host:port); the http_proxy and https_proxy variables set one for each scheme"
+    private static let proxyLogin = "put the user and password in the proxy's URL: --proxy http://user:password@host:port"
+    private static let proxyTLS = "haul reaches its proxy without TLS (http:// and socks5:// proxies), so the proxy's own certificate options do not apply; drop it"
+    private static let socks4 = "haul speaks SOCKS5, not SOCKS4: --proxy socks5://HOST:PORT (socks5h:// to let the proxy resolve names)"
+    private static let proxyAuth = "haul sends a proxy's user and password with Basic only (curl's default); drop it"
+
     /// Flags Haul cannot honour, with what to use instead.
     static let refusals: [String: String] = [
+        // aria2c's and curl's proxy flags: what --proxy and its URL say instead.
+        "--http-proxy": proxyPerScheme, "--https-proxy": proxyPerScheme,
+        "--http-proxy-user": proxyLogin, "--http-proxy-passwd": proxyLogin, "--https-proxy-user": proxyLogin, "--https-proxy-passwd": proxyLogin,
+        "--proxy-method": "haul tunnels https:// URLs through an HTTP proxy with CONNECT and sends it http:// ones as absolute-form GETs, as curl does; --proxytunnel tunnels those too",
+        "--socks5": "use --proxy socks5://HOST:PORT (curl's --socks5)",
+        "--socks5-hostname": "use --proxy socks5h://HOST:PORT: the proxy resolves the host's name (curl's --socks5-hostname)",
+        "--socks4": socks4, "--socks4a": socks4,
+        "--proxy-cacert": proxyTLS, "--proxy-capath": proxyTLS, "--proxy-insecure": proxyTLS, "--proxy-cert": proxyTLS, "--proxy-key": proxyTLS,
+        "--proxy-anyauth": proxyAuth, "--proxy-digest": proxyAuth, "--proxy-ntlm": proxyAuth, "--proxy-negotiate": proxyAuth,
         "-X": "haul downloads with GET only; use curl for other methods",
         "--request": "haul downloads with GET only; use curl for other methods",
         "--data": "haul sends no request body (it downloads with GET); use curl to send data",

@@ -98,6 +98,13 @@ import Glibc
         (["-e", "http_proxy=http://pu:SECRETPW@127.0.0.1:9"], "-e", "--proxy"), (["-erobots=off"], "-e", "robots=off"),
         (["--execute", "robots=off"], "--execute", "does not crawl"),
         (["--no-proxy"], "--no-proxy", "--noproxy"), (["--password=x"], "--password", "-u USER:PASSWORD"),
+        // aria2c's and curl's proxy flags (the probe found them answered "unknown option"); a password never shown.
+        (["--http-proxy=http://pu:SECRETPW@127.0.0.1:9"], "--http-proxy", "--proxy URL"),
+        (["--https-proxy", "http://pu:SECRETPW@127.0.0.1:9"], "--https-proxy", "--proxy URL"),
+        (["--http-proxy-passwd=SECRETPW"], "--http-proxy-passwd", "--proxy http://user:password@"),
+        (["--socks5", "127.0.0.1:9"], "--socks5", "--proxy socks5://"), (["--socks5-hostname", "127.0.0.1:9"], "--socks5-hostname", "socks5h://"),
+        (["--socks4", "127.0.0.1:9"], "--socks4", "SOCKS5"), (["--proxy-cacert", "ca.pem"], "--proxy-cacert", "without TLS"),
+        (["--proxy-digest"], "--proxy-digest", "Basic"), (["--proxy-method=tunnel"], "--proxy-method", "--proxytunnel"),
     ])
     func aFlagHaulCannotHonourIsOneLineNamingTheAlternative(flag: [String], name: String, alternative: String) async throws {
         try await withTestServer { server in
