@@ -149,6 +149,11 @@ struct GetCommand: AsyncParsableCommand {
             reporter.failed(shown, exitCode: ExitStatus.code(for: shown))
             failure = shown
         }
+        if case .success(let result) = outcome, quiet, file.output == nil, !file.remoteName, Self.standardOutputIsRedirected() {
+            // curl's `curl -fsSL URL | sh` run as `haul get`: the body went to a file, and the pipe got nothing. Said
+            // once, even under -s, since a silent empty pipe looks like success.
+            Reporter.printError("haul: note: saved \(result.path): haul saves to a file, as wget does; for standard output, as curl writes it, add -o -")
+        }
         // After the outcome is shown, as its last step: the command may move or open the file.
         if let hook = OnComplete(onComplete, toStandardError: json || options.destination == .standardOutput),
            let task = OnComplete.task(options, outcome) {
@@ -156,6 +161,15 @@ struct GetCommand: AsyncParsableCommand {
             await hook.waitForAll()
         }
         if let failure { throw ExitCode(ExitStatus.code(for: failure)) }
+    }
+
+    /// Whether standard output goes to a pipe or a file (`| sh`, `> out`) rather than a terminal or nowhere: where
+    /// curl's users expect the body.
+    static func standardOutputIsRedirected() -> Bool {
+        var info = stat()
+        guard fstat(STDOUT_FILENO, &info) == 0 else { return false }
+        let kind = info.st_mode & S_IFMT
+        return kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK
     }
 
     /// The URLs from the arguments and `-i`.

@@ -192,8 +192,11 @@ import Glibc
             server.serve("/nc/race.bin", slow)
             try await Sandbox.with { box in
                 let run = try box.start(["get", "-nc", server.url("/nc/race.bin"), "-o", "race.bin"])
-                try await eventually("the download runs", timeout: .seconds(30)) { fileExists(box.path("race.bin.haul-part")) }
-                #expect(FileManager.default.createFile(atPath: box.path("race.bin"), contents: Data("theirs".utf8)))
+                // Made from a thread of its own the moment the partial file is there: a poll on a starved pool saw
+                // it only after the 4-second download had ended, under a full parallel run.
+                try await actWhen(run, "the download runs", timeout: .seconds(30), { fileExists(box.path("race.bin.haul-part")) }) {
+                    _ = FileManager.default.createFile(atPath: box.path("race.bin"), contents: Data("theirs".utf8))
+                }
                 let result = try await run.wait(timeout: .seconds(60))
                 #expect(result.exitCode == 0 && result.stderr.contains("already there"), "\(result.stderr)")
                 #expect(FileManager.default.contents(atPath: box.path("race.bin")) == Data("theirs".utf8))

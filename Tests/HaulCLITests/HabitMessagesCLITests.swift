@@ -160,4 +160,27 @@ import Glibc
             #expect(result.stderr.contains("got \"\(typed)\"") && result.stderr.contains("base64"), "\(result.stderr)")
         }
     }
+
+    /// curl's `curl -fsSL URL | sh` typed as `haul get`: the body goes to a file (haul's way, wget's), and the pipe
+    /// gets nothing; said in one line even under -s, never when the body goes where it was asked.
+    @Test func aSilentDownloadWhoseOutputIsPipedSaysWhereTheBodyWent() async throws {
+        try await withTestServer { server in
+            let body = Array("echo installed\n".utf8)
+            server.serve("/install.sh", Resource(body: body, etag: "\"i\""))
+            try await Sandbox.with { box in
+                // The harness reads standard output through a pipe, as `| sh` would.
+                let piped = try await box.run(["get", "-fsSL", server.url("/install.sh")])
+                #expect(piped.exitCode == 0, "\(piped.stderr)")
+                #expect(piped.stdout.isEmpty)
+                #expect(piped.stderrLines.count == 1 && piped.stderr.contains("saved \(box.path("install.sh"))"), "\(piped.stderr)")
+                #expect(piped.stderr.contains("add -o -"), "\(piped.stderr)")
+                #expect(contentMismatch(box.path("install.sh"), expected: body) == nil)
+
+                let streamed = try await box.run(["get", "-fsSL", server.url("/install.sh"), "-o", "-"])
+                #expect(streamed.exitCode == 0 && streamed.stdout == "echo installed\n" && streamed.stderr.isEmpty, "\(streamed)")
+                let named = try await box.run(["get", "-q", server.url("/install.sh"), "-o", "named.sh"])
+                #expect(named.exitCode == 0 && named.stderr.isEmpty, "\(named.stderr)")
+            }
+        }
+    }
 }

@@ -23,6 +23,22 @@ func signalWhen(
     isRunning: @escaping @Sendable () -> Bool, stderr: @escaping @Sendable () -> String = { "" },
     _ condition: @escaping @Sendable () -> Bool
 ) async throws {
+    try await actWhen(what, timeout: timeout, isRunning: isRunning, stderr: stderr, condition) { kill(pid, signal) }
+}
+
+/// Does `action` as soon as `condition` holds while `run` runs, on the same dedicated polling thread as
+/// ``signalWhen(_:_:_:timeout:_:)`` (a file made while a download runs, say, which a starved pool would make after it ended).
+func actWhen(
+    _ run: HaulRun, _ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable () -> Bool,
+    action: @escaping @Sendable () -> Void
+) async throws {
+    try await actWhen(what, timeout: timeout, isRunning: { run.isRunning }, stderr: { run.stderrSoFar() }, condition, action: action)
+}
+
+private func actWhen(
+    _ what: String, timeout: Duration, isRunning: @escaping @Sendable () -> Bool, stderr: @escaping @Sendable () -> String,
+    _ condition: @escaping @Sendable () -> Bool, action: @escaping @Sendable () -> Void
+) async throws {
     let outcome: String? = await withCheckedContinuation { continuation in
         let thread = Thread {
             let deadline = ContinuousClock.now + timeout
@@ -32,7 +48,7 @@ func signalWhen(
                     return
                 }
                 if condition() {
-                    kill(pid, signal)
+                    action()
                     continuation.resume(returning: nil)
                     return
                 }
