@@ -48,8 +48,10 @@ public struct Credentials: Codable, Equatable, Sendable {
 
 /// The `.netrc` format (as curl and ftp read it): `machine HOST login USER password PASS`, and `default`.
 public enum Netrc {
-    /// The credentials for `host` in a netrc file's text: the first `machine` entry for it, else `default`.
-    public static func credentials(for host: String, in text: String) -> Credentials? {
+    /// The credentials for `host` in a netrc file's text: the first `machine` entry for it, else `default`. With
+    /// `login` (a URL's `user@` without a password), only an entry of that login: its password, as curl and wget
+    /// take it (a file may hold several logins for one host).
+    public static func credentials(for host: String, login wanted: String? = nil, in text: String) -> Credentials? {
         let tokens = tokenize(text)
         var index = 0
         var fallback: Credentials?
@@ -73,7 +75,7 @@ public enum Netrc {
                 index += 2
                 if key == "login" { login = value } else if key == "password" { password = value }
             }
-            guard let login else { continue }
+            guard let login, wanted == nil || login == wanted else { continue }
             let found = Credentials(user: login, password: password ?? "")
             if let machine {
                 if machine.lowercased() == host.lowercased() { return found }

@@ -201,11 +201,15 @@ struct FileOptions: ParsableArguments {
     }
 
 
-    /// `-u`, else the URL's own `user:password@` (left to the engine), else the netrc entry for the host.
+    /// `-u`, else the URL's own `user:password@` (left to the engine), else the netrc entry for the host: for a URL
+    /// that names only its user (`https://me@host/`), that user's entry, as curl's and wget's `--netrc` read it.
     func credentials(for url: URL) throws -> Credentials? {
         if let user { return try Credentials(parsing: user) }
-        guard let path = netrcPath, Credentials(userinfoOf: url) == nil, let host = url.host else { return nil }
-        return Netrc.credentials(for: host, in: try NetrcFiles.text(path))
+        guard let path = netrcPath, let host = url.host else { return nil }
+        guard let given = Credentials(userinfoOf: url) else { return Netrc.credentials(for: host, in: try NetrcFiles.text(path)) }
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        guard components?.password == nil else { return nil }
+        return Netrc.credentials(for: host, login: given.user, in: try NetrcFiles.text(path))
     }
 
     /// -o and --checksum are about one file (--continue is not: with several URLs it continues the file each names,

@@ -149,6 +149,26 @@ import Glibc
         }
     }
 
+    /// `--netrc` with a URL that names its user (`http://u2@host/`): that user's password from the file, as curl and
+    /// wget send it (haul sent an empty one); a user the file does not know goes as given, with no password.
+    @Test func netrcGivesThePasswordOfTheUserTheURLNames() async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: TestData.bytes(5_000, seed: 9_305), etag: "\"f\""))
+            try await Sandbox.with { box in
+                try writeBytes(Array("machine 127.0.0.1 login u1 password p1\nmachine 127.0.0.1 login u2 password p2\n".utf8), to: box.path(".netrc"))
+                chmod(box.path(".netrc"), 0o600)
+                let url = server.url("/f.bin")
+                for (user, expected) in [("u2", "u2:p2"), ("u1", "u1:p1"), ("u3", "u3:")] {
+                    let named = url.replacingOccurrences(of: "://", with: "://\(user)@")
+                    let result = try await box.start(["get", named, "-o", "\(user).bin", "--netrc"], environment: ["HOME": box.work]).wait()
+                    #expect(result.exitCode == 0, "\(result.stderr)")
+                    let sent = server.requests("/f.bin").last?.headers.first { $0.0.lowercased() == "authorization" }?.1
+                    #expect(sent == "Basic " + Data(expected.utf8).base64EncodedString(), "\(user)")
+                }
+            }
+        }
+    }
+
     /// A 401 after a redirect to another origin: the login given was not sent there (it never is). The line says so,
     /// names the origin it was given for and the URL to give it to, without the password; a 401 from the URL's own
     /// origin still says to check the login.

@@ -33,6 +33,22 @@ import Testing
         #expect(Netrc.credentials(for: "x", in: "machine y login a password b") == nil)
         #expect(Netrc.credentials(for: "x", in: "") == nil)
     }
+
+    /// A URL that names its user (`https://u2@host/`) takes that user's password from the file, as curl and wget do;
+    /// another user's entry, or the default of another login, gives none.
+    @Test func netrcFindsTheEntryOfTheURLsUser() {
+        let text = """
+        machine host.example login u1 password p1
+        machine host.example login u2 password p2
+        default login anon password guest
+        """
+        #expect(Netrc.credentials(for: "host.example", login: "u2", in: text) == Credentials(user: "u2", password: "p2"))
+        #expect(Netrc.credentials(for: "host.example", login: "u1", in: text) == Credentials(user: "u1", password: "p1"))
+        #expect(Netrc.credentials(for: "host.example", login: "u3", in: text) == nil)
+        #expect(Netrc.credentials(for: "elsewhere", login: "anon", in: text) == Credentials(user: "anon", password: "guest"))
+        #expect(Netrc.credentials(for: "elsewhere", login: "u1", in: text) == nil)
+        #expect(Netrc.credentials(for: "host.example", in: text) == Credentials(user: "u1", password: "p1"))
+    }
 }
 
 @Suite struct CredentialsIntegrationTests {
