@@ -125,7 +125,7 @@ struct DaemonCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "haul.daemon", factory: { DaemonLogHandler(label: $0) })
+        var logger = Logger(label: "haul.daemon", factory: { LineLogHandler(.daemon(label: $0), level: .info) })
         logger.logLevel = verbose ? .debug : .info
         let environment = ProcessInfo.processInfo.environment
         let home = HaulHome(environment: environment)

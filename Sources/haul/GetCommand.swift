@@ -56,7 +56,7 @@ struct GetCommand: AsyncParsableCommand {
 
     /// `--verbose`'s log: every request, answer and resume decision, on standard error.
     static func verboseLogger() -> Logger {
-        var logger = Logger(label: "haul", factory: { _ in VerboseLogHandler() })
+        var logger = Logger(label: "haul", factory: { _ in LineLogHandler(.verbose, level: .debug) })
         logger.logLevel = .debug
         return logger
     }
