@@ -32,6 +32,7 @@ package enum WebAssets {
         Asset(name: "app.mjs", bytes: PackageResources.app_mjs, contentType: javascript),
         Asset(name: "page.mjs", bytes: PackageResources.page_mjs, contentType: javascript),
         Asset(name: "api.mjs", bytes: PackageResources.api_mjs, contentType: javascript),
+        Asset(name: "eventStream.mjs", bytes: PackageResources.eventStream_mjs, contentType: javascript),
         Asset(name: "taskList.mjs", bytes: PackageResources.taskList_mjs, contentType: javascript),
         Asset(name: "detail.mjs", bytes: PackageResources.detail_mjs, contentType: javascript),
         Asset(name: "dialogs.mjs", bytes: PackageResources.dialogs_mjs, contentType: javascript),

@@ -74,6 +74,9 @@ enum WebRoutes {
     ]
 
     static let cookieName = "haul_session"
+    /// The header the page sends its session's key in (``WebLogins``): a cookie alone, which a browser also sends to
+    /// every other port of the host, opens nothing.
+    static let keyHeader = "X-Haul-Key"
 
     /// The head a full answer is written with: the common headers, the answer's own, its length, and
     /// `Connection: close` unless the request keeps the connection open.
@@ -125,7 +128,7 @@ enum WebRoutes {
         let request = WebRequest(head: head, body: nil)
         if let key = hasAPIKey(request, dashboard) { return key ? "api-key" : nil }
         let cookie = WebAccess.cookie(cookieName, in: request.headers["Cookie"].joined(separator: "; "))
-        guard let cookie, dashboard.state.withLockedValue({ $0.logins.session(cookie, at: .now) }) != nil else { return nil }
+        guard let cookie, loggedIn(request, dashboard) != nil else { return nil }
         return "cookie:" + cookie
     }
 
@@ -157,11 +160,14 @@ enum WebRoutes {
         <p>This login link was already used or has expired: run <code>haul web</code> again.</p></body></html>
         """
 
+    /// Spends a login token: a session cookie, and the session's key in the redirect's fragment (`/#key=…`), which
+    /// the browser never sends to any server; the page moves it into its origin's `sessionStorage` and out of the
+    /// address bar.
     private static func login(_ token: String?, secure: Bool, _ dashboard: WebDashboard) -> WebResponse {
-        let cookie = WebSecrets.token(), csrf = WebSecrets.token()
+        let cookie = WebSecrets.token(), csrf = WebSecrets.token(), key = WebSecrets.token()
         let spent = dashboard.state.withLockedValue { state -> Bool in
             guard let token, state.logins.spend(token: token, at: .now) else { return false }
-            state.logins.open(session: cookie, csrf: csrf, at: .now)
+            state.logins.open(session: cookie, csrf: csrf, key: key, at: .now)
             return true
         }
         guard spent else {
@@ -169,13 +175,14 @@ enum WebRoutes {
         }
         dashboard.logger.info("web dashboard: a browser logged in")
         let flags = "; HttpOnly; SameSite=Strict; Path=/" + (secure ? "; Secure" : "")
-        return WebResponse(status: .seeOther, headers: [("Location", "/"), ("Set-Cookie", cookieName + "=" + cookie + flags)])
+        return WebResponse(status: .seeOther, headers: [("Location", "/#key=" + key), ("Set-Cookie", cookieName + "=" + cookie + flags)])
     }
 
-    /// The CSRF token of the request's login session (its cookie), if it has one.
+    /// The request's login session: its cookie with the session's key in ``keyHeader``; nil without either.
     private static func loggedIn(_ request: WebRequest, _ dashboard: WebDashboard) -> WebLogins.Session? {
         let cookie = WebAccess.cookie(cookieName, in: request.headers["Cookie"].joined(separator: "; "))
-        return dashboard.state.withLockedValue { $0.logins.session(cookie, at: .now) }
+        let key = request.header(keyHeader)
+        return dashboard.state.withLockedValue { $0.logins.session(cookie, key: key, at: .now) }
     }
 
     /// Whether the request carries the API key (`Authorization: Bearer …`).

@@ -186,8 +186,8 @@ extension DaemonNeighbourTests {
                         let last = floodStatus()
                         #expect(last?["open"] as? Int == 0, "connections still open after trickling past every deadline: \(last ?? [:])")
                         // And the dashboard is the owner's again.
-                        let (cookie, _) = try await web.login()
-                        let me = try WebHTTP.call(web.port, "GET", "/api/me", headers: [("Cookie", cookie)])
+                        let login = try await web.login()
+                        let me = try WebHTTP.call(web.port, "GET", "/api/me", headers: login.headers)
                         #expect(me.status == 200, "\(me)")
                         try await eventually("the daemon's descriptors come back", timeout: .seconds(30), step: .milliseconds(200)) {
                             (DaemonHarness.openDescriptors(web.daemon.pid) ?? .max) <= baseline + 16
@@ -204,7 +204,7 @@ extension DaemonNeighbourTests {
                 _ = try await web.sandbox.run(["web", "--api-key", "--no-autostart"])
                 let key = try String(contentsOfFile: web.sandbox.home + "/web/api-key", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
                 var logins: [[(String, String)]] = [[("Authorization", "Bearer " + key)]]
-                for _ in 0..<4 { logins.append([("Cookie", try await web.login().cookie)]) }
+                for _ in 0..<4 { logins.append(try await web.login().headers) }
                 var open: [[WebHTTP]] = []
                 defer { for streams in open { for stream in streams { stream.close() } } }
                 func stream(_ headers: [(String, String)]) throws -> (WebHTTP, WebReply) {
@@ -241,11 +241,11 @@ extension DaemonNeighbourTests {
 
         @Test func tenThousandStreamsLeaveNoRingsAndTheMemoryComesBack() async throws {
             try await WebDashboardHarness.with { web in
-                let (cookie, _) = try await web.login()
+                let login = try await web.login()
                 let pid = web.daemon.pid
                 // A warm-up, so that the baseline has the dashboard's own first allocations.
                 for index in 0..<32 {
-                    let client = try web.openEventStream(cookie: cookie, session: "warm\(index % 2)")
+                    let client = try web.openEventStream(as: login, session: "warm\(index % 2)")
                     client.close()
                 }
                 try await Task.sleep(for: .seconds(1))
@@ -254,7 +254,7 @@ extension DaemonNeighbourTests {
                 var highest = baseline
                 for batch in 0..<625 {
                     var clients: [WebHTTP] = []
-                    for index in 0..<16 { clients.append(try web.openEventStream(cookie: cookie, session: "m\(batch * 16 + index)")) }
+                    for index in 0..<16 { clients.append(try web.openEventStream(as: login, session: "m\(batch * 16 + index)")) }
                     for client in clients { client.close() }
                     if batch % 50 == 0 { highest = max(highest, DaemonHarness.residentBytes(pid) ?? 0) }
                 }
@@ -264,7 +264,7 @@ extension DaemonNeighbourTests {
                 }
                 #expect(highest - baseline < 96 << 20, "the daemon grew by \((highest - baseline) >> 20) MiB during the streams")
                 // The dashboard still works.
-                let stream = try web.openEventStream(cookie: cookie)
+                let stream = try web.openEventStream(as: login)
                 stream.close()
             }
         }
@@ -275,10 +275,10 @@ extension DaemonNeighbourTests {
             try await withTestServer { server in
                 server.serve("/c.bin", Resource(body: TestData.bytes(10_000, seed: 2324)))
                 try await WebDashboardHarness.with(["--web-allow-commands"]) { web in
-                    let (cookie, csrf) = try await web.login()
+                    let login = try await web.login()
                     let marker = web.sandbox.path("ran")
                     let id = try web.add(server.url("/c.bin"), to: web.sandbox.path("c.bin"), segments: 1, options: ["completionCommand": "touch " + marker],
-                                         cookie: cookie, csrf: csrf)
+                                         as: login)
                     try await eventually("the command ran", timeout: .seconds(60), step: .milliseconds(100)) { fileExists(marker) }
                     #expect(try web.tasksOverSocket().first?["id"] as? String == id)
                 }

@@ -18,11 +18,11 @@ import Testing
             resource.faults.throttleBytesPerSecond = 1 << 20
             server.serve("/slow.bin", resource)
             try await WebDashboardHarness.with { web in
-                let (cookie, csrf) = try await web.login()
-                let stream = try web.openEventStream(cookie: cookie)
+                let login = try await web.login()
+                let stream = try web.openEventStream(as: login)
                 defer { stream.close() }
                 let destination = web.sandbox.path("slow.bin")
-                let id = try web.add(server.url("/slow.bin"), to: destination, segments: 4, options: ["minSegmentSize": 65_536], cookie: cookie, csrf: csrf)
+                let id = try web.add(server.url("/slow.bin"), to: destination, segments: 4, options: ["minSegmentSize": 65_536], as: login)
                 // Two different maps while it runs, then the end.
                 let events = try stream.read(timeout: .seconds(90)) { reply in
                     Self.segmentMaps(reply.body, id: id).count >= 2 && Set(Self.segmentMaps(reply.body, id: id).map(\.done)).count >= 2
@@ -34,12 +34,12 @@ import Testing
                     let covered = (map.done + map.active).sorted { $0[0] < $1[0] }
                     #expect(covered.first?[0] == 0 && covered.last?[1] == body.count, "done and active cover the file: \(map)")
                 }
-                let live = try web.rpc("tasks.segments", ["session": "default", "id": id], cookie: cookie, csrf: csrf)
+                let live = try web.rpc("tasks.segments", ["session": "default", "id": id], as: login)
                 #expect(result(live)?["active"] != nil, "\(live)")
                 _ = try stream.read(timeout: .seconds(90)) { $0.body.contains("\"type\":\"finished\"") }
                 #expect(contentMismatch(destination, expected: body) == nil)
                 // Removing it with its file: the file goes.
-                let removed = try web.rpc("tasks.remove", ["session": "default", "ids": [id], "deleteFile": true], cookie: cookie, csrf: csrf)
+                let removed = try web.rpc("tasks.remove", ["session": "default", "ids": [id], "deleteFile": true], as: login)
                 #expect(result(removed) != nil, "\(removed)")
                 try await eventually("the file is deleted") { !fileExists(destination) }
                 #expect(try web.tasksOverSocket().isEmpty)
@@ -138,10 +138,10 @@ import Testing
             let link = try await WebDashboardHarness.loginLink(sandbox, socket: DaemonHarness.socket(sandbox))
             let port = try #require(URLComponents(string: link)?.port)
             let web = WebDashboardHarness(sandbox: sandbox, daemon: daemon, socket: DaemonHarness.socket(sandbox), port: port)
-            let (cookie, _) = try await web.login()
+            let login = try await web.login()
             let stream = try WebHTTP(port: port)
             defer { stream.close() }
-            try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie)])
+            try stream.send("GET", "/api/events?session=default", headers: login.headers)
             _ = try stream.read { $0.body.contains(": ready") }
             try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, sandbox)
             // The stream ended with the daemon.

@@ -11,10 +11,10 @@ import Testing
 @Suite(.serialized) struct WebSecurityTests {
     @Test func anEventStreamOpensWithItsCursor() async throws {
         try await WebDashboardHarness.with { web in
-            let (cookie, _) = try await web.login()
+            let login = try await web.login()
             let stream = try WebHTTP(port: web.port)
             defer { stream.close() }
-            try stream.send("GET", "/api/events?session=default", headers: [("Cookie", cookie), ("Origin", web.origin)])
+            try stream.send("GET", "/api/events?session=default", headers: login.headers + [("Origin", web.origin)])
             let open = try stream.read { $0.body.contains(": ready") }
             #expect(open.status == 200 && open.header("Content-Type") == "text/event-stream", "\(open)")
             #expect(open.body.hasPrefix("id: ") && open.body.hasSuffix(".0\n: ready\n\n"), "a new stream learns its cursor first: \(open.body)")
@@ -35,7 +35,7 @@ import Testing
             var info = stat()
             #expect(stat(web.sandbox.home + "/web/api-key", &info) == 0 && info.st_mode & 0o777 == 0o600)
             #expect(stat(web.sandbox.home + "/web", &info) == 0 && info.st_mode & 0o777 == 0o700)
-            let status = try web.rpc("daemon.status", [:], cookie: nil, csrf: nil, origin: .some(nil), extra: [("Authorization", "Bearer " + key)])
+            let status = try web.rpc("daemon.status", [:], as: nil, origin: .some(nil), extra: [("Authorization", "Bearer " + key)])
             #expect(status.status == 200 && (status.json?["result"] as? [String: Any])?["pid"] != nil, "\(status)")
             #expect(!web.daemon.stderrSoFar().contains(key))
         }
@@ -58,22 +58,22 @@ import Testing
             let body = TestData.bytes(3 << 20, seed: 1_414)
             server.serve("/file.bin", Resource(body: body, etag: "\"w\""))
             try await WebDashboardHarness.with { web in
-                let (cookie, csrf) = try await web.login()
-                let stream = try web.openEventStream(cookie: cookie)
+                let login = try await web.login()
+                let stream = try web.openEventStream(as: login)
                 defer { stream.close() }
                 let destination = web.sandbox.path("file.bin")
-                let id = try web.add(server.url("/file.bin"), to: destination, segments: 4, cookie: cookie, csrf: csrf)
+                let id = try web.add(server.url("/file.bin"), to: destination, segments: 4, as: login)
                 // The stream tells of the end: no polling.
                 let events = try stream.read(timeout: .seconds(60)) { $0.body.contains("\"type\":\"finished\"") }
                 #expect(events.body.contains("\"type\":\"added\""), "\(events.body.prefix(2_000))")
                 #expect(contentMismatch(destination, expected: body) == nil, "\(contentMismatch(destination, expected: body) ?? "")")
-                let segments = try web.rpc("tasks.segments", ["session": "default", "id": id], cookie: cookie, csrf: csrf)
+                let segments = try web.rpc("tasks.segments", ["session": "default", "id": id], as: login)
                 let map = try #require(segments.json?["result"] as? [String: Any], "\(segments)")
                 #expect((map["total"] as? NSNumber)?.intValue == body.count)
                 let done = (map["done"] as? [[NSNumber]])?.map { $0.map(\.intValue) }
                 #expect(done == [[0, body.count]], "\(map)")
                 #expect((map["active"] as? [Any])?.isEmpty == true, "\(map)")
-                let unknown = try web.rpc("tasks.segments", ["session": "default", "id": "nope"], cookie: cookie, csrf: csrf)
+                let unknown = try web.rpc("tasks.segments", ["session": "default", "id": "nope"], as: login)
                 #expect((unknown.json?["error"] as? [String: Any]) != nil, "\(unknown)")
             }
         }
@@ -81,18 +81,18 @@ import Testing
 
     @Test func theStreamReplaysAfterLastEventIDAndResetsAnUnknownCursor() async throws {
         try await WebDashboardHarness.with { web in
-            let (cookie, csrf) = try await web.login()
-            let headers = [("Cookie", cookie), ("Origin", web.origin)]
+            let login = try await web.login()
+            let headers = login.headers + [("Origin", web.origin)]
             let first = try WebHTTP(port: web.port)
             defer { first.close() }
             try first.send("GET", "/api/events?session=default", headers: headers)
             let ready = try first.read { $0.body.contains(": ready") }
             let start = try #require(ready.body.split(separator: "\n").first { $0.hasPrefix("id: ") }.map { String($0.dropFirst(4)) })
             // Three tasks added while paused: three `added` events (and their state changes).
-            _ = try web.rpc("session.open", ["session": "default", "configuration": ["maxConcurrentDownloads": 0]], cookie: cookie, csrf: csrf)
+            _ = try web.rpc("session.open", ["session": "default", "configuration": ["maxConcurrentDownloads": 0]], as: login)
             for index in 0..<3 {
                 let add = try web.rpc("tasks.add", ["session": "default", "tasks": [["url": "http://127.0.0.1:1/f\(index)", "directory": web.sandbox.work]]],
-                                      cookie: cookie, csrf: csrf)
+                                      as: login)
                 #expect(add.json?["result"] != nil, "\(add)")
             }
             let seen = try first.read { $0.body.components(separatedBy: "\"type\":\"added\"").count == 4 }

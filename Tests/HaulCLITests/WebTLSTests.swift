@@ -34,11 +34,14 @@ struct WebTLSTests {
             let cookieLine = try #require(login.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("set-cookie:") })
             #expect(cookieLine.contains("; Secure") && cookieLine.contains("HttpOnly") && cookieLine.contains("SameSite=Strict"), "\(cookieLine)")
             let cookie = try #require(cookieLine.split(separator: " ").dropFirst().first.map { String($0.dropLast()) })
-            let me = try https(port, "GET /api/me HTTP/1.1\r\nHost: \(host)\r\nCookie: \(cookie)\r\nConnection: close\r\n\r\n", certificates: certificates, in: sandbox.work)
+            let locationLine = try #require(login.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("location: /#key=") }, "\(login)")
+            let key = String(locationLine.dropFirst("location: /#key=".count))
+            let me = try https(port, "GET /api/me HTTP/1.1\r\nHost: \(host)\r\nCookie: \(cookie)\r\nX-Haul-Key: \(key)\r\nConnection: close\r\n\r\n",
+                               certificates: certificates, in: sandbox.work)
             let csrf = try #require(me.range(of: #""csrf":"[0-9a-f]+""#, options: .regularExpression).map { String(me[$0].dropFirst(8).dropLast()) }, "\(me)")
             func status(origin: String) throws -> String {
                 let body = #"{"method":"daemon.status"}"#
-                let request = "POST /api/rpc HTTP/1.1\r\nHost: \(host)\r\nCookie: \(cookie)\r\nX-CSRF-Token: \(csrf)\r\nOrigin: \(origin)\r\n"
+                let request = "POST /api/rpc HTTP/1.1\r\nHost: \(host)\r\nCookie: \(cookie)\r\nX-Haul-Key: \(key)\r\nX-CSRF-Token: \(csrf)\r\nOrigin: \(origin)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
                 return try https(port, request, certificates: certificates, in: sandbox.work)
             }

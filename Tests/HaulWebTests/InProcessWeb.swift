@@ -80,23 +80,29 @@ final class InProcessWeb: Sendable {
         }
     }
 
-    /// Logs in with a fresh one-time link: the session cookie (`haul_session=…`) and its CSRF token.
-    func login() async throws -> (cookie: String, csrf: String) {
+    /// Logs in with a fresh one-time link, as a browser does: the session cookie (`haul_session=…`), the key the
+    /// redirect's fragment hands the page (`/#key=…`), and the CSRF token of `/api/me`.
+    func login() async throws -> WebLogin {
         let reply = await request("GET", "/login?token=" + dashboard.mintLogin())
-        guard reply.status == 303, let cookie = reply.header("Set-Cookie")?.split(separator: ";").first.map(String.init) else {
+        guard reply.status == 303, let cookie = reply.header("Set-Cookie")?.split(separator: ";").first.map(String.init),
+              let location = reply.header("Location"), location.hasPrefix("/#key=") else {
             throw HarnessError("login: \(reply)")
         }
-        let me = await request("GET", "/api/me", headers: [("Cookie", cookie)])
+        var login = WebLogin(cookie: cookie, key: String(location.dropFirst("/#key=".count)), csrf: nil)
+        let me = await request("GET", "/api/me", headers: login.headers)
         guard me.status == 200, let csrf = me.json?["csrf"]?.stringValue else { throw HarnessError("/api/me: \(me)") }
-        return (cookie, csrf)
+        login.csrf = csrf
+        return login
     }
 
     /// `POST /api/rpc` with the given credentials (the dashboard's own Origin unless `origin` says otherwise).
-    func rpc(_ method: String, _ params: JSONValue = [:], cookie: String?, csrf: String?, origin: String?? = .none,
+    func rpc(_ method: String, _ params: JSONValue = [:], as login: WebLogin?, origin: String?? = .none,
              extra: [(String, String)] = []) async -> WebReply {
         var headers: [(String, String)] = [("Content-Type", "application/json")]
-        if let cookie { headers.append(("Cookie", cookie)) }
-        if let csrf { headers.append(("X-CSRF-Token", csrf)) }
+        if let login {
+            headers += login.headers
+            if let csrf = login.csrf { headers.append(("X-CSRF-Token", csrf)) }
+        }
         switch origin {
         case .none: headers.append(("Origin", self.origin))
         case .some(.some(let value)): headers.append(("Origin", value))
@@ -161,6 +167,19 @@ struct WebReply: CustomStringConvertible {
     var description: String {
         if let stream { return "event stream on \(stream.session) from \(stream.cursor)" }
         return "\(status) \(headers.map { "\($0.name): \($0.value)" }.joined(separator: "; ")) \(body.prefix(500))"
+    }
+}
+
+/// What a logged-in page sends: its cookie, its session's key (`X-Haul-Key`) and its CSRF token; any of them may be
+/// left out or changed to see it refused.
+struct WebLogin {
+    var cookie: String?
+    var key: String?
+    var csrf: String?
+
+    /// The cookie and key headers (not the CSRF token, which only `POST /api/rpc` takes).
+    var headers: [(String, String)] {
+        (cookie.map { [("Cookie", $0)] } ?? []) + (key.map { [("X-Haul-Key", $0)] } ?? [])
     }
 }
 

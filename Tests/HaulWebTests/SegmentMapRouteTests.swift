@@ -14,19 +14,19 @@ import Testing
         resource.faults.throttleBytesPerSecond = 256 << 10
         server.serve("/paused.bin", resource)
         try await InProcessWeb.with { web in
-            let (cookie, csrf) = try await web.login()
+            let login = try await web.login()
             let task: JSONValue = ["url": .string(server.url("/paused.bin")), "path": .string(web.work + "/paused.bin"), "segments": 4,
                                    "options": ["minSegmentSize": 65_536]]
-            let added = await web.rpc("tasks.add", ["session": "default", "tasks": [task]], cookie: cookie, csrf: csrf)
+            let added = await web.rpc("tasks.add", ["session": "default", "tasks": [task]], as: login)
             let id = try #require(added.result?["ids"]?.arrayValue?.first?.stringValue, "\(added)")
             func map() async -> (done: [[Int]], active: [[Int]], total: Int?, reply: WebReply) {
-                let reply = await web.rpc("tasks.segments", ["session": "default", "id": .string(id)], cookie: cookie, csrf: csrf)
+                let reply = await web.rpc("tasks.segments", ["session": "default", "id": .string(id)], as: login)
                 func ranges(_ key: String) -> [[Int]] { reply.result?[key]?.arrayValue?.map { $0.arrayValue?.compactMap(\.intValue) ?? [] } ?? [] }
                 return (ranges("done"), ranges("active"), reply.result?["total"]?.intValue, reply)
             }
             // Bytes in at least two places, then paused.
             try await waitUntil("bytes in two places") { await map().done.count >= 2 }
-            let paused = await web.rpc("tasks.pause", ["session": "default", "ids": [.string(id)]], cookie: cookie, csrf: csrf)
+            let paused = await web.rpc("tasks.pause", ["session": "default", "ids": [.string(id)]], as: login)
             #expect(paused.result != nil, "\(paused)")
             try await waitUntil("the task is paused") { try await web.tasks().first?["state"] == "paused" }
             let (done, active, total, reply) = await map()
@@ -34,9 +34,9 @@ import Testing
             #expect(active.isEmpty, "nothing is being fetched: \(reply)")
             #expect(total == body.count, "\(reply)")
             #expect(done.allSatisfy { $0.count == 2 && $0[0] < $0[1] && $0[1] <= body.count }, "\(reply)")
-            let unknown = await web.rpc("tasks.segments", ["session": "default", "id": "nope"], cookie: cookie, csrf: csrf)
+            let unknown = await web.rpc("tasks.segments", ["session": "default", "id": "nope"], as: login)
             #expect(unknown.errorCode == -32001, "\(unknown)")
-            let missing = await web.rpc("tasks.segments", ["session": "default"], cookie: cookie, csrf: csrf)
+            let missing = await web.rpc("tasks.segments", ["session": "default"], as: login)
             #expect(missing.errorCode == -32602, "\(missing)")
         }
         try await server.shutdown()

@@ -10,41 +10,41 @@ import Testing
 @Suite struct WebBridgeRouteTests {
     @Test func theSessionsSpeedLimitAndConcurrencyChangeAndShowWithoutSecrets() async throws {
         try await InProcessWeb.with { web in
-            let (cookie, csrf) = try await web.login()
+            let login = try await web.login()
             let open = await web.rpc("session.open", ["session": "default", "configuration": ["defaultHeaders": [["name": "Authorization", "value": "Bearer s3cret"]]]],
-                                     cookie: cookie, csrf: csrf)
+                                     as: login)
             #expect(open.result != nil, "\(open)")
             for bad: JSONValue in [0, -5, "fast", .number(1.5)] {
-                let reply = await web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": bad], cookie: cookie, csrf: csrf)
+                let reply = await web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": bad], as: login)
                 #expect(reply.errorCode == -32602, "\(bad): \(reply)")
             }
-            let missing = await web.rpc("session.setRateLimit", ["session": "default"], cookie: cookie, csrf: csrf)
+            let missing = await web.rpc("session.setRateLimit", ["session": "default"], as: login)
             #expect(missing.errorCode == -32602, "\(missing)")
-            let set = await web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": 500_000], cookie: cookie, csrf: csrf)
+            let set = await web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": 500_000], as: login)
             #expect(set.result != nil, "\(set)")
-            let concurrency = await web.rpc("session.setMaxConcurrentDownloads", ["session": "default", "count": 2], cookie: cookie, csrf: csrf)
+            let concurrency = await web.rpc("session.setMaxConcurrentDownloads", ["session": "default", "count": 2], as: login)
             #expect(concurrency.result != nil, "\(concurrency)")
-            let shown = await web.rpc("session.configuration", ["session": "default"], cookie: cookie, csrf: csrf)
+            let shown = await web.rpc("session.configuration", ["session": "default"], as: login)
             let configuration = try #require(shown.result, "\(shown)")
             #expect(configuration["rateLimit"] == 500_000 && configuration["maxConcurrentDownloads"] == 2, "\(configuration)")
             #expect(!shown.body.contains("s3cret"), "a default header's value is never shown: \(shown.body)")
             #expect(shown.body.contains("Authorization"), "its name is")
             #expect(configuration["store"]?.stringValue == web.home.path + "/sessions/default/tasks.sqlite", "where its tasks are: \(configuration)")
-            let none = await web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": nil], cookie: cookie, csrf: csrf)
+            let none = await web.rpc("session.setRateLimit", ["session": "default", "bytesPerSecond": nil], as: login)
             #expect(none.result != nil, "\(none)")
-            let after = await web.rpc("session.configuration", ["session": "default"], cookie: cookie, csrf: csrf)
+            let after = await web.rpc("session.configuration", ["session": "default"], as: login)
             #expect(after.result?["rateLimit"] == .null, "\(after)")
-            let other = await web.rpc("session.configuration", ["session": "nope"], cookie: cookie, csrf: csrf)
+            let other = await web.rpc("session.configuration", ["session": "nope"], as: login)
             #expect(other.errorCode == -32001, "a session that does not exist: \(other)")
             #expect(!web.sessionFolders.contains("nope"), "and it is not created")
-            let me = await web.request("GET", "/api/me", headers: [("Cookie", cookie)])
+            let me = await web.request("GET", "/api/me", headers: login.headers)
             #expect(me.json?["sessions"] == ["default"], "the page lists the sessions that exist: \(me)")
         }
     }
 
     @Test func aDashboardCredentialCannotSetACommandUnlessTheDaemonAllowsIt() async throws {
         try await InProcessWeb.with { web in
-            let (cookie, csrf) = try await web.login()
+            let login = try await web.login()
             let key = try WebSecrets.apiKeyCreatingIfNeeded(home: web.home)
             let command: JSONValue = .string("touch " + web.work + "/ran")
             let task: JSONValue = ["url": "http://127.0.0.1:1/x", "path": .string(web.work + "/x"), "options": ["completionCommand": command]]
@@ -55,8 +55,8 @@ import Testing
             for (method, params) in calls {
                 for credential in ["cookie", "API key"] {
                     let reply = credential == "cookie"
-                        ? await web.rpc(method, params, cookie: cookie, csrf: csrf)
-                        : await web.rpc(method, params, cookie: nil, csrf: nil, extra: [("Authorization", "Bearer " + key)])
+                        ? await web.rpc(method, params, as: login)
+                        : await web.rpc(method, params, as: nil, extra: [("Authorization", "Bearer " + key)])
                     #expect(reply.errorCode == -32001, "\(method) with the \(credential): \(reply)")
                     #expect(reply.json?["error"]?["message"]?.stringValue?.contains("--web-allow-commands") == true, "\(reply)")
                 }
@@ -65,7 +65,7 @@ import Testing
             #expect(!web.sessionFolders.contains("default"), "no session was created")
             // Clearing a command, or setting anything else, is fine.
             let cleared = await web.rpc("session.open", ["session": "default", "configuration": ["completionCommand": nil, "maxConcurrentDownloads": 2]],
-                                        cookie: cookie, csrf: csrf)
+                                        as: login)
             #expect(cleared.result != nil, "\(cleared)")
             // The owner (the Unix socket) sets it.
             let owner = try await web.call("session.open", ["session": "default", "configuration": ["completionCommand": command]])
@@ -76,12 +76,12 @@ import Testing
         var configuration = WebConfiguration()
         configuration.allowCommands = true
         try await InProcessWeb.with(configuration) { web in
-            let (cookie, csrf) = try await web.login()
+            let login = try await web.login()
             let set = await web.rpc("session.open", ["session": "default", "configuration": ["completionCommand": "true", "maxConcurrentDownloads": 0]],
-                                    cookie: cookie, csrf: csrf)
+                                    as: login)
             #expect(set.result != nil, "\(set)")
             let task: JSONValue = ["url": "http://127.0.0.1:1/x", "path": .string(web.work + "/x"), "options": ["completionCommand": "true"]]
-            let added = await web.rpc("tasks.add", ["session": "default", "tasks": [task]], cookie: cookie, csrf: csrf)
+            let added = await web.rpc("tasks.add", ["session": "default", "tasks": [task]], as: login)
             #expect(added.result?["ids"]?.arrayValue?.count == 1, "\(added)")
         }
     }

@@ -13,12 +13,12 @@ import Testing
         let server = try await TestServer.start()
         server.serve("/secret.bin", Resource(body: TestData.bytes(20_000, seed: 1_417), etag: "\"s\""))
         try await InProcessWeb.with { web in
-            let (cookie, csrf) = try await web.login()
-            let opened = await web.request("GET", "/api/events?session=default", headers: [("Cookie", cookie)])
+            let login = try await web.login()
+            let opened = await web.request("GET", "/api/events?session=default", headers: login.headers)
             let stream = try #require(opened.stream, "\(opened)")
             // As the server does with the stream it answers: listening, the stream opened, from where it stands now.
             web.dashboard.state.withLockedValue { $0.listening = true }
-            guard case .success(let open) = web.dashboard.openStream(stream.session, login: cookie) else { throw HarnessError("stream refused") }
+            guard case .success(let open) = web.dashboard.openStream(stream.session, login: login.cookie ?? "") else { throw HarnessError("stream refused") }
             defer { web.dashboard.closeStream(open.id) }
             let start = web.dashboard.pending(stream.session, after: stream.cursor).seen
             let url = server.url("/secret.bin").replacingOccurrences(of: "http://", with: "http://user:S3KRETPASS@") + "?X-Amz-Signature=S3KRETSIG"
@@ -30,7 +30,7 @@ import Testing
                     "secure": false, "expires": 0,
                 ]]],
             ]
-            let added = await web.rpc("tasks.add", ["session": "default", "tasks": [task]], cookie: cookie, csrf: csrf)
+            let added = await web.rpc("tasks.add", ["session": "default", "tasks": [task]], as: login)
             let id = try #require(added.result?["ids"]?.arrayValue?.first?.stringValue, "\(added)")
             try await waitUntil("the task finishes") { try await web.tasks().first?["state"] == "finished" }
             // The service itself keeps the real URL (the daemon's own user asks over its socket).
@@ -40,7 +40,7 @@ import Testing
                 ("tasks.list", ["session": "default"]), ("journal.list", ["session": "default"]),
                 ("tasks.list", ["session": "default", "ids": [.string(id)]]),
             ] as [(String, JSONValue)] {
-                let reply = await web.rpc(method, params, cookie: cookie, csrf: csrf)
+                let reply = await web.rpc(method, params, as: login)
                 #expect(reply.status == 200, "\(method): \(reply)")
                 shown.append("\(method): " + reply.body)
             }

@@ -271,8 +271,9 @@ def test_a_second_browser_without_the_token_gets_nothing(dashboard, nginx, brows
         urllib.request.urlopen(login, timeout=30)
     assert refused.value.code == 403
 
-    # The first browser still works.
-    assert fetch_in_page(first, "GET", "/api/me") == 200
+    # The first browser still works (its page sends the key it holds in sessionStorage).
+    key = first.execute_script("return sessionStorage.getItem('haul.key')")
+    assert fetch_in_page(first, "GET", "/api/me", headers={"X-Haul-Key": key}) == 200
 
 
 def test_session_settings_and_switching_sessions(dashboard, nginx, browsers):

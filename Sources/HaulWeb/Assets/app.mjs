@@ -158,8 +158,8 @@ function openStream() {
   };
   source.onerror = () => {
     if (app.source !== source) return;
-    // EventSource reconnects by itself with Last-Event-ID; it gives up only when the server refuses it.
-    if (source.readyState === EventSource.CLOSED) {
+    // The stream reconnects by itself with Last-Event-ID; it gives up only when the server refuses it.
+    if (source.readyState === api.KeyedEventStream.CLOSED) {
       live.dataset.live = 'offline';
       live.textContent = 'offline';
       checkLogin();
@@ -343,6 +343,7 @@ function wire() {
 }
 
 async function start() {
+  api.adoptKey();
   api.configure({ onLoggedOut: showLoggedOut });
   let me;
   try {

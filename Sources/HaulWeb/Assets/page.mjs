@@ -14,7 +14,7 @@ export const app = {
   version: '',
   configuration: {},       // session.configuration of the session shown
   model: createModel(),    // the tasks (model.mjs)
-  source: null,            // EventSource
+  source: null,            // the event stream (api.KeyedEventStream)
   loadGeneration: 0,       // bumps on session switch and reset: stale pages are dropped
   loaded: false,
   history: new Float64Array(GRAPH_SECONDS),

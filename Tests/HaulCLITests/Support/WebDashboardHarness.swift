@@ -39,22 +39,24 @@ struct WebDashboardHarness {
         return components.path + "?" + (components.percentEncodedQuery ?? "")
     }
 
-    /// Logs in with a fresh link: the session cookie (`haul_session=…`) and its CSRF token.
-    func login() async throws -> (cookie: String, csrf: String) {
+    /// Logs in with a fresh link as a browser does: the session cookie (`haul_session=…`), the key the redirect's
+    /// fragment hands the page (`/#key=…`) and the CSRF token of `/api/me`.
+    func login() async throws -> DashboardLogin {
         let reply = try WebHTTP.call(port, "GET", Self.target(try await loginLink()))
         guard reply.status == 303, let setCookie = reply.header("Set-Cookie"),
-              let cookie = setCookie.split(separator: ";").first.map(String.init) else { throw HarnessError("login: \(reply)") }
-        let me = try WebHTTP.call(port, "GET", "/api/me", headers: [("Cookie", cookie)])
+              let cookie = setCookie.split(separator: ";").first.map(String.init),
+              let location = reply.header("Location"), location.hasPrefix("/#key=") else { throw HarnessError("login: \(reply)") }
+        let key = String(location.dropFirst("/#key=".count))
+        let me = try WebHTTP.call(port, "GET", "/api/me", headers: [("Cookie", cookie), ("X-Haul-Key", key)])
         guard me.status == 200, let csrf = me.json?["csrf"] as? String else { throw HarnessError("/api/me: \(me)") }
-        return (cookie, csrf)
+        return DashboardLogin(cookie: cookie, key: key, csrf: csrf)
     }
 
     /// `POST /api/rpc` with the given credentials (the dashboard's own Origin unless `origin` says otherwise).
-    func rpc(_ method: String, _ params: [String: Any] = [:], cookie: String?, csrf: String?, origin: String?? = .none,
+    func rpc(_ method: String, _ params: [String: Any] = [:], as login: DashboardLogin?, origin: String?? = .none,
              extra: [(String, String)] = []) throws -> WebReply {
         var headers: [(String, String)] = [("Content-Type", "application/json")]
-        if let cookie { headers.append(("Cookie", cookie)) }
-        if let csrf { headers.append(("X-CSRF-Token", csrf)) }
+        if let login { headers += login.headers + [("X-CSRF-Token", login.csrf)] }
         switch origin {
         case .none: headers.append(("Origin", self.origin))
         case .some(.some(let value)): headers.append(("Origin", value))
@@ -64,12 +66,12 @@ struct WebDashboardHarness {
         return try WebHTTP.call(port, "POST", "/api/rpc", headers: headers + extra, body: String(decoding: body, as: UTF8.self))
     }
 
-    /// The event stream of `session`, opened with `cookie` from the dashboard's own Origin and read up to its
+    /// The event stream of `session`, opened with `login` from the dashboard's own Origin and read up to its
     /// `: ready` (from then on, every event of the session comes on it).
-    func openEventStream(cookie: String, session: String = "default") throws -> WebHTTP {
+    func openEventStream(as login: DashboardLogin, session: String = "default") throws -> WebHTTP {
         let stream = try WebHTTP(port: port)
         do {
-            try stream.send("GET", "/api/events?session=" + session, headers: [("Cookie", cookie), ("Origin", origin)])
+            try stream.send("GET", "/api/events?session=" + session, headers: login.headers + [("Origin", origin)])
             _ = try stream.read { $0.body.contains(": ready") }
         } catch {
             stream.close()
@@ -79,10 +81,10 @@ struct WebDashboardHarness {
     }
 
     /// Adds a download of `url` to `destination` through the bridge; returns its task id.
-    func add(_ url: String, to destination: String, segments: Int, options: [String: Any] = [:], cookie: String, csrf: String) throws -> String {
+    func add(_ url: String, to destination: String, segments: Int, options: [String: Any] = [:], as login: DashboardLogin) throws -> String {
         var task: [String: Any] = ["url": url, "path": destination, "segments": segments]
         if !options.isEmpty { task["options"] = options }
-        let added = try rpc("tasks.add", ["session": "default", "tasks": [task]], cookie: cookie, csrf: csrf)
+        let added = try rpc("tasks.add", ["session": "default", "tasks": [task]], as: login)
         guard let id = ((added.json?["result"] as? [String: Any])?["ids"] as? [String])?.first else { throw HarnessError("tasks.add: \(added)") }
         return id
     }
@@ -93,5 +95,14 @@ struct WebDashboardHarness {
         if reply.isNoSuchSession { return [] }
         return reply.result?["tasks"] as? [[String: Any]] ?? []
     }
+}
+/// A dashboard login as a browser holds it: the cookie, the session's key (sent as `X-Haul-Key`) and the CSRF token.
+struct DashboardLogin {
+    let cookie: String
+    let key: String
+    let csrf: String
+
+    /// The cookie and key headers every request of the page carries.
+    var headers: [(String, String)] { [("Cookie", cookie), ("X-Haul-Key", key)] }
 }
 #endif
