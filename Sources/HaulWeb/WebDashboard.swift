@@ -57,7 +57,13 @@ package final class WebDashboard: WebListener, Sendable {
 
     package func start(host: String?, port: Int?) async throws -> (url: String, login: String) {
         let url = try await control.start(self, host: host, port: port)
-        return (url, url + "login?token=" + mintLogin())
+        let token = mintLogin()
+        // `haul web --open` may write a page holding this token (WebLoginPage): gone once the token has expired.
+        Task { [home] in
+            try? await Task.sleep(for: WebLogins.tokenLifetime)
+            WebLoginPage.remove(token: token, home: home)
+        }
+        return (url, url + "login?token=" + token)
     }
 
     /// A fresh one-time login token (the in-process tests, Tests/HaulWebTests, log in with one without a listener).

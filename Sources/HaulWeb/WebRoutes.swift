@@ -170,6 +170,8 @@ enum WebRoutes {
             state.logins.open(session: cookie, csrf: csrf, key: key, at: .now)
             return true
         }
+        // Spent (or never valid): the page `haul web --open` may have written for it goes too.
+        if let token { WebLoginPage.remove(token: token, home: dashboard.home) }
         guard spent else {
             return WebResponse(status: .forbidden, headers: [("Content-Type", "text/html; charset=utf-8")], body: Array(spentPage.utf8))
         }

@@ -9,13 +9,15 @@ struct WebCommand: AsyncParsableCommand {
         commandName: "web",
         abstract: "Print a one-time login link to the daemon's web dashboard (starting it if needed).",
         discussion: """
-            The link logs one browser in and is then spent (it expires after 5 minutes); run `haul web` again for \
-            another. The dashboard listens on 127.0.0.1 (port 7711, or the next free one) unless the daemon was \
-            started with --web. Scripts use the API key instead: `Authorization: Bearer KEY` on POST /api/rpc \
-            (docs/web.md).
+            The link logs one browser tab in and is then spent (it expires after 5 minutes); run `haul web` again for \
+            another. --open opens it in your browser without putting it on a command line (which every local user \
+            can read): do not run `xdg-open "$(haul web)"`. The dashboard listens on 127.0.0.1 (port 7711, or the \
+            next free one) unless the daemon was started with --web. Scripts use the API key instead: \
+            `Authorization: Bearer KEY` on POST /api/rpc (docs/web.md).
 
             """ + HelpText.examples(
-                "haul web                     # open the printed address in a browser",
+                "haul web --open              # log in in your browser ($BROWSER, else xdg-open)",
+                "haul web                     # paste the printed address into a browser",
                 "haul web --port 8080",
                 "haul web --api-key           # for scripts; kept in $HAUL_HOME/web/api-key"
             ))
@@ -29,6 +31,9 @@ struct WebCommand: AsyncParsableCommand {
     @Flag(name: .customLong("api-key"), help: "Print the API key for scripts (created on first use) instead of a login link.")
     var apiKey = false
 
+    @Flag(help: "Open the login link in your browser ($BROWSER, else xdg-open or open) through a private file, never on a command line, instead of printing it.")
+    var open = false
+
     @Option(help: "The daemon's control socket (default: $HAUL_SOCKET, else $XDG_RUNTIME_DIR/haul/daemon.sock, else $HAUL_HOME/run/daemon.sock).")
     var socket: String?
 
@@ -37,6 +42,7 @@ struct WebCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let port, !(1...65_535).contains(port) { throw InputError("--port must be between 1 and 65535") }
+        if open, apiKey { throw InputError("--open and --api-key do not go together: the API key is for scripts") }
     }
 
     func run() async throws {
@@ -62,11 +68,28 @@ struct WebCommand: AsyncParsableCommand {
                 throw HaulError(.server, "the daemon did not answer with a login link; update haul and restart the daemon")
             }
             await connection.close()
-            print(answer.login)
+            if open {
+                try await openInBrowser(answer)
+            } else {
+                print(answer.login)
+            }
         } catch let error as RPCError where error.code == -32601 {
             throw CLIFailure.exit(HaulError(.usage, "the running haul daemon has no web dashboard; stop it (`haul daemon stop`) and run `haul web` again"))
         } catch {
             throw CLIFailure.exit(error)
         }
+    }
+
+    /// Writes the private login page and starts the browser on its `file://` address: the login link is in the file
+    /// only (WebLoginPage), and the browser's command line shows nothing another user could spend.
+    private func openInBrowser(_ answer: StartWeb.Result) async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let path = try WebLoginPage.save(link: answer.login, home: HaulHome(environment: environment))
+        let address = URL(fileURLWithPath: path).absoluteString
+        guard await WebBrowser.open(address, environment: environment) else {
+            WebLoginPage.remove(token: WebLoginPage.token(ofLink: answer.login) ?? "", home: HaulHome(environment: environment))
+            throw HaulError(.usage, "no browser could be opened (set BROWSER, or install xdg-utils); run `haul web` and paste the link it prints into a browser")
+        }
+        Reporter.printError("haul: opened the dashboard \(answer.url) in your browser")
     }
 }
