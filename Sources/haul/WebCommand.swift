@@ -16,7 +16,7 @@ struct WebCommand: AsyncParsableCommand {
             `Authorization: Bearer KEY` on POST /api/rpc (docs/web.md).
 
             """ + HelpText.examples(
-                "haul web --open              # log in in your browser ($BROWSER, else xdg-open)",
+                "haul web --open              # log in, in your browser",
                 "haul web                     # paste the printed address into a browser",
                 "haul web --port 8080",
                 "haul web --api-key           # for scripts; kept in $HAUL_HOME/web/api-key"
