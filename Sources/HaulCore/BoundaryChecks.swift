@@ -17,8 +17,12 @@ package struct BoundaryChecks: Equatable, Sendable {
     /// Bytes a request whose segment holds `next - start` bytes asks for before `next`: the resume overlap
     /// (``ResumePolicy/overlapLength``) when it continues bytes of its own, ``boundaryLength`` when it starts a
     /// segment; never before byte 0.
-    public static func overlap(next: Int64, segmentStart: Int64) -> Int64 {
-        max(0, min(next, next > segmentStart ? ResumePolicy.overlapLength : boundaryLength))
+    ///
+    /// `rangeCap`: the fewest bytes a short answer of this server brought (``RangeCap``); the overlap is then at most
+    /// half of it, so that every answer so capped brings new bytes as well as bytes to compare.
+    public static func overlap(next: Int64, segmentStart: Int64, rangeCap: Int64? = nil) -> Int64 {
+        let wanted = next > segmentStart ? ResumePolicy.overlapLength : boundaryLength
+        return max(0, min(next, wanted, rangeCap.map { $0 / 2 } ?? wanted))
     }
 
     /// Server bytes for `window` of the file, to be compared with the bytes written there.

@@ -291,6 +291,15 @@ extension DownloadMachine {
         return action
     }
 
+    /// The answers to the segments described different versions of the file; their bytes were discarded for `reason`:
+    /// start over on one connection (``RetryRules/segmentsDisagreed(_:)``), unless that happened too often.
+    package mutating func segmentsDisagreed(_ reason: RestartReason) -> RetryRules.RestartAction {
+        let held = enter(.segmentsDisagreed)
+        let action = rules.segmentsDisagreed(reason)
+        if case .giveUp = action { state = .failed(held) } else { state = .ready(held) }
+        return action
+    }
+
     /// The server refused the request with `status`, at a URL a redirect led to or at the URL asked for.
     package mutating func refused(status: Int, atRedirectTarget: Bool) -> RetryRules.RefusalAction {
         let held = enter(.refused)
@@ -359,9 +368,9 @@ extension DownloadMachine {
             singleConnection = "the rest after the bytes held is too small to split, or the server's answer does not allow it"
         }
         let probe = rules.mayProbeRanges && segments != 1 && point.offset == 0 && held.adoptedPath == nil
-        if !rules.mayProbeRanges, point.offset == 0, segments != 1, !reportedSingleConnection {
+        if let cause = rules.oneConnection, point.offset == 0, segments != 1, !reportedSingleConnection {
             reportedSingleConnection = true
-            singleConnection = "the server's answers to range requests were inconsistent"
+            singleConnection = cause.description
         }
         let plan = ResumePolicy.plan(
             for: point, probeRanges: probe, verifyOverlap: held.foreignURL != nil, heldFromThisAnswer: held == .own(unknownTotal: true))

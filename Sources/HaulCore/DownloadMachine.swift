@@ -107,7 +107,7 @@ package struct DownloadMachine: Sendable {
     package enum Event: String, CaseIterable, Sendable {
         case prepared, attemptStarts, heldRunsChecked, heldPrefixAnswered, heldPrefixCompared, http2Answered, responseHead
         case overlapMatched, overlapDiffers, appended, bodyPart, segmentsPlanned, segmentsStopped, segmentsCompleted
-        case heldBytesDiscarded, completed, endedEarly, restartNeeded, refused, failed
+        case heldBytesDiscarded, completed, endedEarly, restartNeeded, segmentsDisagreed, refused, failed
     }
 
     package let configuration: Configuration
@@ -181,7 +181,7 @@ package struct DownloadMachine: Sendable {
             case .none, .own: return true
             case .adopted, .foreign, .segmented: return false
             }
-        case .restartNeeded:
+        case .restartNeeded, .segmentsDisagreed:
             // A restart starts from nothing: the bytes held were discarded first.
             return held == .none
         case .segmentsStopped, .segmentsCompleted:

@@ -239,7 +239,10 @@ package enum ResumePolicy {
         if let declared = bodyLength(headers), declared != range.length {
             return .restart(.invalidPartialResponse("Content-Length \(declared) does not match Content-Range \(range.length)"))
         }
-        guard last >= start + overlap - 1 else {
+        // A closed range (a segment, a check of bytes held) may be answered with less than asked (a server or CDN that
+        // caps its ranges, RFC 9110 §14.4): what came is compared, and the rest is asked for again. An open-ended
+        // request must reach past the bytes held.
+        guard last >= start + overlap - 1 || plan.last != nil else {
             return .restart(.invalidPartialResponse("range ends at byte \(last), before the \(start + overlap) bytes held"))
         }
         if plan.last == nil, overlap > 0, last == start + overlap - 1, let complete, complete > start + overlap {
@@ -276,7 +279,7 @@ package enum ResumePolicy {
             digest: validators.digest ?? point.validators.digest
         )
         let info = ResourceInfo(validators: merged, totalLength: complete ?? point.totalLength, acceptsRanges: true)
-        return .append(info, bodyLength: range.length, overlap: overlap)
+        return .append(info, bodyLength: range.length, overlap: min(overlap, range.length))
     }
 
     private static func decideUnsatisfiable(plan: RequestPlan, point: ResumePoint, headers: HTTPFields) -> ResponseDecision {

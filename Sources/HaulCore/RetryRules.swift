@@ -11,7 +11,8 @@
 /// - **A response that ends early** after new bytes is asked again at once; one that ends at the same place uses
 ///   the budget, and one that brought nothing is a failure like any other.
 /// - **Restarts** (the file changed, the bytes held do not match) happen at most ``Configuration/maxRestarts``
-///   times; after a server's own range answers were inconsistent it is not probed for ranges again.
+///   times; after a server's own range answers were inconsistent, or the segments of a download disagreed about the
+///   file's version, it is not probed for ranges (nor the file split) again.
 /// - **A request the server never acted on** (one an HTTP/2 connection it was closing with GOAWAY never sent, RFC
 ///   9113 §6.8, or a stream it refused, §8.7) is sent again at once, as curl does, without using the budget: at most
 ///   ``maxUnprocessedRequests`` times in a run.
@@ -118,9 +119,30 @@ package struct RetryRules: Sendable, Equatable {
     }
 
     package let configuration: Configuration
-    /// Whether a fresh start may ask for `bytes=0-` to learn whether ranges work; off once the server's own answers
-    /// to range requests were inconsistent, so that such a server gets one plain request.
-    package private(set) var mayProbeRanges = true
+    /// Why the rest of this run goes over one connection, once the server's own answers showed that splitting the
+    /// file does not work with it.
+    package enum OneConnectionCause: Sendable, Equatable {
+        /// Its answers to range requests were inconsistent.
+        case inconsistentRanges
+        /// The answers to one download's segments described different versions of the file (other validators): a
+        /// load balancer whose backends stamp the same file differently, or a file replaced while it was split.
+        case segmentsDisagree
+
+        /// The words of the `singleConnection` event.
+        package var description: String {
+            switch self {
+            case .inconsistentRanges: return "the server's answers to range requests were inconsistent"
+            case .segmentsDisagree: return "the server's segments disagree about the file's version"
+            }
+        }
+    }
+
+    /// Why the rest of this run goes over one connection, if something showed it must (the first cause is kept).
+    package private(set) var oneConnection: OneConnectionCause?
+    /// Whether a fresh start may ask for `bytes=0-` to learn whether ranges work (and split the file); off once the
+    /// server's own answers to range requests were inconsistent, or its segments disagreed about the file's version,
+    /// so that such a server gets one plain request.
+    package var mayProbeRanges: Bool { oneConnection == nil }
     package private(set) var restarts = 0
     /// Failures since bytes last got past ``bestHeld``.
     package private(set) var failures = 0
@@ -187,7 +209,17 @@ package struct RetryRules: Sendable, Equatable {
 
     /// The bytes held belong to another version, or do not match: they were discarded.
     package mutating func restartNeeded(_ reason: RestartReason) -> RestartAction {
-        if case .invalidPartialResponse = reason { mayProbeRanges = false }
+        if case .invalidPartialResponse = reason, oneConnection == nil { oneConnection = .inconsistentRanges }
+        restarts += 1
+        guard restarts <= configuration.maxRestarts else { return .giveUp(.tooManyRestarts(restarts, reason)) }
+        return .restart(reason)
+    }
+
+    /// The segments of one download saw different versions of the file (``OneConnectionCause/segmentsDisagree``): the
+    /// bytes held were discarded, and the download starts over on one connection, which never mixes two versions. A
+    /// restart like any other: a file that then changes again meets the same limit.
+    package mutating func segmentsDisagreed(_ reason: RestartReason) -> RestartAction {
+        if oneConnection == nil { oneConnection = .segmentsDisagree }
         restarts += 1
         guard restarts <= configuration.maxRestarts else { return .giveUp(.tooManyRestarts(restarts, reason)) }
         return .restart(reason)

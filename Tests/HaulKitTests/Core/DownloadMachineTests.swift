@@ -51,7 +51,7 @@ import Testing
             let extra: Set<Machine.Event>
             switch held {
             case .none:
-                extra = [.http2Answered, .responseHead, .segmentsPlanned, .heldBytesDiscarded, .restartNeeded]
+                extra = [.http2Answered, .responseHead, .segmentsPlanned, .heldBytesDiscarded, .restartNeeded, .segmentsDisagreed]
             case .own:
                 extra = [.heldPrefixAnswered, .heldPrefixCompared, .http2Answered, .responseHead, .overlapMatched,
                          .overlapDiffers, .appended, .bodyPart, .segmentsPlanned, .heldBytesDiscarded]
@@ -84,6 +84,7 @@ import Testing
         }
         for held in Self.helds where held != .none {
             #expect(!Machine.accepts(.restartNeeded, in: .attempting(held)), "a restart keeps no byte: \(held)")
+            #expect(!Machine.accepts(.segmentsDisagreed, in: .attempting(held)), "a restart keeps no byte: \(held)")
         }
     }
 
@@ -159,6 +160,7 @@ import Testing
         case .completed: _ = machine.completed()
         case .endedEarly: _ = machine.endedEarly(held: point.offset + Int64.random(in: 0...10, using: &random))
         case .restartNeeded: _ = machine.restartNeeded(.overlapMismatch)
+        case .segmentsDisagreed: _ = machine.segmentsDisagreed(.resourceChanged("validators differ"))
         case .refused: _ = machine.refused(status: 404, atRedirectTarget: Bool.random(using: &random))
         case .failed: _ = machine.failed(drop, held: point.offset)
         }
@@ -166,8 +168,8 @@ import Testing
 
     /// The events that never change where the bytes held came from.
     static let keepingHeld: Set<Machine.Event> = [
-        .attemptStarts, .http2Answered, .heldPrefixAnswered, .bodyPart, .completed, .endedEarly, .restartNeeded, .refused,
-        .failed, .overlapDiffers,
+        .attemptStarts, .http2Answered, .heldPrefixAnswered, .bodyPart, .completed, .endedEarly, .restartNeeded,
+        .segmentsDisagreed, .refused, .failed, .overlapDiffers,
     ]
 
     static func expectPromises(after event: Machine.Event, from before: Held, _ machine: Machine) {
@@ -179,7 +181,7 @@ import Testing
         switch event {
         case .completed:
             #expect(machine.state == .finishing(before))
-        case .endedEarly, .restartNeeded, .refused, .failed:
+        case .endedEarly, .restartNeeded, .segmentsDisagreed, .refused, .failed:
             switch machine.state {
             case .ready, .failed: break
             case .waitingToRetry(_, let retry): #expect(retry >= 1 && retry <= 3)
