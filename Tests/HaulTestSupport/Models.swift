@@ -195,8 +195,27 @@ public struct Faults: Sendable {
     public var statusForFirstRequests: (status: Int, count: Int, retryAfter: String?)? = nil
     /// No Content-Length on 200 (chunked).
     public var chunked = false
+    /// A 206 covers at most this many bytes from the first one asked for (a correct `Content-Range` for what it
+    /// sends), as servers and CDNs that cap range sizes answer (RFC 9110 §14.4 allows it).
+    public var maxRangeLength: Int? = nil
+    /// Behind a load balancer: request number `i` to this path is answered by backend `i % backends.count`, with its
+    /// own ETag and, when given, its own bytes (of the resource's length). Empty: the resource answers itself.
+    public var backends: [Backend] = []
 
     public init() {}
+}
+
+/// One server behind a load balancer (``Faults/backends``).
+public struct Backend: Sendable {
+    /// Full `ETag` value, e.g. `"\"a\""`.
+    public var etag: String
+    /// Its copy of the file; `nil`: the resource's bytes.
+    public var body: [UInt8]?
+
+    public init(etag: String, body: [UInt8]? = nil) {
+        self.etag = etag
+        self.body = body
+    }
 }
 
 /// A redirect response with a `Location` header.

@@ -16,6 +16,12 @@ enum RangeResponder {
 
     static func plan(for resource: Resource, request: RecordedRequest) -> ResponsePlan {
         let faults = resource.faults
+        var resource = resource
+        if !faults.backends.isEmpty {
+            let backend = faults.backends[request.index % faults.backends.count]
+            resource.etag = backend.etag
+            if let body = backend.body { resource.body = body }
+        }
         if let forced = faults.statusForFirstRequests, request.index < forced.count {
             var headers: [(String, String)] = []
             if let retryAfter = forced.retryAfter { headers.append(("Retry-After", retryAfter)) }
@@ -58,7 +64,8 @@ enum RangeResponder {
             // The whole window moves (clamped to the resource), so the lie is self-consistent.
             let shift = faults.contentRangeStartShift
             let shiftedFirst = min(max(0, first + shift), length - 1)
-            let shiftedLast = min(max(last + shift, shiftedFirst), length - 1)
+            var shiftedLast = min(max(last + shift, shiftedFirst), length - 1)
+            if let cap = faults.maxRangeLength { shiftedLast = min(shiftedLast, shiftedFirst + max(1, cap) - 1) }
             let complete = faults.wrongCompleteLength ?? length
             let body = Array(resource.body[shiftedFirst...shiftedLast])
             let headers = common + [("Content-Range", "bytes \(shiftedFirst)-\(shiftedLast)/\(complete)")]
