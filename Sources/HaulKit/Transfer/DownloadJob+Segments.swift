@@ -96,9 +96,11 @@ extension DownloadJob {
                 try await monitor.tick(snapshot)
             }
         } catch let changed as SegmentedDownload.ResourceChanged {
-            // Two answers saw two versions (a boundary's bytes differ): nothing held can be trusted to be one file.
+            // Two answers saw two versions (other validators, or a boundary's bytes differ): nothing held can be
+            // trusted to be one file. When a segment's answer named another version than the download's, the server's
+            // copies disagree (a load balancer's backends, or a file replaced meanwhile): one connection never mixes them.
             try await discardHeldBytes()
-            return .restart(changed.reason)
+            return changed.segmentsDisagree ? .segmentsDisagreed(changed.reason) : .restart(changed.reason)
         } catch {
             boundaryChecks = await coordinator.pendingChecks
             remember(await coordinator.snapshot, heldBefore: heldBefore)

@@ -14,6 +14,9 @@ final class DownloadJob {
         case complete
         case incomplete
         case restart(RestartReason)
+        /// The answers to the segments described different versions of the file (`reason`); the bytes held were
+        /// discarded, and the download starts over on one connection.
+        case segmentsDisagreed(RestartReason)
         /// The server refused the request with `status` at `url`.
         case refused(status: Int, phrase: String, url: URL)
     }
@@ -177,6 +180,16 @@ final class DownloadJob {
             switch machine.restartNeeded(reason) {
             case .restart(let reason):
                 events(.restarted(reason: reason.description))
+                return .requestAgain
+            case .giveUp(let why):
+                return .giveUp(why, refusal: nil)
+            }
+        case .segmentsDisagreed(let reason):
+            switch machine.segmentsDisagreed(reason) {
+            case .restart(let reason):
+                var words = reason.description
+                if case .resourceChanged(let detail) = reason { words = "the segments' answers name different versions of the file (\(detail))" }
+                events(.restarted(reason: words))
                 return .requestAgain
             case .giveUp(let why):
                 return .giveUp(why, refusal: nil)

@@ -8,6 +8,7 @@ actor SegmentCoordinator {
     private var checks: BoundaryChecks
     private let file: PartialFile
     private let limiter: RateLimiter?
+    private var cap = RangeCap()
 
     init(plan: SegmentPlan, checks: BoundaryChecks = BoundaryChecks(), file: PartialFile, rateLimit: Int64?, shared: RateLimiter? = nil) {
         self.plan = plan
@@ -49,6 +50,21 @@ actor SegmentCoordinator {
             let held = try file.read(count: check.bytes.count, at: check.window.lowerBound)
             guard held == check.bytes else { throw SegmentedDownload.ResourceChanged(reason: .overlapMismatch) }
         }
+    }
+
+    /// The bytes a request at `next` of a segment starting at `segmentStart` asks for before `next` (``RangeCap``).
+    func overlap(next: Int64, segmentStart: Int64) -> Int64 {
+        cap.overlap(next: next, segmentStart: segmentStart)
+    }
+
+    /// An answer ended cleanly after `received` bytes, before the end asked for: the server caps its ranges.
+    func shortAnswer(received: Int64) {
+        cap.shortAnswer(received: received)
+    }
+
+    /// Whether a request at `next` now asks for fewer bytes before it than `usedOverlap` (``RangeCap``).
+    func asksAgainAtOnce(next: Int64, segmentStart: Int64, usedOverlap: Int64) -> Bool {
+        cap.asksAgainAtOnce(next: next, segmentStart: segmentStart, usedOverlap: usedOverlap)
     }
 
     var snapshot: SegmentPlan { plan }

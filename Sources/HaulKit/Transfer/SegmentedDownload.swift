@@ -12,6 +12,9 @@ struct SegmentedDownload: Sendable {
     /// The resource changed under the download: every segment must be discarded.
     struct ResourceChanged: Error {
         var reason: RestartReason
+        /// A segment's answer named another version (validators) than the download's: the download goes on over one
+        /// connection.
+        var segmentsDisagree = false
     }
 
     let sender: RequestSender
@@ -105,15 +108,17 @@ struct SegmentedDownload: Sendable {
             let next: RetryRules.EarlyEndAction
             let before = written
             do {
-                let gaveBack = try await fetch(segment, body: body, written: &written, mayGiveBack: extra)
+                let ending = try await fetch(segment, body: body, written: &written, mayGiveBack: extra)
                 rules.received(written - before)
                 await coordinator.release(segment.id)
-                if gaveBack {
+                if ending == .gaveBack {
                     // Another download needs a connection to this host: this one is its now; the rest of the
                     // segment goes back to the plan for the connections that remain.
                     connections.releaseExtra(connectionID, host: host)
                     holdsConnection = false
                 }
+                // A capped answer brought only bytes to compare: the next request asks for fewer of them (``RangeCap``).
+                if ending == .narrowed { continue }
                 // A segment whose end was stolen before a byte arrived simply ends: nothing to judge.
                 guard written > before else { continue }
                 next = rules.endedEarly(held: written)
@@ -153,9 +158,19 @@ struct SegmentedDownload: Sendable {
         }
     }
 
+    /// How a segment's response ended.
+    private enum Ending {
+        /// At the segment's end, or earlier (a short answer, RFC 9110 §14.4) after bytes of its own: the rest, if any,
+        /// is asked for again.
+        case done
+        /// Early, to give the connection back to another download (`mayGiveBack`: an extra connection).
+        case gaveBack
+        /// A short answer that brought only bytes to compare, while the next request asks for fewer of them.
+        case narrowed
+    }
+
     /// Fetches what is left of `segment` (using `body` if already open), adding the bytes it writes to `written`.
-    /// Returns `true` when it stopped early to give its connection back (`mayGiveBack`: an extra connection).
-    private func fetch(_ segment: Segment, body opened: ResponseBody?, written connectionBytes: inout Int64, mayGiveBack: Bool) async throws -> Bool {
+    private func fetch(_ segment: Segment, body opened: ResponseBody?, written connectionBytes: inout Int64, mayGiveBack: Bool) async throws -> Ending {
         let next = segment.next
         let body: ResponseBody
         // Bytes before `next` asked for too, compared with the bytes written there once they are (``BoundaryChecks``).
@@ -163,7 +178,7 @@ struct SegmentedDownload: Sendable {
         if let opened {
             body = opened
         } else {
-            overlap = BoundaryChecks.overlap(next: next, segmentStart: segment.start)
+            overlap = await coordinator.overlap(next: next, segmentStart: segment.start)
             let plan = RequestPlan.range(start: next - overlap, overlap: overlap, ifRange: validators.ifRangeValue, last: segment.end - 1)
             let (response, answered) = try await sender.send(plan, to: url, readAhead: Self.readAhead)
             let head = RequestSender.head(response)
@@ -174,6 +189,7 @@ struct SegmentedDownload: Sendable {
             case .range:
                 body = response.body
             case .changed(let reason):
+                if case .resourceChanged = reason { throw ResourceChanged(reason: reason, segmentsDisagree: true) }
                 throw ResourceChanged(reason: reason)
             case .rangesIgnored:
                 throw ResourceChanged(reason: .invalidPartialResponse("the server answered a range request with the whole file"))
@@ -190,11 +206,14 @@ struct SegmentedDownload: Sendable {
         }
         var allowance = await coordinator.remaining(segment.id)
         var written: Int64 = 0
+        // Every byte of the answer (those compared too): what a short answer shows of the server's cap.
+        var received: Int64 = 0
         var position = next
         var overlapBytes: [UInt8] = []
         defer { connectionBytes += written }
         do {
             for try await buffer in body {
+                received += Int64(buffer.readableBytes)
                 var skip = 0
                 if overlapBytes.count < Int(overlap) {
                     skip = min(Int(overlap) - overlapBytes.count, buffer.readableBytes)
@@ -216,7 +235,7 @@ struct SegmentedDownload: Sendable {
                     if pause > .zero { try await Task.sleep(for: pause) }
                 }
                 if allowance <= 0 { break }
-                if mayGiveBack, connections.shouldGiveBack(connectionID, host: host) { return true }
+                if mayGiveBack, connections.shouldGiveBack(connectionID, host: host) { return .gaveBack }
             }
         } catch let error as HaulError {
             throw error
@@ -225,9 +244,19 @@ struct SegmentedDownload: Sendable {
         } catch {
             throw try DownloadJob.classify(error, url: url)
         }
-        if allowance > 0 && written == 0 {
-            throw TransientFailure(reason: "the server ended a segment's response early")
+        guard allowance > 0 else { return .done }
+        // The answer ended cleanly before the segment's end: a server that caps its ranges. The bytes written stay; the
+        // bytes before `next` that came are compared even if fewer than asked; the rest is asked for again.
+        if !overlapBytes.isEmpty, overlapBytes.count < Int(overlap) {
+            let start = next - overlap
+            try await coordinator.expect(BoundaryChecks.Check(window: start..<(start + Int64(overlapBytes.count)), bytes: overlapBytes))
         }
-        return false
+        await coordinator.shortAnswer(received: received)
+        guard written == 0 else { return .done }
+        if overlap > 0, await coordinator.asksAgainAtOnce(next: next, segmentStart: segment.start, usedOverlap: overlap) {
+            logger.debug("a range answer of \(received) bytes brought none past byte \(next): asking again with fewer bytes before it")
+            return .narrowed
+        }
+        throw TransientFailure(reason: "the server ended a segment's response early")
     }
 }
