@@ -19,10 +19,11 @@ package struct BoundaryChecks: Equatable, Sendable {
     /// segment; never before byte 0.
     ///
     /// `rangeCap`: the fewest bytes a short answer of this server brought (``RangeCap``); the overlap is then at most
-    /// half of it, so that every answer so capped brings new bytes as well as bytes to compare.
+    /// a quarter of it, so that every answer so capped brings mostly new bytes as well as bytes to compare (a few KiB
+    /// still show a different version; the number of requests is what such a server costs).
     public static func overlap(next: Int64, segmentStart: Int64, rangeCap: Int64? = nil) -> Int64 {
         let wanted = next > segmentStart ? ResumePolicy.overlapLength : boundaryLength
-        return max(0, min(next, wanted, rangeCap.map { $0 / 2 } ?? wanted))
+        return max(0, min(next, wanted, rangeCap.map { $0 / 4 } ?? wanted))
     }
 
     /// Server bytes for `window` of the file, to be compared with the bytes written there.

@@ -1,12 +1,12 @@
 /// What a segmented download learned of a server that answers a closed range with fewer bytes than asked, with a
 /// correct `Content-Range` for what it sends: servers and CDNs that cap the size of a range do so, and RFC 9110 §14.4
 /// lets the client ask for the rest. The bytes that came are kept; the rest of the segment is asked for again, each
-/// request asking for at most half of the cap before its start (``BoundaryChecks/overlap(next:segmentStart:rangeCap:)``),
+/// request asking for at most a quarter of the cap before its start (``BoundaryChecks/overlap(next:segmentStart:rangeCap:)``),
 /// so that every capped answer brings new bytes.
 ///
 /// Bounded: an answer that brought no new byte is asked again at once only when the next request asks for fewer bytes
 /// before its start than it did (``asksAgainAtOnce(next:segmentStart:usedOverlap:)``); as the cap only shrinks, and a
-/// request's overlap is at most half of it, that halves the cap each time. Any other answer that brings nothing is a
+/// request's overlap is at most a quarter of it, that divides the cap by four each time. Any other answer that brings nothing is a
 /// failure of the connection's retry rules (``RetryRules/endedEarly(held:)``). Pure; shared by the connections of one
 /// download.
 package struct RangeCap: Sendable, Equatable {
