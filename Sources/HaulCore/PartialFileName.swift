@@ -25,9 +25,11 @@ package enum PartialFileName {
     /// `destination` with `ending` added to its last component, that component shortened (see the type's doc) when
     /// the two would pass ``maxNameBytes``.
     static func fitted(_ destination: String, ending: String) -> String {
-        let name = destination.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? destination
-        guard name.utf8.count + ending.utf8.count > maxNameBytes else { return destination + ending }
-        let folder = destination.dropLast(name.count)
+        // The last component's length without splitting the path: this runs several times for every file.
+        let utf8 = destination.utf8
+        let start = utf8.lastIndex(of: UInt8(ascii: "/")).map { utf8.index(after: $0) } ?? utf8.startIndex
+        guard utf8.distance(from: start, to: utf8.endIndex) + ending.utf8.count > maxNameBytes else { return destination + ending }
+        let name = destination[start...], folder = destination[..<start]
         let mark = "~" + hexString(withUnsafeBytes(of: fnv1a(name.utf8).bigEndian, Array.init))
         var kept = ""
         for character in name {
