@@ -82,6 +82,7 @@ enum FlagCompatibility {
         // aria2c's and curl's proxy flags: what --proxy and its URL say instead.
         "--http-proxy": proxyPerScheme, "--https-proxy": proxyPerScheme,
         "--http-proxy-user": proxyLogin, "--http-proxy-passwd": proxyLogin, "--https-proxy-user": proxyLogin, "--https-proxy-passwd": proxyLogin,
+        "--all-proxy-user": proxyLogin, "--all-proxy-passwd": proxyLogin,
         "--proxy-method": "haul tunnels https:// URLs through an HTTP proxy with CONNECT and sends it http:// ones as absolute-form GETs, as curl does; --proxytunnel tunnels those too",
         "--socks5": "use --proxy socks5://HOST:PORT (curl's --socks5)",
         "--socks5-hostname": "use --proxy socks5h://HOST:PORT: the proxy resolves the host's name (curl's --socks5-hostname)",
