@@ -30,10 +30,18 @@ public struct ListDestinations: Sendable {
         case duplicate
         /// Another entry saves to the same file already.
         case conflict(earlier: Source)
+        /// Under `-nc`, an earlier entry saves to the same file: wget's "keep the first", decided by the list's order
+        /// rather than by which download ends first. This one is not retrieved.
+        case later(than: Source)
     }
 
     /// Files named, by hash: the entry that named each (lines positive, arguments negative).
     private var files: [Int: Int] = [:]
+    /// The files of ``files`` an entry named itself (`out=`), under `-nc` (where a file the URL names is kept too).
+    private var namedFiles: Set<Int> = []
+    /// How many entries were ``Claim/later(than:)``, and the first of them with the entry it came after.
+    public private(set) var laterEntries = 0
+    public private(set) var firstLater: (entry: Source, earlier: Source)?
     /// Entries (URL and destination) seen, by hash.
     private var entries: Set<Int> = []
     /// How many entries repeated an earlier one's URL and destination.
@@ -47,7 +55,12 @@ public struct ListDestinations: Sendable {
     /// Notes the entry from `source` that downloads `url` to `destination` (a key saying where: the folder of a
     /// `--dir` download, or the file), saving to `file` when its file is known before the download (`nil` for a
     /// `--dir` download, whose name comes from the answer).
-    public mutating func claim(url: String, destination: String, file: String?, source: Source) -> Claim {
+    ///
+    /// `keepingFirst` (`-nc`): two entries of one file are wget's "keep the first", the later one not retrieved
+    /// (``Claim/later(than:)``), unless both named it themselves (`named`: an `out=`), which stays a conflict.
+    public mutating func claim(
+        url: String, destination: String, file: String?, source: Source, named: Bool = true, keepingFirst: Bool = false
+    ) -> Claim {
         guard entries.insert(Self.hash(url, destination)).inserted else {
             duplicates += 1
             if firstDuplicate == nil { firstDuplicate = source }
@@ -55,12 +68,47 @@ public struct ListDestinations: Sendable {
         }
         guard let file else { return .new }
         let key = Self.hash(file)
-        if let earlier = files[key] { return .conflict(earlier: earlier > 0 ? .line(earlier) : .argument(-earlier)) }
-        switch source {
-        case .line(let line): files[key] = line
-        case .argument(let position): files[key] = -position
+        if let earlier = files[key].map(Self.source) {
+            guard keepingFirst, !(named && namedFiles.contains(key)) else { return .conflict(earlier: earlier) }
+            laterEntries += 1
+            if firstLater == nil { firstLater = (source, earlier) }
+            return .later(than: earlier)
         }
+        files[key] = Self.code(source)
+        if keepingFirst, named { namedFiles.insert(key) }
         return .new
+    }
+
+    /// Whether the entry from `source`, saving to `file`, is the first of the list to save there (or `file` is not
+    /// one an entry claimed): the one `-nc` retrieves.
+    public func isFirst(_ source: Source, toSave file: String) -> Bool {
+        files[Self.hash(file)].map { $0 == Self.code(source) } ?? true
+    }
+
+    /// The note saying which entries `-nc` does not retrieve because an earlier one saves the same file; `nil` when none.
+    public var laterNote: String? {
+        guard let (entry, earlier) = firstLater else { return nil }
+        let which = Self.describe(entry), before = Self.describe(earlier)
+        if laterEntries == 1 {
+            return "\(which) saves to the same file as \(before); it is not retrieved (-nc keeps the first)"
+        }
+        return "\(laterEntries) entries save to a file an earlier entry saves to (the first: \(which), after \(before)); they are not retrieved (-nc keeps the first)"
+    }
+
+    private static func code(_ source: Source) -> Int {
+        switch source {
+        case .line(let line): return line
+        case .argument(let position): return -position
+        }
+    }
+
+    private static func source(_ code: Int) -> Source { code > 0 ? .line(code) : .argument(-code) }
+
+    private static func describe(_ source: Source) -> String {
+        switch source {
+        case .line(let line): return "line \(line) of the URL list"
+        case .argument(let position): return "URL \(position) of the command line"
+        }
     }
 
     /// Lets go of the entries seen (kept only to count repeats while the batch is first read): what a session keeps
@@ -89,11 +137,7 @@ public struct ListDestinations: Sendable {
     /// The note saying how many entries were the same download as an earlier one, naming the first; `nil` when none.
     public var duplicateNote: String? {
         guard let first = firstDuplicate else { return nil }
-        let which: String
-        switch first {
-        case .line(let line): which = "line \(line) of the URL list"
-        case .argument(let position): which = "URL \(position) of the command line"
-        }
+        let which = Self.describe(first)
         if duplicates == 1 { return "\(which) repeats an earlier URL for the same place; it is downloaded once" }
         return "\(duplicates) entries repeat an earlier URL for the same place (the first: \(which)); each URL is downloaded once"
     }

@@ -59,6 +59,7 @@ struct BatchGet {
         }
         command.connection.warnIfInsecure()
         if let note = destinations.duplicateNote, !command.quiet { Reporter.printError("haul: note: " + note) }
+        if let note = destinations.laterNote, !command.quiet { Reporter.printError("haul: note: " + note) }
         var configuration = SessionConfiguration()
         // A --dir download does not take a name another entry names (out=): that entry's, wherever its line is.
         destinations.forgetEntries()
@@ -109,6 +110,7 @@ struct BatchGet {
             let maker = try command.specMaker()
             var first = true
             var added = 0
+            var argumentsAdded = 0
             while true {
                 // The events of what was added are read before much more is added: the session's event stream keeps
                 // what is not read yet. Bounded, and it stops waiting when no more come (a task the list had added in
@@ -122,12 +124,19 @@ struct BatchGet {
                 let part = try entries.next(first ? 2 * command.jobs : BatchGet.tasksPerAdd)
                 first = false
                 if part.isEmpty { break }
-                let requests = try part.map { entry in
+                let requests = try part.compactMap { entry -> DownloadRequest? in
                     var request = DownloadRequest(try maker.spec(for: entry))
+                    // Under -nc, an entry whose file an earlier one saves is not retrieved (said once, above).
+                    if entry.line == 0 { argumentsAdded += 1 }
+                    let source: ListDestinations.Source = entry.line == 0 ? .argument(argumentsAdded) : .line(entry.line)
+                    if command.file.noClobber, case .file(let path)? = request.spec.destination, !files.isFirst(source, toSave: path) {
+                        return nil
+                    }
                     // --limit-rate caps the whole batch: the session's limit, not each task's.
                     request.rateLimit = nil
                     return request
                 }
+                if requests.isEmpty { continue }
                 var again: [String] = []
                 var gone: [(id: String, request: DownloadRequest)] = []
                 let tasks = try await session.add(requests)
@@ -250,11 +259,13 @@ struct BatchGet {
                     source = .line(entry.line)
                 }
                 // The file the entry saves to, known before any request: its out=, or the name its URL gives under
-                // -c, -N or --overwrite. Not under -nc: there two URLs of one name are wget's "keep the first", the
-                // second finding the name taken and fetching nothing.
+                // -c, -N, -nc or --overwrite. Under -nc two entries of one file are wget's "keep the first": the later
+                // one in the list is not retrieved, whichever download would have ended first.
                 var file: String?
-                if case .file(let path)? = spec.destination, entry.output != nil || !command.file.noClobber { file = path }
-                let claim = destinations.claim(url: spec.url.absoluteString, destination: Hash.destination(of: spec), file: file, source: source)
+                if case .file(let path)? = spec.destination { file = path }
+                let claim = destinations.claim(
+                    url: spec.url.absoluteString, destination: Hash.destination(of: spec), file: file, source: source,
+                    named: entry.output != nil, keepingFirst: command.file.noClobber)
                 if case .conflict(let earlier) = claim, let file {
                     throw InputError(ListDestinations.conflict(earlier: earlier, entry: source, path: file))
                 }

@@ -206,19 +206,52 @@ import Glibc
         }
     }
 
-    /// `-nc` with two URLs that name the same file, at once: the second finds the name taken by the first and
-    /// fetches nothing (exit 0), as wget -nc's second URL finds the first's file there.
-    @Test func noClobberWithTwoURLsOfOneNameKeepsTheFirst() async throws {
+    /// `-nc` with two URLs that name the same file, at once: the first in the command's order is kept, as wget -nc
+    /// (which fetches one at a time) keeps it, whichever download would have ended first; the second is not
+    /// requested at all, and a note says so (exit 0).
+    @Test(arguments: [false, true])
+    func noClobberWithTwoURLsOfOneNameKeepsTheFirst(reversed: Bool) async throws {
         try await withTestServer { server in
-            var slow = Resource(body: TestData.bytes(300_000, seed: 268), etag: "\"a\"")
+            let one = TestData.bytes(300_000, seed: 268), two = TestData.bytes(30_000, seed: 269)
+            var slow = Resource(body: one, etag: "\"a\"")
             slow.faults.throttleBytesPerSecond = 100_000
             server.serve("/one/same.bin", slow)
-            server.serve("/two/same.bin", slow)
+            // The second is small and fast: with both running, it would have taken the name first.
+            server.serve("/two/same.bin", Resource(body: two, etag: "\"b\""))
             try await Sandbox.with { box in
-                let result = try await box.run(["get", "-nc", "-j", "2", server.url("/one/same.bin"), server.url("/two/same.bin")], timeout: .seconds(60))
-                #expect(result.exitCode == 0 && result.stderr.contains("already there"), "\(result.stderr)")
-                #expect(fileExists(box.path("same.bin")) && !box.workContents().contains { $0.contains("(1)") || $0.hasSuffix(".haul-part") },
-                        "\(box.workContents())")
+                let urls = [server.url("/one/same.bin"), server.url("/two/same.bin")]
+                let result = try await box.run(["get", "-nc", "-j", "2"] + (reversed ? urls.reversed() : urls), timeout: .seconds(60))
+                #expect(result.exitCode == 0, "\(result.stderr)")
+                #expect(result.stderr.contains("URL 2 of the command line saves to the same file as URL 1 of the command line; it is not retrieved"), "\(result.stderr)")
+                #expect(contentMismatch(box.path("same.bin"), expected: reversed ? two : one) == nil, "the first URL's file is kept")
+                #expect(server.requests(reversed ? "/one/same.bin" : "/two/same.bin").isEmpty, "the second is not requested")
+                #expect(!box.workContents().contains { $0.contains("(1)") || $0.hasSuffix(".haul-part") }, "\(box.workContents())")
+            }
+        }
+    }
+
+    /// The same in a list, whatever makes the entries meet: a name the URL gives, an `out=`, either first. The first
+    /// line wins; two `out=` of one file are still refused before anything is fetched.
+    @Test func noClobberInAListKeepsTheFirstLineOfAFile() async throws {
+        try await withTestServer { server in
+            let bodies = (0..<3).map { TestData.bytes(20_000 + $0 * 1_000, seed: 270 + UInt64($0)) }
+            server.serve("/a/x.bin", Resource(body: bodies[0], etag: "\"0\""))
+            server.serve("/b/other.bin", Resource(body: bodies[1], etag: "\"1\""))
+            server.serve("/c/x.bin", Resource(body: bodies[2], etag: "\"2\""))
+            let a = server.url("/a/x.bin"), b = server.url("/b/other.bin") + "\n  out=x.bin", c = server.url("/c/x.bin")
+            try await Sandbox.with { box in
+                for (order, first) in [([a, b, c], 0), ([b, a, c], 1), ([c, b, a], 2)] {
+                    let folder = "d\(first)"
+                    try writeBytes(Array((order.joined(separator: "\n") + "\n").utf8), to: box.path("list\(first).txt"))
+                    let result = try await box.run(["get", "-nc", "-i", "list\(first).txt", "--dir", folder], timeout: .seconds(60))
+                    #expect(result.exitCode == 0, "\(result.stderr)")
+                    #expect(result.stderr.contains("2 entries save to a file an earlier entry saves to"), "\(result.stderr)")
+                    #expect(contentMismatch(box.path("\(folder)/x.bin"), expected: bodies[first]) == nil, "order \(first): the first line's file")
+                    #expect(try FileManager.default.contentsOfDirectory(atPath: box.path(folder)) == ["x.bin"])
+                }
+                try writeBytes(Array("\(b)\n\(server.url("/a/x.bin"))\n  out=x.bin\n".utf8), to: box.path("named.txt"))
+                let refused = try await box.run(["get", "-nc", "-i", "named.txt", "--dir", "e"])
+                #expect(refused.exitCode == 2 && refused.stderr.contains("lines 1 and 3 of the URL list both save to"), "\(refused.stderr)")
             }
         }
     }

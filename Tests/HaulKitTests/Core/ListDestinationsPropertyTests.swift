@@ -44,6 +44,45 @@ import Testing
         }
     }
 
+    /// Under `-nc`, the first entry of a file is the one retrieved, whatever the later ones are; two entries that
+    /// both named the file themselves (`out=`) are still a conflict. A model over the strings says which.
+    @Test func underNoClobberTheFirstEntryOfAFileIsKept() async {
+        await propertyCheck(input: Gen.int(in: 0...11).array(of: 0...60), Gen.bool.array(of: 60...60)) { codes, namedFlags in
+            var destinations = ListDestinations()
+            var first: [String: (source: ListDestinations.Source, named: Bool)] = [:]
+            var seen: Set<String> = []
+            var later = 0
+            for (index, code) in codes.enumerated() {
+                let url = Self.urls[code % 4], file = Self.files[code / 4], named = namedFlags[index]
+                let source: ListDestinations.Source = index < 2 ? .argument(index + 1) : .line(index + 1)
+                let expected: ListDestinations.Claim
+                if !seen.insert(url + "\n" + file).inserted {
+                    expected = .duplicate
+                } else if let earlier = first[file] {
+                    if named && earlier.named {
+                        expected = .conflict(earlier: earlier.source)
+                    } else {
+                        expected = .later(than: earlier.source)
+                        later += 1
+                    }
+                } else {
+                    first[file] = (source, named)
+                    expected = .new
+                }
+                let claim = destinations.claim(url: url, destination: "f:" + file, file: file, source: source, named: named, keepingFirst: true)
+                #expect(claim == expected, "entry \(index)")
+                if case .conflict = claim { return }
+            }
+            #expect(destinations.laterEntries == later && (destinations.laterNote == nil) == (later == 0))
+            for file in Self.files {
+                for (index, _) in codes.enumerated() {
+                    let source: ListDestinations.Source = index < 2 ? .argument(index + 1) : .line(index + 1)
+                    #expect(destinations.isFirst(source, toSave: file) == (first[file].map { $0.source == source } ?? true))
+                }
+            }
+        }
+    }
+
     @Test(arguments: [
         (ListDestinations.Source.line(1), ListDestinations.Source.line(4),
          "lines 1 and 4 of the URL list both save to /d/x.bin; give each URL a file of its own (out=NAME)"),
