@@ -39,8 +39,9 @@ public struct ListDestinations: Sendable {
     private var files: [Int: Int] = [:]
     /// The files of ``files`` an entry named itself (`out=`), under `-nc` (where a file the URL names is kept too).
     private var namedFiles: Set<Int> = []
-    /// How many entries were ``Claim/later(than:)``, and the first of them with the entry it came after.
+    /// How many entries were ``Claim/later(than:)``.
     public private(set) var laterEntries = 0
+    /// The first entry that was ``Claim/later(than:)``, with the entry it came after.
     public private(set) var firstLater: (entry: Source, earlier: Source)?
     /// Entries (URL and destination) seen, by hash.
     private var entries: Set<Int> = []
