@@ -78,9 +78,11 @@ import Testing
             #expect(log.restarts.count == 1, "\(log.restarts)")
             #expect(log.restarts.first?.contains("different versions") == true, "\(log.restarts)")
             #expect(singleConnectionReasons(log) == [Self.disagree])
-            // The last request is the one plain request of the one connection.
+            // One plain request, the one connection's. Not necessarily the last the server logged: a segment's
+            // request sent before the segments were stopped may reach it later (its answer is dropped; the
+            // segments' task group has ended before the plain request is sent).
             let requests = server.requests("/f")
-            #expect(requests.last?.header("Range") == nil, "\(requests.map { $0.header("Range") ?? "-" })")
+            #expect(requests.filter { $0.header("Range") == nil }.count == 1, "\(requests.map { $0.header("Range") ?? "-" })")
             #expect(sandbox.records().first?.segments == nil)
         }
     }
