@@ -25,17 +25,10 @@ public struct HaulHome: Equatable, Sendable {
         }
     }
 
-    /// `path` from the current folder when it is relative (`.haul`, `./state`); as it is when absolute, or when the
-    /// current folder cannot be read.
+    /// `path` from the current folder when it is relative (`.haul`, `./state`, ``POSIX/absolute(_:)``); as given
+    /// when absolute.
     static func absolute(_ path: String) -> String {
-        guard !path.hasPrefix("/") else { return path }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return path }
-        let folder = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var relative = Substring(path)
-        while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
-        if relative == "." { return folder }
-        return (folder == "/" ? "" : folder) + "/" + relative
+        path.hasPrefix("/") ? path : POSIX.absolute(path)
     }
 
     /// The folder holding one resume record per download.
