@@ -42,21 +42,21 @@ package enum TerminalText {
     /// override or isolate replaced by `?`, so a name from a URL or a server cannot move the cursor, change
     /// colours or reorder what is shown around it.
     public static func sanitized(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
-        var result = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            result.append(isUnsafe(scalar) ? "?" : scalar)
-        }
-        return String(result)
+        replacing(text, where: isUnsafe)
     }
 
     /// ``sanitized(_:)`` line by line: the line breaks of text of several lines kept, every other control
     /// character replaced. For what is written to a terminal or a log a person reads on one.
     public static func sanitizedLines(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { isUnsafe($0) && $0 != "\n" }) else { return text }
+        replacing(text) { isUnsafe($0) && $0 != "\n" }
+    }
+
+    /// `text` with each scalar `unsafe` says so of replaced by `?` (unchanged, without a copy, when there is none).
+    private static func replacing(_ text: String, where unsafe: (Unicode.Scalar) -> Bool) -> String {
+        guard text.unicodeScalars.contains(where: unsafe) else { return text }
         var result = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
-            result.append(isUnsafe(scalar) && scalar != "\n" ? "?" : scalar)
+            result.append(unsafe(scalar) ? "?" : scalar)
         }
         return String(result)
     }
