@@ -127,8 +127,7 @@ struct BatchGet {
                 let requests = try part.compactMap { entry -> DownloadRequest? in
                     var request = DownloadRequest(try maker.spec(for: entry))
                     // Under -nc, an entry whose file an earlier one saves is not retrieved (said once, above).
-                    if entry.line == 0 { argumentsAdded += 1 }
-                    let source: ListDestinations.Source = entry.line == 0 ? .argument(argumentsAdded) : .line(entry.line)
+                    let source = BatchGet.source(of: entry, arguments: &argumentsAdded)
                     if command.file.noClobber, case .file(let path)? = request.spec.destination, !files.isFirst(source, toSave: path) {
                         return nil
                     }
@@ -251,13 +250,7 @@ struct BatchGet {
             if part.isEmpty { break }
             for entry in part {
                 let spec = try maker.spec(for: entry)
-                let source: ListDestinations.Source
-                if entry.line == 0 {
-                    arguments += 1
-                    source = .argument(arguments)
-                } else {
-                    source = .line(entry.line)
-                }
+                let source = BatchGet.source(of: entry, arguments: &arguments)
                 // The file the entry saves to, known before any request: its out=, or the name its URL gives under
                 // -c, -N, -nc or --overwrite. Under -nc two entries of one file are wget's "keep the first": the later
                 // one in the list is not retrieved, whichever download would have ended first.
@@ -276,6 +269,14 @@ struct BatchGet {
             await Task.yield()
         }
         return FirstReading(identifier: hash.identifier, count: count, destinations: destinations)
+    }
+
+    /// Where `entry` comes from, for messages and for `-nc`'s "first of a file": a line of the list, or (line 0) the
+    /// next URL given as an argument, `arguments` counting them in the order read. Both readings of a batch count so.
+    static func source(of entry: InputList.Entry, arguments: inout Int) -> ListDestinations.Source {
+        guard entry.line == 0 else { return .line(entry.line) }
+        arguments += 1
+        return .argument(arguments)
     }
 
     /// The `-i` list `list` (a file, or `-` for standard input), held open for the two readings of a batch: standard
