@@ -32,7 +32,7 @@ package enum RangeAnswer: Equatable, Sendable {
         case .restart(let reason):
             switch reason {
             case .resourceChanged, .overlapMismatch, .heldPastEnd: return .changed(reason)
-            case .invalidPartialResponse: return .inconsistent(reason)
+            case .invalidPartialResponse, .smallRanges: return .inconsistent(reason)
             }
         case .retry(let status, let retryAfter):
             return .retry(status: status, retryAfter: retryAfter)

@@ -13,6 +13,14 @@ package struct RangeCap: Sendable, Equatable {
     /// The fewest bytes a short answer brought (its overlap included), once one did.
     package private(set) var bytes: Int64?
 
+    /// Whether the answers seen so far show a cap below `minSegmentSize`, the smallest segment a download makes
+    /// (1 MiB by default, aria2c's smallest `--min-split-size`): every connection would then spend a request per few
+    /// bytes (a 10 kB cap: 2,000 requests for 20 MB), and one plain request, which no cap limits, is faster, as curl
+    /// and wget fetch such a file (``RestartReason/smallRanges(cap:)``).
+    package func isTooSmall(forSegmentsOf minSegmentSize: Int64) -> Bool {
+        (bytes ?? .max) < minSegmentSize
+    }
+
     package init(bytes: Int64? = nil) {
         self.bytes = bytes
     }

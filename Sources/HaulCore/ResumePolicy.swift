@@ -80,6 +80,9 @@ public enum RestartReason: Equatable, Sendable, CustomStringConvertible {
     /// More bytes are held than the file on the server has (`length` bytes, `held` held): they cannot be the start of
     /// it. Bytes Haul fetched mean the file changed; a file given to `--continue` was never a partial copy of it.
     case heldPastEnd(length: Int64, held: Int64)
+    /// The server answers a range with at most `cap` bytes, too few for splitting the file to pay (``RangeCap``): the
+    /// bytes of the split are set aside and the file is fetched over one connection, by one plain request.
+    case smallRanges(cap: Int64)
 
     public var description: String {
         switch self {
@@ -87,6 +90,7 @@ public enum RestartReason: Equatable, Sendable, CustomStringConvertible {
         case .heldPastEnd(let length, let held): return "the file on the server changed (length is now \(length) bytes, \(held) held)"
         case .invalidPartialResponse(let why): return "the server sent an unusable partial response (\(why))"
         case .overlapMismatch: return "the file on the server no longer matches the bytes already downloaded"
+        case .smallRanges(let cap): return "the server answers a range with at most \(ByteFormat.string(cap)), too little to split the file"
         }
     }
 }

@@ -127,12 +127,15 @@ package struct RetryRules: Sendable, Equatable {
         /// The answers to one download's segments described different versions of the file (other validators): a
         /// load balancer whose backends stamp the same file differently, or a file replaced while it was split.
         case segmentsDisagree
+        /// Its answers to ranges are capped at a few bytes each (``RangeCap/isTooSmall(forSegmentsOf:)``).
+        case smallRanges(cap: Int64)
 
         /// The words of the `singleConnection` event.
         package var description: String {
             switch self {
             case .inconsistentRanges: return "the server's answers to range requests were inconsistent"
             case .segmentsDisagree: return "the server's segments disagree about the file's version"
+            case .smallRanges(let cap): return "the server answers a range with at most \(ByteFormat.string(cap))"
             }
         }
     }
@@ -209,7 +212,13 @@ package struct RetryRules: Sendable, Equatable {
 
     /// The bytes held belong to another version, or do not match: they were discarded.
     package mutating func restartNeeded(_ reason: RestartReason) -> RestartAction {
-        if case .invalidPartialResponse = reason, oneConnection == nil { oneConnection = .inconsistentRanges }
+        if oneConnection == nil {
+            switch reason {
+            case .invalidPartialResponse: oneConnection = .inconsistentRanges
+            case .smallRanges(let cap): oneConnection = .smallRanges(cap: cap)
+            case .resourceChanged, .overlapMismatch, .heldPastEnd: break
+            }
+        }
         restarts += 1
         guard restarts <= configuration.maxRestarts else { return .giveUp(.tooManyRestarts(restarts, reason)) }
         return .restart(reason)

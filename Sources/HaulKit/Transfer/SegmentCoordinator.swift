@@ -57,9 +57,12 @@ actor SegmentCoordinator {
         cap.overlap(next: next, segmentStart: segmentStart)
     }
 
-    /// An answer ended cleanly after `received` bytes, before the end asked for: the server caps its ranges.
-    func shortAnswer(received: Int64) {
+    /// An answer ended cleanly after `received` bytes, before the end asked for: the server caps its ranges. Returns
+    /// the cap when it is below the plan's smallest segment, too small for splitting to pay
+    /// (``RangeCap/isTooSmall(forSegmentsOf:)``).
+    func shortAnswer(received: Int64) -> Int64? {
         cap.shortAnswer(received: received)
+        return cap.isTooSmall(forSegmentsOf: plan.minSegmentSize) ? cap.bytes : nil
     }
 
     /// Whether a request at `next` now asks for fewer bytes before it than `usedOverlap` (``RangeCap``).

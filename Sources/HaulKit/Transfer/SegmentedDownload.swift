@@ -9,7 +9,8 @@ struct SegmentedDownload: Sendable {
     /// Chunks a segment's connection reads ahead: little, since work stealing can move its end closer, and
     /// whatever was read past the new end was fetched for nothing.
     static let readAhead = 2
-    /// The resource changed under the download: every segment must be discarded.
+    /// Every segment must be discarded: the resource changed under the download, or its server caps ranges too
+    /// tightly for splitting to pay (``RestartReason/smallRanges(cap:)``).
     struct ResourceChanged: Error {
         var reason: RestartReason
         /// A segment's answer named another version (validators) than the download's: the download goes on over one
@@ -251,7 +252,10 @@ struct SegmentedDownload: Sendable {
             let start = next - overlap
             try await coordinator.expect(BoundaryChecks.Check(window: start..<(start + Int64(overlapBytes.count)), bytes: overlapBytes))
         }
-        await coordinator.shortAnswer(received: received)
+        if let cap = await coordinator.shortAnswer(received: received) {
+            // A request per few bytes on every connection: one plain request, which no cap limits, is faster.
+            throw ResourceChanged(reason: .smallRanges(cap: cap))
+        }
         guard written == 0 else { return .done }
         if overlap > 0, await coordinator.asksAgainAtOnce(next: next, segmentStart: segment.start, usedOverlap: overlap) {
             logger.debug("a range answer of \(received) bytes brought none past byte \(next): asking again with fewer bytes before it")

@@ -20,6 +20,22 @@ import Testing
         #expect(cap.bytes == 10_000, "the fewest bytes an answer brought")
     }
 
+    /// Splitting pays only while no answer showed a cap below the smallest segment; once one did, the rules go on
+    /// over one connection, which asks with no range at all.
+    @Test func aCapBelowTheSmallestSegmentEndsSplitting() {
+        var cap = RangeCap()
+        #expect(!cap.isTooSmall(forSegmentsOf: 1 << 20), "no cap seen")
+        cap.shortAnswer(received: 1 << 20)
+        #expect(!cap.isTooSmall(forSegmentsOf: 1 << 20))
+        cap.shortAnswer(received: (1 << 20) - 1)
+        #expect(cap.isTooSmall(forSegmentsOf: 1 << 20))
+        #expect(!cap.isTooSmall(forSegmentsOf: 2_048))
+        var rules = RetryRules(RetryRules.Configuration(maxRestarts: 3))
+        #expect(rules.restartNeeded(.smallRanges(cap: 10_000)) == .restart(.smallRanges(cap: 10_000)))
+        #expect(rules.oneConnection == .smallRanges(cap: 10_000) && !rules.mayProbeRanges)
+        #expect(RestartReason.smallRanges(cap: 10_000).description == "the server answers a range with at most 9.8 KiB, too little to split the file")
+    }
+
     /// Whatever the cap learned, an answer of that many bytes brings at least one new byte, and the overlap never
     /// reaches before byte 0.
     @Test func aCappedAnswerAlwaysBringsNewBytes() async {

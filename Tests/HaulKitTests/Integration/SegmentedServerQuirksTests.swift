@@ -25,7 +25,8 @@ import Testing
     // MARK: Ranges answered with less than asked
 
     /// Caps below the 16 KiB asked for before a segment's first byte, below the 64 KiB a continuation asks for
-    /// again, and above both: every segment completes from capped answers, over several connections.
+    /// again, and above both, none below the smallest segment allowed (here 2 KiB): every segment completes from
+    /// capped answers, over several connections.
     @Test(arguments: [3_000, 10_000, 40_000, 100_000])
     func cappedRangesCompleteSegmented(_ cap: Int) async throws {
         try await withHarness(stallTimeout: .seconds(120)) { server, engine, sandbox in
@@ -33,7 +34,9 @@ import Testing
             resource.faults.maxRangeLength = cap
             server.serve("/f", resource)
             let log = EventLog()
-            try await engine.download(try options(server.url("/f"), sandbox.path("f")), events: log.append)
+            var options = try options(server.url("/f"), sandbox.path("f"))
+            options.minSegmentSize = 2_048
+            try await engine.download(options, events: log.append)
             #expect(sandbox.contents("f") == body)
             #expect(log.restarts.isEmpty, "\(log.restarts)")
             #expect(singleConnectionReasons(log).isEmpty)
@@ -53,8 +56,36 @@ import Testing
             var resource = Resource(body: body, lastModified: "Tue, 01 Jan 2030 00:00:00 GMT")
             resource.faults.maxRangeLength = 20_000
             server.serve("/f", resource)
-            try await engine.download(try options(server.url("/f"), sandbox.path("f")))
+            var options = try options(server.url("/f"), sandbox.path("f"))
+            options.minSegmentSize = 2_048
+            try await engine.download(options)
             #expect(sandbox.contents("f") == body)
+        }
+    }
+
+    /// A cap below the smallest segment (the default 1 MiB, or the one asked for), with or without validators, asked
+    /// for segments or split by Haul itself: splitting cannot pay, so the download starts over once, on one
+    /// connection, with one plain request that no cap limits, and says why. Every request after that one is plain.
+    @Test(arguments: [(10_000, 4 as Int?, true), (300_000, 4, false), (10_000, nil, true)])
+    func aCapBelowTheSmallestSegmentFetchesTheFileWithOnePlainRequest(_ cap: Int, _ segments: Int?, _ etag: Bool) async throws {
+        try await withHarness(stallTimeout: .seconds(120)) { server, engine, sandbox in
+            // Haul splits a file of 16 MiB or more by itself.
+            let file = segments == nil ? TestData.bytes(16 << 20, seed: 45) : body
+            var resource = etag ? Resource(body: file, etag: "\"c\"") : Resource(body: file, lastModified: "Tue, 01 Jan 2030 00:00:00 GMT")
+            resource.faults.maxRangeLength = cap
+            server.serve("/f", resource)
+            let log = EventLog()
+            var options = try options(server.url("/f"), sandbox.path("f"), segments: segments)
+            options.minSegmentSize = segments == nil ? 1 << 20 : 512 * 1024
+            try await engine.download(options, events: log.append)
+            #expect(sandbox.contents("f") == file)
+            #expect(log.restarts.count == 1 && log.restarts.first?.contains("too little to split") == true, "\(log.restarts) \(singleConnectionReasons(log))")
+            #expect(singleConnectionReasons(log).count == 1 && singleConnectionReasons(log).first?.contains("at most") == true)
+            let requests = server.requests("/f")
+            let plain = requests.filter { $0.header("Range") == nil }
+            #expect(plain.count == 1, "\(requests.map { $0.header("Range") ?? "-" })")
+            #expect(plain.first?.bytesSent == file.count)
+            #expect(sandbox.records().first?.segments == nil)
         }
     }
 
