@@ -36,6 +36,21 @@ import Glibc
         }
     }
 
+    /// A folder that takes no new file (`/proc`): the one line names the file asked for, whatever its partial
+    /// file's name (shortened, for a long name), never the partial file.
+    @Test(arguments: ["short.bin", String(repeating: "p", count: 250)])
+    func aFolderThatTakesNoFileIsSaidOfTheNameAskedFor(_ name: String) async throws {
+        try await withTestServer { server in
+            server.serve("/f.bin", Resource(body: Array(Self.body.prefix(1_000)), etag: "\"l3\""))
+            try await Sandbox.with { box in
+                let result = try await box.run(["get", server.url("/f.bin"), "-o", "/proc/" + name])
+                #expect(result.exitCode != 0)
+                #expect(result.stderr.contains("cannot save /proc/\(name): /proc takes no new files"), "\(result.stderr)")
+                #expect(!result.stderr.contains("haul-part") && !result.stderr.contains("~"), "\(result.stderr)")
+            }
+        }
+    }
+
     @Test func aStoppedDownloadUnderALongNameIsContinued() async throws {
         try await withTestServer { server in
             var resource = Resource(body: Self.body, etag: "\"l2\"")

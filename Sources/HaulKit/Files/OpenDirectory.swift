@@ -146,16 +146,15 @@ final class OpenDirectory: Sendable {
     /// A file opened for writing is locked (`flock`, exclusive) for as long as it is open: a download of another
     /// `HAUL_HOME` (another process of this user, a daemon of another home) that finds it beside its destination sees
     /// it is in use (``removeUnlessInUse(_:)``) rather than removing it. When another holds its lock already, this
-    /// throws `busy`.
-    func openFile(_ name: String, exclusive: Bool = false, writable: Bool = true) throws(HaulError) -> PartialFile {
+    /// throws `busy`. `destination`: the file the one created is the partial file of, which a failure is said of.
+    func openFile(_ name: String, exclusive: Bool = false, writable: Bool = true, savingAs destination: String? = nil) throws(HaulError) -> PartialFile {
         let flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_CREAT | O_EXCL : 0)
         let fd = openat(self.fd, name, flags, DownloadFileMode.partial)
         guard fd >= 0 else {
             let code = errno
             // A folder that takes no new file (`-o /proc/x`, a read-only mount): said of the file asked for, not of
-            // the partial file beside it that nobody named.
-            if exclusive, name.hasSuffix(".haul-part"), [ENOENT, EACCES, EPERM, EROFS].contains(code) {
-                let destination = pathOf(String(name.dropLast(".haul-part".count)))
+            // the partial file beside it that nobody named (whose name may be shortened, or carry a user id).
+            if exclusive, let destination, [ENOENT, EACCES, EPERM, EROFS].contains(code) {
                 let reason = String(cString: strerror(code))
                 if code == ENOENT {
                     throw HaulError(.fileSystem, "cannot save \(destination): \(path) takes no new files (\(reason.lowercased())); choose another path")
@@ -212,11 +211,11 @@ final class OpenDirectory: Sendable {
 
     /// Creates `name` afresh: whatever is there (a stale partial file, a link planted in its place) is removed
     /// first, never opened for writing, truncated or written through; a file another download writes (it holds
-    /// its lock) is left alone, and this throws `busy`.
-    func createFresh(_ name: String) throws(HaulError) -> PartialFile {
+    /// its lock) is left alone, and this throws `busy`. `destination`: the file it is the partial file of.
+    func createFresh(_ name: String, savingAs destination: String? = nil) throws(HaulError) -> PartialFile {
         for _ in 0..<8 {
             do {
-                return try openFile(name, exclusive: true)
+                return try openFile(name, exclusive: true, savingAs: destination)
             } catch {
                 guard error.kind != .busy, status(name) != nil else { throw error }
                 try removeUnlessInUse(name)

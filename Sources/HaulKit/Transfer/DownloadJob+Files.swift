@@ -7,7 +7,7 @@ extension DownloadJob {
         if let record {
             // The record's partial file was not there when the record was read: anything at its name now is not
             // the bytes it counts.
-            if file == nil { file = try folder.createFresh(Self.name(record.partialPath)) }
+            if file == nil { file = try folder.createFresh(Self.name(record.partialPath), savingAs: record.destinationPath) }
             return
         }
         let url = options.url.absoluteString, final = finalURL.absoluteString, point = self.point
@@ -43,7 +43,7 @@ extension DownloadJob {
                 // (a planted link, an empty file: nothing only that name keeps) is foreign. Start from empty.
                 let partial = Self.name(saved.partialPath)
                 do throws(HaulError) {
-                    return FreshPartial(record: saved, file: try folder.createFresh(partial), failure: nil)
+                    return FreshPartial(record: saved, file: try folder.createFresh(partial, savingAs: saved.destinationPath), failure: nil)
                 } catch where error.kind == .busy {
                     // A download of another home writes that file: this one has no bytes, and keeps no record.
                     store.remove(saved.key)
@@ -130,7 +130,7 @@ extension DownloadJob {
         do {
             // The name was free under its lock; only a program that takes no lock of this home's can have made it
             // since.
-            let created = try folder.openFile(partial, exclusive: true)
+            let created = try folder.openFile(partial, exclusive: true, savingAs: fresh.destinationPath)
             // Such as a download of another HAUL_HOME (another user's, the daemon of another account) that published
             // this very name between the checks and the create: its partial file is gone then, so the create
             // succeeds. With the partial file held, no such download can publish the name any more.
