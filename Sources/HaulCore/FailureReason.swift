@@ -9,6 +9,9 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     package enum Known: Sendable, Equatable, Codable {
         /// A file is already at the destination and no download of this URL holds bytes for it.
         case destinationExists(path: String)
+        /// A link, or anything else that is not a regular file, is at the destination: never written through, nor
+        /// continued; only `overwrite` replaces it (the link itself, not what it leads to).
+        case destinationNotAFile(path: String)
         /// A file appeared at the destination while the download ran and was left as it is; the complete download
         /// is kept at `partialPath` and is put in its place by a run once the other file is gone.
         case appearedWhileDownloading(path: String, partialPath: String)
@@ -113,7 +116,7 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// The file or folder the reason is about, when it is about one.
     public var path: String? {
         switch which {
-        case .destinationExists(let path), .destinationIsDirectory(let path), .differsFromServer(let path),
+        case .destinationExists(let path), .destinationNotAFile(let path), .destinationIsDirectory(let path), .differsFromServer(let path),
              .cannotVerifyWithoutRanges(let path), .replacedWhileDownloading(let path), .untrustedFolder(let path),
              .listedThroughLink(let path), .noSpace(let path), .checksumMismatch(let path, _, _, _):
             return path
@@ -127,6 +130,11 @@ public struct FailureReason: Sendable, Equatable, Codable, CustomStringConvertib
     /// A file is already at the destination and no download of this URL holds bytes for it.
     public static func destinationExists(path: String) -> FailureReason {
         FailureReason(.destinationExists(path: path))
+    }
+    /// A link, or anything else that is not a regular file, is at the destination: never written through, nor
+    /// continued; only `overwrite` replaces it (the link itself, not what it leads to).
+    public static func destinationNotAFile(path: String) -> FailureReason {
+        FailureReason(.destinationNotAFile(path: path))
     }
     /// A file appeared at the destination while the download ran and was left as it is; the complete download
     /// is kept at `partialPath` and is put in its place by a run once the other file is gone.

@@ -50,6 +50,9 @@ extension HaulError {
             return "check the URL and any headers it needs"
         case .destinationExists:
             return "use --overwrite to replace it, or --continue to resume it"
+        case .destinationNotAFile:
+            // Not --continue: Haul continues only a regular file of its own, never through a link.
+            return "use --overwrite to replace it (a link itself is replaced, never what it leads to), or choose another name with -o"
         case .appearedWhileDownloading(let path, _):
             // Neither --continue (there is nothing of the other file to resume) nor --overwrite (it was not there to
             // be chosen): the download is complete, and waits for the name.

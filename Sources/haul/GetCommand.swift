@@ -195,7 +195,7 @@ struct GetCommand: AsyncParsableCommand {
         } catch {
             // A link on the way of a list's dir= or out= fails that entry when it runs, as the session finds it then.
             switch error.reason.which {
-            case .destinationExists, .listedThroughLink: if !refusingExisting { return spec }
+            case .destinationExists, .destinationNotAFile, .listedThroughLink: if !refusingExisting { return spec }
             default: break
             }
             throw InputError(error.line)

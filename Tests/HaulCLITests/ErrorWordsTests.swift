@@ -16,6 +16,8 @@ import Testing
         for hint in [again, task] { #expect(!hint.contains("--continue") && !hint.contains("--overwrite"), "\(hint)") }
         // A file found there before the download began keeps its own advice.
         #expect(HaulError.hint(for: .destinationExists(path: "/d/a.iso"))?.contains("--continue") == true)
+        // A link is never continued: its advice offers no --continue.
+        #expect(HaulError.hint(for: .destinationNotAFile(path: "/d/link")).map { !$0.contains("--continue") && $0.contains("--overwrite") } == true)
     }
 
     /// A proxy that asks for a login is given one in its own form: a SOCKS5 user sees socks5://, not http:// first.

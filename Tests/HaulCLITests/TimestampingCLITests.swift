@@ -71,14 +71,20 @@ struct TimestampingCLITests {
                 case .danglingLink: try FileManager.default.createSymbolicLink(atPath: destination, withDestinationPath: "missing.bin")
                 case .folder: try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: false)
                 }
-                let result = try await box.run(["get", nginx.url("/data/g.bin"), "-o", destination, "-N"])
-                #expect(result.exitCode == 2, "\(result)")
-                #expect(result.stderr.contains(found == .folder ? "\(destination) is a directory" : "\(destination) already exists"), "\(result.stderr)")
-                #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
-                let kind = try FileManager.default.attributesOfItem(atPath: destination)[.type] as? FileAttributeType
-                #expect(kind == (found == .folder ? .typeDirectory : .typeSymbolicLink), "left as it was")
-                #expect(contentMismatch(target, expected: mine) == nil, "nothing written through the link")
-                #expect(!FileManager.default.fileExists(atPath: box.path("missing.bin")))
+                // With -N, without a flag and with -c alike: refused in one line, whose advice never offers
+                // --continue for what Haul never continues.
+                for flags in [["-N"], [], ["-c"]] {
+                    let result = try await box.run(["get", nginx.url("/data/g.bin"), "-o", destination] + flags)
+                    // -c opens what it would continue, and says why a link is not (a file-system refusal, exit 6).
+                    #expect(result.exitCode == (flags == ["-c"] && found != .folder ? 6 : 2), "\(flags): \(result)")
+                    #expect(result.stderr.contains(found == .folder ? "\(destination) is a directory" : "\(destination)"), "\(flags): \(result.stderr)")
+                    #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+                    #expect(!result.stderr.contains("--continue"), "\(flags): \(result.stderr)")
+                    let kind = try FileManager.default.attributesOfItem(atPath: destination)[.type] as? FileAttributeType
+                    #expect(kind == (found == .folder ? .typeDirectory : .typeSymbolicLink), "left as it was")
+                    #expect(contentMismatch(target, expected: mine) == nil, "nothing written through the link")
+                    #expect(!FileManager.default.fileExists(atPath: box.path("missing.bin")))
+                }
                 // Asked for, the download replaces a link (not what it leads to).
                 if found != .folder {
                     let replaced = try await box.run(["get", nginx.url("/data/g.bin"), "-o", destination, "--overwrite"])

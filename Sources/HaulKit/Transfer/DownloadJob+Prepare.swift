@@ -275,13 +275,20 @@ extension DownloadJob {
             // link without being asked, and writing through it is what Haul never does. wget -N compares the file
             // it leads to and writes through it; Haul refuses, as without -N.
             throw HaulError(.usage, "\(path) already exists and is not a regular file (a link, or another kind), so its date is not compared with the server's",
-                            reason: .destinationExists(path: path))
+                            reason: .destinationNotAFile(path: path))
+        } else if !options.overwrite, !found.isRegular {
+            throw Self.notAFile(path)
         } else if !options.overwrite, !options.timestamping, !(options.continuePartial && found.isRegular && found.size == 0) {
             throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
         }
         // Replaced once the download is complete: asked for (`--overwrite`), or an empty file given to
         // `--continue`, which holds nothing to check, so the download simply starts fresh.
         return .holding(.none, replacesDestination: true)
+    }
+
+    /// A link, or anything but a regular file, at `path`, which the download neither writes through nor continues.
+    static func notAFile(_ path: String) -> HaulError {
+        HaulError(.usage, "\(path) already exists and is not a regular file (a link, or another kind)", reason: .destinationNotAFile(path: path))
     }
 
     private func alreadyFinished(_ saved: TransferRecord) throws -> DownloadResult {

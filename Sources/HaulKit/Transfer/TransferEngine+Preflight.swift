@@ -41,7 +41,10 @@ extension TransferEngine {
             // This URL's own earlier download of the same file (finished, or adding the same task again) is fine.
             let record = try? records.load(TransferRecord.key(destinationPath: path))
             if record?.url == options.url.absoluteString { return }
-            guard options.continuePartial else { throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path)) }
+            guard options.continuePartial else {
+                if !found.isRegular { throw DownloadJob.notAFile(path) }
+                throw HaulError(.usage, "\(path) already exists", reason: .destinationExists(path: path))
+            }
             // A file another account could change is refused at once (the download checks it again on the file it
             // opens, and says itself why it takes no link or other kind of file).
             if found.isRegular, found.size > 0, let exposure = found.exposure {

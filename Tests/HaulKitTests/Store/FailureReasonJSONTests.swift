@@ -6,7 +6,7 @@ import Testing
 /// Every typed reason survives the one JSON form it is stored and sent in.
 @Suite struct FailureReasonJSONTests {
     static let reasons: [FailureReason] = [
-        .destinationExists(path: "/d/a.iso"), .destinationIsDirectory(path: "/d"),
+        .destinationExists(path: "/d/a.iso"), .destinationNotAFile(path: "/d/link"), .destinationIsDirectory(path: "/d"),
         .partialOfAnotherURL(partialPath: "/d/a.iso.haul-part", url: "https://example.com/b"),
         .differsFromServer(path: "/d/a"), .cannotVerifyWithoutRanges(path: "/d/a"), .httpStatus(404, url: "https://example.com/a"),
         .checksumMismatch(path: "/d/a", expected: "sha256:00", actual: "sha256:11", alreadyAtPath: true),
