@@ -50,6 +50,8 @@ struct AddCommand: AsyncParsableCommand {
         let arguments = list.urls.map { InputList.Entry(url: $0, line: 0) }
         let listFile: URLListFile?
         let cookies: GivenCookies
+        // Under -nc, the files the entries save to, from the first reading: the entry each keeps.
+        let firstOfEachFile: ListDestinations
         do {
             listFile = try await BatchGet.open(list.inputFile, home: HaulHome(environment: ProcessEnvironment.values))
             try await file.loadNetrc()
@@ -57,7 +59,8 @@ struct AddCommand: AsyncParsableCommand {
             cookies = try file.givenCookies()
             // The first reading: every line checked and its task made, before anything is added; nothing is kept,
             // so that a list of a million URLs takes the memory of one part of it.
-            let count = try await check(BatchGet.Entries(arguments: arguments, list: listFile), cookies: cookies)
+            let count: Int
+            (count, firstOfEachFile) = try await check(BatchGet.Entries(arguments: arguments, list: listFile), cookies: cookies)
             if count == 0 { throw InputError(listFile.map { "\($0.name) is empty" } ?? "give at least one URL (or -i FILE)") }
             try file.checkCount(count, remoteName: file.remoteName, arguments: list.urls)
             if count > 1, id != nil { throw InputError("--id names one task; give one URL with it") }
@@ -69,16 +72,26 @@ struct AddCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.code(for: error.kind))
         }
         self.connection.warnIfInsecure()
+        for note in [firstOfEachFile.duplicateNote, firstOfEachFile.laterNote].compactMap({ $0 }) { Reporter.printError("haul: note: " + note) }
         do {
             let connection = try await daemon.connect()
             // Adding to a session creates it: said, so that a mistyped --session does not pass unnoticed.
             let isNew = await connection.isNewSession()
             // The second reading: a part at a time, each sent in messages that fit (its ids printed as it is added).
             let entries = BatchGet.Entries(arguments: arguments, list: listFile)
+            var argumentsRead = 0
             while true {
                 let part = try entries.next(Self.tasksPerMessage)
                 if part.isEmpty { break }
-                for id in try await connection.add(try part.map { try addition(for: $0, cookies: cookies) }) { print(id) }
+                // Under -nc, an entry whose file an earlier one saves is not added (said once, above).
+                let additions = try part.compactMap { entry -> AddTasks.Addition? in
+                    let (addition, file) = try self.addition(for: entry, cookies: cookies)
+                    let source = BatchGet.source(of: entry, arguments: &argumentsRead)
+                    if self.file.noClobber, let file, !firstOfEachFile.isFirst(source, toSave: file) { return nil }
+                    return addition
+                }
+                if additions.isEmpty { continue }
+                for id in try await connection.add(additions) { print(id) }
             }
             await connection.close()
             if isNew { Reporter.printError("haul: created the session \"\(daemon.session)\" (`haul ls --session \(daemon.session)` lists its tasks)") }
@@ -90,27 +103,44 @@ struct AddCommand: AsyncParsableCommand {
     /// Tasks read and sent at a time.
     static let tasksPerMessage = 512
 
-    /// Checks every entry as ``addition(for:cookies:)`` makes it; how many there are.
-    private func check(_ entries: BatchGet.Entries, cookies: GivenCookies) async throws -> Int {
+    /// Checks every entry as ``addition(for:cookies:)`` makes it; how many there are, and under `-nc` the files
+    /// they save to: two entries of one file are wget's "keep the first", as `haul get -i` reads a list (the later one
+    /// is not added, whichever download would have ended first), and two `out=` of one file are refused.
+    private func check(_ entries: BatchGet.Entries, cookies: GivenCookies) async throws -> (Int, ListDestinations) {
         var count = 0
+        var files = ListDestinations()
+        var arguments = 0
         while true {
             let part = try entries.next(Self.tasksPerMessage)
-            if part.isEmpty { return count }
-            for entry in part { _ = try addition(for: entry, cookies: cookies) }
+            if part.isEmpty {
+                files.forgetEntries()
+                return (count, files)
+            }
+            for entry in part {
+                let (_, file) = try addition(for: entry, cookies: cookies)
+                let source = BatchGet.source(of: entry, arguments: &arguments)
+                guard self.file.noClobber, let file else { continue }
+                let claim = files.claim(url: entry.url, destination: file, file: file, source: source, named: entry.output != nil, keepingFirst: true)
+                if case .conflict(let earlier) = claim {
+                    throw InputError(ListDestinations.conflict(earlier: earlier, entry: source, path: file))
+                }
+            }
             count += part.count
             // Long lists: the other tasks of this process (signals) get their turn.
             await Task.yield()
         }
     }
 
-    /// The task of one entry, checked.
-    private func addition(for entry: InputList.Entry, cookies: GivenCookies) throws -> AddTasks.Addition {
+    /// The task of one entry, checked, and the file it saves to when that is known before any request.
+    private func addition(for entry: InputList.Entry, cookies: GivenCookies) throws -> (AddTasks.Addition, file: String?) {
         do {
             var spec = try file.makeSpec(entry: entry, cookies: cookies)
             try connection.apply(to: &spec)
             if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
             try spec.validate()
-            return AddTasks.Addition(DownloadRequest(spec, priority: priority, id: id))
+            var file: String?
+            if case .file(let path)? = spec.destination { file = path }
+            return (AddTasks.Addition(DownloadRequest(spec, priority: priority, id: id)), file)
         } catch let error as InputError where entry.line > 0 {
             throw InputError("line \(entry.line) of the URL list: \(error.message)")
         }

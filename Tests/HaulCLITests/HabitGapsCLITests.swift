@@ -256,6 +256,40 @@ import Glibc
         }
     }
 
+    /// `haul add -i -nc` reads a list as `haul get -i -nc` does: the first entry of a file is the task added, the
+    /// later ones (another URL of the name, an `out=` of it, a repeat) are not added at all, and one note says so;
+    /// whichever would have ended first, the daemon keeps the first line's file. Two `out=` of one file are refused.
+    @Test func addingAListUnderNoClobberKeepsTheFirstLineOfAFile() async throws {
+        try await withTestServer { server in
+            let first = TestData.bytes(300_000, seed: 273), later = TestData.bytes(2_000, seed: 274)
+            var slow = Resource(body: first, etag: "\"s\"")
+            slow.faults.throttleBytesPerSecond = 150_000
+            server.serve("/a/x.bin", slow)
+            // Small and fast: both running, it would have taken the name first.
+            server.serve("/b/x.bin", Resource(body: later, etag: "\"f\""))
+            server.serve("/c/other.bin", Resource(body: later, etag: "\"o\""))
+            try await Sandbox.with { box in
+                let daemon = try await DaemonHarness.start(box)
+                let list = [server.url("/a/x.bin"), server.url("/b/x.bin"), server.url("/c/other.bin") + "\n  out=x.bin", server.url("/a/x.bin")]
+                try writeBytes(Array((list.joined(separator: "\n") + "\n").utf8), to: box.path("list.txt"))
+                let added = try await box.run(["add", "-nc", "-i", "list.txt", "--dir", "d", "--no-autostart"])
+                #expect(added.exitCode == 0 && added.stdoutLines.count == 1, "\(added.stdout) \(added.stderr)")
+                #expect(added.stderr.contains("2 entries save to a file an earlier entry saves to"), "\(added.stderr)")
+                #expect(added.stderr.contains("line 5 of the URL list repeats an earlier URL"), "\(added.stderr)")
+                let id = try #require(added.stdoutLines.first)
+                let waited = try await box.run(["wait", id, "--no-autostart"], timeout: .seconds(60))
+                #expect(waited.exitCode == 0, "\(waited.stderr)")
+                #expect(contentMismatch(box.path("d/x.bin"), expected: first) == nil, "the first line's file")
+                #expect(server.requests("/b/x.bin").isEmpty && server.requests("/c/other.bin").isEmpty, "later entries are not requested")
+                try writeBytes(Array("\(server.url("/b/x.bin"))\n  out=y.bin\n\(server.url("/c/other.bin"))\n  out=y.bin\n".utf8), to: box.path("named.txt"))
+                let refused = try await box.run(["add", "-nc", "-i", "named.txt", "--dir", "d", "--no-autostart"])
+                #expect(refused.exitCode == 2 && refused.stderr.contains("lines 1 and 3 of the URL list both save to"), "\(refused.stderr)")
+                #expect(refused.stdoutLines.isEmpty)
+                try await DaemonHarness.expectAnswersAndStopsWithinTwoSeconds(daemon, box)
+            }
+        }
+    }
+
     /// `--overwrite` without `-o` replaces the file the URL names (curl -O writes over it), never a numbered copy.
     @Test func overwriteWithoutAnOutputReplacesTheFileTheURLNames() async throws {
         try await withTestServer { server in
