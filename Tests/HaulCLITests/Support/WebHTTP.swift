@@ -39,6 +39,9 @@ final class WebHTTP {
         guard result == 0 else {
             let text = String(cString: strerror(errno))
             Glibc.close(fd)
+            // deinit runs for an initialised object whose init throws: without this, it closed the number again,
+            // by then another thread's descriptor (a child's log file: posix_spawn then failed with EBADF).
+            fd = -1
             throw HarnessError("connect(127.0.0.1:\(port)): \(text)")
         }
     }
