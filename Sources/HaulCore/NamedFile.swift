@@ -31,6 +31,8 @@ package enum NamedFile: Sendable, Equatable {
     case webKey
     /// Haul's own dashboard API key under the private `HAUL_HOME`.
     case apiKey
+    /// The system's Public Suffix List (Debian's `publicsuffix` package), for the cookies redirects set.
+    case publicSuffixList
 
     /// The largest file of this kind that is read. A CA bundle is some 200 KiB (Debian's), a certificate or key a
     /// few KiB; curl reads at most 128 KiB of a netrc file's text (without comments: the file may be larger).
@@ -41,6 +43,7 @@ package enum NamedFile: Sendable, Equatable {
         case .urlList: return URLListScanner.maxListBytes
         case .cookieJar: return 16 << 20
         case .apiKey: return 4 << 10
+        case .publicSuffixList: return 4 << 20
         }
     }
 
@@ -60,6 +63,7 @@ package enum NamedFile: Sendable, Equatable {
         case .webCertificate: return "the dashboard's certificate"
         case .webKey: return "the dashboard's private key"
         case .apiKey: return "the API key file"
+        case .publicSuffixList: return "the public suffix list"
         }
     }
 

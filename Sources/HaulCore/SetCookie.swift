@@ -13,9 +13,15 @@ extension Cookie {
     }
 
     /// The cookie `value` (one `Set-Cookie` field) sets, as answered for `url` at `now` (seconds since 1970); `nil`
-    /// when the field is to be ignored (no `name=`, or a `Domain` that does not cover `url`'s host, as RFC 6265
-    /// §5.3 step 6 says).
+    /// when the field is to be ignored (no `name=`, a `Domain` that does not cover `url`'s host, as RFC 6265 §5.3
+    /// step 6 says, or a one-label `Domain` such as `com` other than the host itself).
     public static func setting(_ value: String, from url: URL, now: Int64) -> Setting? {
+        setting(value, from: url, now: now, publicSuffixes: .topLevelOnly)
+    }
+
+    /// ``setting(_:from:now:)`` with the Public Suffix List's rules: a `Domain` that is one of `publicSuffixes` other
+    /// than the host itself is ignored (RFC 6265 §5.3 step 5); the host's own makes a cookie for that host only.
+    package static func setting(_ value: String, from url: URL, now: Int64, publicSuffixes: PublicSuffixes = .topLevelOnly) -> Setting? {
         guard let host = url.host.map(normalized), !host.isEmpty else { return nil }
         var parts = value.split(separator: ";", omittingEmptySubsequences: false).makeIterator()
         guard let pair = parts.next(), let equals = pair.firstIndex(of: "=") else { return nil }
@@ -35,11 +41,15 @@ extension Cookie {
             case "domain":
                 let domain = normalized(argument)
                 guard !domain.isEmpty else { continue }
-                // Only the host itself or a domain above it (never an address's neighbour), and not a top-level
-                // domain (`com`: a cookie for every site under it). Without the public suffix list, `co.uk` is not
-                // caught; browsers consult it.
+                // Only the host itself or a domain above it (never an address's neighbour), and not a public
+                // suffix (`com`, `co.uk`: a cookie for every site under it), as curl and wget refuse it with libpsl.
                 guard domainMatches(host: host, domain: domain, includesSubdomains: true) else { return nil }
-                guard domain == host || domain.contains(".") else { return nil }
+                if IPAddress(domain) == nil, publicSuffixes.isPublicSuffix(domain) {
+                    guard domain == host else { return nil }
+                    cookie.domain = host
+                    cookie.includesSubdomains = false
+                    continue
+                }
                 cookie.domain = domain
                 cookie.includesSubdomains = IPAddress(domain) == nil
             case "path":

@@ -34,7 +34,8 @@ extension FileOptions {
                 throw InputError(error.message)
             }
             do {
-                given.jar += try CookieJar.parse(String(decoding: contents.bytes, as: UTF8.self))
+                given.jar += CookieJar.withoutPublicSuffixDomains(
+                    try CookieJar.parse(String(decoding: contents.bytes, as: UTF8.self)), publicSuffixes: SystemPublicSuffixes.list)
             } catch {
                 throw InputError("\(option) \(value): \(error.message)")
             }

@@ -162,7 +162,7 @@ struct RequestSender: Sendable {
         var kept = cookies
         let now = Int64(Date().timeIntervalSince1970)
         for field in fields.prefix(50) where field.utf8.count <= 4096 {
-            guard let setting = Cookie.setting(field, from: url, now: now) else { continue }
+            guard let setting = Cookie.setting(field, from: url, now: now, publicSuffixes: SystemPublicSuffixes.list) else { continue }
             let next = Cookie.applying(setting, to: kept)
             if next.count <= 50 { kept = next }
         }
