@@ -15,14 +15,25 @@ package enum Redaction {
     /// `Authorization`, API keys (`key` as Google's, `api_key`, `apikey`), OAuth's tokens and client secret, and the
     /// generic `token`, `signature` (CloudFront signs with `Signature`), `password`, `secret` and `auth`; also OSS's
     /// `x-oss-signature`, GitLab's `private_token`, Akamai's `hdnts` and `__gda__`, nginx secure_link's `md5`, `hmac`,
-    /// `jwt`, session ids and access or secret keys by their common names.
+    /// `jwt`, session ids (Java's `jsessionid` path parameter, PHP's `phpsessid`) and access or secret keys by their
+    /// common names, Alibaba's and Tencent's CDN signature `auth_key`, and an OAuth authorization `code`. A name is
+    /// compared with `-` and `_` alike (`api-key` is `api_key`).
     public static let secretQueryParameters: Set<String> = [
         "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
         "ossaccesskeyid", "authorization", "sig", "token", "access_token", "refresh_token", "id_token", "client_secret",
         "signature", "key", "api_key", "apikey", "password", "passwd", "secret", "auth",
         "x-oss-signature", "x-oss-credential", "x-oss-security-token", "private_token", "hdnts", "__gda__", "md5", "hmac",
         "jwt", "session", "sessionid", "session_id", "pwd", "access_key", "secret_key", "access_key_id", "secret_access_key",
+        "auth_key", "jsessionid", "phpsessid", "code", "x_api_key",
     ]
+
+    /// ``secretQueryParameters`` with `-` read as `_`.
+    private static let foldedSecretNames = Set(secretQueryParameters.map(folded))
+
+    /// `name` lower-cased, with `-` read as `_`.
+    private static func folded(_ name: String) -> String {
+        String(name.lowercased().map { $0 == "-" ? "_" : $0 })
+    }
 
     /// `url` as it may be shown: userinfo and secret query values replaced by `***`.
     public static func url(_ url: URL) -> String {
@@ -57,7 +68,7 @@ package enum Redaction {
     public static func isSecretQueryParameter(_ name: Substring) -> Bool {
         guard name.count <= 32 else { return false }
         let decoded = name.removingPercentEncoding ?? String(name)
-        return secretQueryParameters.contains(decoded.lowercased())
+        return foldedSecretNames.contains(folded(decoded))
     }
 
     /// `text` with the authority's userinfo of its one URL replaced.
@@ -152,9 +163,10 @@ package enum Redaction {
         return escape == 0
     }
 
-    /// Masks the value of every secret parameter that follows a `?`, `#` or `&` (a fragment may carry parameters
-    /// too: OAuth's `#access_token=`): the value runs to the next `&` or `#`, or to the first character for which
-    /// `isEnd` holds (the end of a URL inside text).
+    /// Masks the value of every secret parameter that follows a `?`, `#`, `&` or `;` (a fragment may carry parameters
+    /// too: OAuth's `#access_token=`; `;` separates them in some queries and starts a path's, `/f;jsessionid=`): the
+    /// value runs to the next `&`, `;` or `#`, or to the first character for which `isEnd` holds (the end of a URL
+    /// inside text).
     private static func maskingQuery(_ text: String, stoppingAt isEnd: (Character) -> Bool) -> String {
         let values = secretQueryValues(in: Substring(text), stoppingAt: isEnd)
         guard !values.isEmpty else { return text }
@@ -167,31 +179,34 @@ package enum Redaction {
         return result + text[shown...]
     }
 
-    /// Where the (non-empty) values of the secret parameters after a `?`, `#` or `&` in `text` are; a value runs to
-    /// the next `&` or `#`, or to the first character for which `isEnd` holds. What ``url(_:)`` and ``text(_:)`` mask,
-    /// for a caller that masks in place.
+    /// Where the (non-empty) values of the secret parameters after a `?`, `#`, `&` or `;` in `text` are; a value runs
+    /// to the next `&`, `;` or `#`, or to the first character for which `isEnd` holds. What ``url(_:)`` and
+    /// ``text(_:)`` mask, for a caller that masks in place.
     package static func secretQueryValues(
         in text: Substring, stoppingAt isEnd: (Character) -> Bool = { _ in false }
     ) -> [Range<Substring.Index>] {
-        guard text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else { return [] }
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: ";") }) else { return [] }
         var values: [Range<Substring.Index>] = []
         var inParameters = false
+        // Past a `?` or `#`: before one, parameters are a path's (`;`), whose value also ends at the query's `?`.
+        var inQuery = false
         var rest = text
-        while let index = rest.firstIndex(where: { $0 == "?" || $0 == "#" || $0 == "&" || (inParameters && isEnd($0)) }) {
+        while let index = rest.firstIndex(where: { $0 == "?" || $0 == "#" || $0 == ";" || $0 == "&" || (inParameters && isEnd($0)) }) {
             let character = rest[index]
             rest = rest[rest.index(after: index)...]
-            if character == "?" || character == "#" {
+            if character == "?" || character == "#" || character == ";" {
                 inParameters = true
+                if character != ";" { inQuery = true }
             } else if character != "&" {
                 // The URL ended inside text; a later `?` starts another one's query.
                 inParameters = false
                 continue
             }
             guard inParameters else { continue }
-            let nameEnd = rest.firstIndex { $0 == "=" || $0 == "&" || $0 == "#" || isEnd($0) } ?? rest.endIndex
+            let nameEnd = rest.firstIndex { $0 == "=" || $0 == "&" || $0 == ";" || $0 == "#" || isEnd($0) } ?? rest.endIndex
             guard nameEnd < rest.endIndex, rest[nameEnd] == "=", isSecretQueryParameter(rest[..<nameEnd]) else { continue }
             let valueStart = rest.index(after: nameEnd)
-            let valueEnd = rest[valueStart...].firstIndex { $0 == "&" || $0 == "#" || isEnd($0) } ?? rest.endIndex
+            let valueEnd = rest[valueStart...].firstIndex { $0 == "&" || $0 == ";" || $0 == "#" || (!inQuery && $0 == "?") || isEnd($0) } ?? rest.endIndex
             if valueStart < valueEnd { values.append(valueStart..<valueEnd) }
             rest = rest[valueEnd...]
         }

@@ -131,6 +131,14 @@ import Testing
         ("https://h/f?token=t&access_token=a&signature=s&page=2#token=x", "https://h/f?token=***&access_token=***&signature=***&page=2#token=***"),
         ("https://u:p@h/f?Signature=s&Key-Pair-Id=K", "https://***@h/f?Signature=***&Key-Pair-Id=K"),
         ("https://h/f?tokens=1&sig", "https://h/f?tokens=1&sig"),
+        // Alibaba's and Tencent's CDN signatures; `;` as a separator, and a path's parameters (Java's session id).
+        ("https://cdn.example/v.mp4?auth_key=1700000000-0-0-abc", "https://cdn.example/v.mp4?auth_key=***"),
+        ("https://h/f?a=1;token=t;b=2", "https://h/f?a=1;token=***;b=2"),
+        ("https://h/app/file.bin;jsessionid=ABC?x=1", "https://h/app/file.bin;jsessionid=***?x=1"),
+        ("https://h/f.bin;jsessionid=ABC", "https://h/f.bin;jsessionid=***"),
+        // A name with `-` where the list has `_`, and an OAuth authorization code.
+        ("https://h/f?access-token=a&API-Key=k&code=c&x-api-key=z", "https://h/f?access-token=***&API-Key=***&code=***&x-api-key=***"),
+        ("https://h/f?token=a?b", "https://h/f?token=***"),
     ])
     func signedURLsOfEachServiceAreMasked(input: String, shown: String) {
         #expect(Redaction.url(input) == shown)
