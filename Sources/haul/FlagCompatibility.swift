@@ -45,6 +45,10 @@ enum FlagCompatibility {
         "--remote-time=true", "--quiet=false", "--conditional-get=false",
         // curl's way of sending a proxy's login, which is haul's only one.
         "--proxy-basic",
+        // wget follows only https links when it crawls; haul does not crawl (and never follows https to http).
+        "--https-only",
+        // aria2c's default.
+        "--check-integrity=false",
     ]
 
     /// aria2c's options whose meaning is only its own console and disk housekeeping, with nothing to change in what is
@@ -89,8 +93,8 @@ enum FlagCompatibility {
         "--socks4": socks4, "--socks4a": socks4,
         "--proxy-cacert": proxyTLS, "--proxy-capath": proxyTLS, "--proxy-insecure": proxyTLS, "--proxy-cert": proxyTLS, "--proxy-key": proxyTLS,
         "--proxy-anyauth": proxyAuth, "--proxy-digest": proxyAuth, "--proxy-ntlm": proxyAuth, "--proxy-negotiate": proxyAuth,
-        "-X": "haul downloads with GET only; use curl for other methods",
-        "--request": "haul downloads with GET only; use curl for other methods",
+        "-X": "haul downloads with GET only (-X GET is accepted); use curl for other methods",
+        "--request": "haul downloads with GET only (--request GET is accepted); use curl for other methods",
         "--data": "haul sends no request body (it downloads with GET); use curl to send data",
         "--data-binary": "haul sends no request body (it downloads with GET); use curl to send data",
         "--data-raw": "haul sends no request body (it downloads with GET); use curl to send data",
@@ -141,7 +145,22 @@ enum FlagCompatibility {
         "--waitretry": "use --retry-wait SECONDS: the wait before the first retry, doubled after each (wget's --waitretry is the longest wait, growing a second at a time)",
         "--dns-timeout": "haul has no timeout for the name lookup alone; --connect-timeout SECONDS bounds the lookup and the connection together",
         "--location-trusted": "haul sends -u's user and password only to the URL's own origin, never after a redirect to another; give the URL the redirect leads to, with -u USER:PASSWORD",
+        "--spider": "haul downloads files; to see whether a URL answers use curl -I, or haul get -v (each response is logged)",
+        "--trust-server-names": "haul names a file from the server's Content-Disposition, else from the URL given, as wget does without --trust-server-names; give -o NAME to choose the name",
+        "-V": "-V is --version in curl and wget and --check-integrity in aria2c; haul --version prints the version, and -c continues a file, checking its last bytes against the server's (with --checksum ALG:HEX, the whole file when it is finished)",
+        "--check-integrity": "haul checks what it continues against the server's bytes (with -c, the last 64 KiB of a file given), and with --checksum ALG:HEX or a server's Repr-Digest the whole file it finishes; drop it",
     ]
+
+    /// curl's `-X`/`--request` with the method a download uses anyway: dropped with it (`-X GET`, `--request=GET`,
+    /// `-XGET`, as copied curl commands carry it); any other method is refused (``refusals``).
+    static func isGetRequest(_ token: String, next: String?) -> (matches: Bool, takesNext: Bool) {
+        if token == "-X" || token == "--request" { return (next?.uppercased() == "GET", true) }
+        let upper = token.uppercased()
+        return (upper == "-XGET" || upper == "--REQUEST=GET", false)
+    }
+
+    /// wget's `--no-cache`: ask every cache on the way for a fresh answer, with the headers wget sends.
+    static let noCacheHeaders = ["-H", "Cache-Control: no-cache", "-H", "Pragma: no-cache"]
 
     /// Spellings refused whole (a value of aria2c's boolean options), named as typed: none holds a secret.
     static let tokenRefusals: [String: String] = [
@@ -182,6 +201,15 @@ enum FlagCompatibility {
                 return .refused("-w FORMAT: \(writeOut)")
             }
             let name = token.split(separator: "=", maxSplits: 1).first.map(String.init) ?? token
+            let get = isGetRequest(token, next: index < arguments.count ? arguments[index] : nil)
+            if get.matches {
+                if get.takesNext { index += 1 }
+                continue
+            }
+            if token == "--no-cache" {
+                result += noCacheHeaders
+                continue
+            }
             if ignoredWithValue.contains(name) {
                 // `--file-allocation none`: its value goes too.
                 if name == token { index += 1 }

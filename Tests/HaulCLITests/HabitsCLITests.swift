@@ -105,6 +105,10 @@ import Glibc
         (["--socks5", "127.0.0.1:9"], "--socks5", "--proxy socks5://"), (["--socks5-hostname", "127.0.0.1:9"], "--socks5-hostname", "socks5h://"),
         (["--socks4", "127.0.0.1:9"], "--socks4", "SOCKS5"), (["--proxy-cacert", "ca.pem"], "--proxy-cacert", "without TLS"),
         (["--proxy-digest"], "--proxy-digest", "Basic"), (["--proxy-method=tunnel"], "--proxy-method", "--proxytunnel"),
+        // wget's and aria2c's, answered only "unknown option" before; a method other than GET.
+        (["--spider"], "--spider", "curl -I"), (["--trust-server-names"], "--trust-server-names", "-o NAME"),
+        (["-V"], "-V", "--version"), (["--check-integrity=true"], "--check-integrity", "--checksum"),
+        (["--request=POST"], "--request", "GET"), (["-X", "DELETE"], "-X", "GET"),
     ])
     func aFlagHaulCannotHonourIsOneLineNamingTheAlternative(flag: [String], name: String, alternative: String) async throws {
         try await withTestServer { server in
@@ -119,6 +123,27 @@ import Glibc
                 }
                 #expect(server.requests("/f").isEmpty)
                 #expect(!fileExists(box.path("f")))
+            }
+        }
+    }
+
+    /// What a copied curl or wget command carries that means what a download does anyway: `-X GET` in its three
+    /// spellings and wget's `--https-only` are dropped; wget's `--no-cache` asks every cache for a fresh answer with
+    /// the headers wget sends.
+    @Test func aGetMethodAndWgetsCacheFlagsDoWhatTheySay() async throws {
+        try await withTestServer { server in
+            let body = TestData.bytes(5_000, seed: 251)
+            server.serve("/g.bin", Resource(body: body, etag: "\"g\""))
+            try await Sandbox.with { box in
+                for (index, flags) in [["-X", "GET"], ["--request=get"], ["-XGET"], ["--request", "GET", "--https-only"], ["--no-cache"]].enumerated() {
+                    let result = try await box.run(["get", server.url("/g.bin"), "-o", "g\(index)"] + flags)
+                    #expect(result.exitCode == 0, "\(flags): \(result.stderr)")
+                    #expect(contentMismatch(box.path("g\(index)"), expected: body) == nil)
+                    let request = try #require(server.requests("/g.bin").last)
+                    #expect(request.method == "GET")
+                    let noCache = flags == ["--no-cache"]
+                    #expect((request.header("Cache-Control") == "no-cache" && request.header("Pragma") == "no-cache") == noCache, "\(flags): \(request.headers)")
+                }
             }
         }
     }
