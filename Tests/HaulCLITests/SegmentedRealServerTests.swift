@@ -1,5 +1,6 @@
 import Foundation
 import HaulTestSupport
+import Synchronization
 import Testing
 
 /// Segmented downloads against nginx: real Range, If-Range and `limit_rate`.
@@ -53,59 +54,91 @@ struct SegmentedNginxTests {
 
 /// A file replaced on nginx while a segmented download runs, with the same size and modification time, so the same
 /// ETag (`"mtime-size"`): `If-Range` lets the new version through to every request sent after the replacement (a
-/// segment's first one, a takeover of part of a slow segment), while the requests already answered go on with the
-/// old file. The boundaries' overlaps differ: the download starts over, and what is published is one version.
+/// takeover of part of a slow segment, or a segment's first request not yet answered), while the requests already
+/// answered go on with the old file. The boundaries' overlaps differ: the download starts over, and what is
+/// published is one version.
 @Suite(.enabled(if: ExternalTools.nginxTestsEnabled, "needs nginx (apt-get install nginx-light; scripts/test installs it)"))
 struct SegmentedReplacedFileTests {
     @Test func aFileReplacedKeepingItsETagIsNeverPublishedMixed() async throws {
         let size: Int64 = 8 << 20, quarter = size / 4, window = Int64(16 << 10)
-        // The last two segments crawl (whether they ask for the bytes before their start or not); the first two finish
-        // first and take over halves of them.
+        // The last two segments crawl (whether they ask for the bytes before their start or not); the first two (2 MiB
+        // at 1 MiB/s) finish first and only then take over halves of them.
         let slow = [2 * quarter, 3 * quarter, 2 * quarter - window, 3 * quarter - window]
-        try await withNginx(slowRate: "96k", throttledRate: "2m", slowStarts: slow) { nginx in
+        try await withNginx(slowRate: "96k", throttledRate: "1m", slowStarts: slow) { nginx in
             let date = Date(timeIntervalSince1970: 1_709_424_000)
             let old = TestData.bytes(Int(size), seed: 621), new = TestData.bytes(Int(size), seed: 622)
-            let served = nginx.documentRoot + "/ranges/v.bin"
+            let served = nginx.documentRoot + "/ranges/v.bin", staged = nginx.documentRoot + "/ranges/v.tmp"
             try nginx.put("ranges/v.bin", old)
             try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: served)
+            // The new version is staged as `cp alt tmp; touch -d` does, so the replacement is one rename (`mv tmp`).
+            try nginx.put("ranges/v.tmp", new)
+            try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: staged)
             try await Sandbox.with { box in
                 let destination = box.path("v.bin")
                 let run = try box.start(["get", nginx.url("/ranges/v.bin"), "-o", destination, "--segments", "4",
                                          "--min-segment-size", "256K", "--json"])
-                // The file is split and its segments run: replace it as `cp alt tmp; touch -d; mv tmp` does. The slow
-                // segments (2 MiB at 96 KiB/s) are far from done, so later requests see the new version.
-                try await eventually("the download is split", timeout: .seconds(30)) {
-                    run.stdoutSoFar().contains("\"segments\"")
+                // Replaced (on a thread of its own: a starved pool would see the moment late) once a progress event
+                // shows every segment's first answer under way and none complete: no connection has taken over part
+                // of another yet, so every takeover (and any request still unanswered) is sent after the replacement
+                // and finds the new version.
+                let renamed = Mutex<Int32?>(nil)
+                try await actWhen(run, "the four segments hold bytes and none is complete", timeout: .seconds(60), {
+                    guard let segments = Self.lastProgressSegments(run.stdoutSoFar()) else { return false }
+                    return segments.count == 4 && segments.allSatisfy { $0.done > 0 && !$0.isComplete }
+                }) {
+                    let result = rename(staged, served)
+                    renamed.withLock { $0 = result == 0 ? 0 : errno }
                 }
-                try nginx.put("ranges/v.tmp", new)
-                try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: nginx.documentRoot + "/ranges/v.tmp")
-                #expect(rename(nginx.documentRoot + "/ranges/v.tmp", served) == 0)
+                #expect(renamed.withLock { $0 } == 0, "rename failed: errno \(String(describing: renamed.withLock { $0 }))")
                 let result = try await run.wait(timeout: .seconds(120))
                 #expect(result.exitCode == 0, "\(result.stderr)")
                 let published = (try? Data(contentsOf: URL(fileURLWithPath: destination))).map { Array($0) }
+                // Compared and described in words, never as 8 MiB of bytes.
+                #expect(published == new, "never a mix of the two versions, and the new one once replaced: \(Self.describe(published, old: old, new: new)); nginx: \(nginx.accessLog())")
                 let restarts = try result.jsonEvents().filter { $0["type"] as? String == "restarted" }
-                // Compared as a word, not as 8 MiB of bytes: a failure printed the whole array.
-                let version = published == new ? "new" : published == old ? "old" : published.map { Self.versions($0, old, new) } ?? "nothing published"
-                if version == "old" {
-                    // On a starved machine every request (takeovers included) was answered before the replacement:
-                    // the old version whole is right, and the case was not reached.
-                    #expect(restarts.isEmpty, "\(result.stdout)")
-                } else {
-                    #expect(version == "new", "never a mix of the two versions: \(version)")
-                    #expect(restarts.count >= 1, "\(result.stdout)")
-                }
+                #expect(restarts.count >= 1, "requests answered after the replacement found other bytes at the boundaries: \(result.stdout.suffix(2000))")
             }
         }
     }
 
-    /// Which version each MiB of `bytes` is: `o` old, `n` new, `?` a mix.
-    static func versions(_ bytes: [UInt8], _ old: [UInt8], _ new: [UInt8]) -> String {
-        stride(from: 0, to: bytes.count, by: 1 << 20).map { start -> String in
-            let end = min(bytes.count, start + (1 << 20))
-            if end <= old.count, bytes[start..<end].elementsEqual(old[start..<end]) { return "o" }
-            if end <= new.count, bytes[start..<end].elementsEqual(new[start..<end]) { return "n" }
-            return "?"
-        }.joined()
+    /// The segments of the last progress event in `stdout` (`--json` lines) that carries them.
+    static func lastProgressSegments(_ stdout: String) -> [SegmentState]? {
+        for line in stdout.split(separator: "\n").reversed() where line.contains("\"segments\"") {
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                  object["type"] as? String == "progress" else { continue }
+            return SegmentState.list(object)
+        }
+        return nil
+    }
+
+    /// What `bytes` are, in a line: their size, the first offset where they differ from each version, and which
+    /// version each stretch of 64 KiB matches (`old`, `new`, `both`, `neither`), runs merged.
+    static func describe(_ bytes: [UInt8]?, old: [UInt8], new: [UInt8]) -> String {
+        guard let bytes else { return "nothing published" }
+        func firstDifference(_ other: [UInt8]) -> String {
+            let common = min(bytes.count, other.count)
+            let index = bytes.withUnsafeBufferPointer { a in
+                other.withUnsafeBufferPointer { b in (0..<common).first { a[$0] != b[$0] } }
+            }
+            return index.map { "at byte \($0)" } ?? (bytes.count == other.count ? "nowhere" : "past byte \(common) (length)")
+        }
+        let block = 64 << 10
+        var runs: [(kind: String, start: Int, end: Int)] = []
+        for start in stride(from: 0, to: bytes.count, by: block) {
+            let end = min(bytes.count, start + block)
+            let isOld = end <= old.count && bytes[start..<end].elementsEqual(old[start..<end])
+            let isNew = end <= new.count && bytes[start..<end].elementsEqual(new[start..<end])
+            let kind = isOld && isNew ? "both" : isOld ? "old" : isNew ? "new" : "neither"
+            if let last = runs.last, last.kind == kind {
+                runs[runs.count - 1].end = end
+            } else {
+                runs.append((kind, start, end))
+            }
+        }
+        let shown = runs.prefix(12).map { "\($0.start)..<\($0.end) \($0.kind)" }.joined(separator: ", ")
+        let more = runs.count > 12 ? ", and \(runs.count - 12) more stretches" : ""
+        return "\(bytes.count) bytes published (each version \(old.count)); differs from new \(firstDifference(new)), "
+            + "from old \(firstDifference(old)); by 64 KiB: \(shown)\(more)"
     }
 }
 
