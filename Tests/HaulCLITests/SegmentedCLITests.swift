@@ -110,7 +110,7 @@ func expectResumeRequests(
         // A request repeats the bytes before its data to compare them: the 64 KiB before a segment's next byte, the
         // 16 KiB before a segment's first.
         let asked = range.first
-        let data = nexts.first { $0 - min($0, 65536) == asked && $0 > asked } ?? (asked == 0 ? 0 : asked + 16384)
+        let data = dataStart(asked: asked, nexts: nexts)
         let fetched = (first: data, last: range.last)
         checkBytes += data - asked
         ranges.append(fetched)
@@ -133,13 +133,49 @@ func expectResumeRequests(
     return checkBytes
 }
 
-/// Body bytes the server sent for the requests to `path` from index `index` on, after waiting (bounded) for the
-/// count to reach `atLeast`: the last writes are counted when their completion is seen.
-func serverBytesSent(_ server: TestServer, _ path: String, from index: Int, atLeast expected: Int) async -> Int {
-    func sum() -> Int { server.requests(path).dropFirst(index).reduce(0) { $0 + $1.bytesSent } }
-    try? await eventually("the server has counted \(expected) bytes", timeout: .seconds(5)) { sum() >= expected }
+/// Where a resumed request asking from `asked` wants its own bytes from: a continuation at a recorded `start + done`
+/// repeats the 64 KiB before it, any other request (a segment's first, a stolen half) the 16 KiB before its start.
+func dataStart(asked: Int, nexts: Set<Int>) -> Int {
+    nexts.first { $0 - min($0, 65536) == asked && $0 > asked } ?? (asked == 0 ? 0 : asked + 16384)
+}
+
+/// The requests to `path` from index `index` on, once the bytes the server counted for them reach `atLeast` (bounded
+/// wait): the last writes are counted when their completion is seen.
+func requestsOnceSent(_ server: TestServer, _ path: String, from index: Int, atLeast expected: Int) async -> [RecordedRequest] {
+    func sent() -> Int { server.requests(path).dropFirst(index).reduce(0) { $0 + $1.bytesSent } }
+    try? await eventually("the server has counted \(expected) bytes", timeout: .seconds(5)) { sent() >= expected }
     try? await Task.sleep(for: .milliseconds(100))
-    return sum()
+    return Array(server.requests(path).dropFirst(index))
+}
+
+/// The bytes of the file that two of the resumed answers both carried (each answer's body covers `asked ..< asked +
+/// bytesSent`, its bytes to compare left out), and those of them not inside a stolen half. A connection whose segment's
+/// rest was taken over stops at the new end, but the bytes past it that the server had already sent (in socket buffers,
+/// more of them the slower the client reads) were carried twice: that is the cost of taking over, not a refetch. Any
+/// other byte carried twice is one.
+func bytesCarriedTwice(_ requests: [RecordedRequest], recorded: [SegmentState], total: Int) -> (count: Int, outsideTakeovers: [Range<Int>]) {
+    let nexts = Set(recorded.filter { !$0.isComplete }.map(\.next))
+    let checks = SegmentState.checks(recorded)
+    var carried: [Range<Int>] = [], takeovers: [Range<Int>] = []
+    for request in requests {
+        guard let range = byteRange(request.header("Range"), total: total), range.first <= range.last,
+              !checks.contains(where: { $0 == range }) else { continue }
+        let data = dataStart(asked: range.first, nexts: nexts)
+        let end = min(range.last + 1, range.first + request.bytesSent)
+        if !nexts.contains(data), data <= range.last { takeovers.append(data..<(range.last + 1)) }
+        if data < end { carried.append(data..<end) }
+    }
+    // Sweep the answers' boundaries: a stretch covered by k answers was carried k - 1 times too many.
+    let points = Set(carried.flatMap { [$0.lowerBound, $0.upperBound] }).sorted()
+    var count = 0
+    var outside: [Range<Int>] = []
+    for (from, to) in zip(points, points.dropFirst()) {
+        let covering = carried.filter { $0.lowerBound <= from && to <= $0.upperBound }.count
+        guard covering > 1 else { continue }
+        count += (covering - 1) * (to - from)
+        if !takeovers.contains(where: { $0.lowerBound <= from && to <= $0.upperBound }) { outside.append(from..<to) }
+    }
+    return (count, outside)
 }
 
 /// Segmented downloads (`--segments N`) as a user runs them: killed, paused, watched through `--json`.
@@ -197,9 +233,16 @@ func serverBytesSent(_ server: TestServer, _ path: String, from index: Int, atLe
 
                 let resumed = Array(server.requests("/file.bin").dropFirst(before))
                 let checked = expectResumeRequests(resumed, recorded: recorded, total: total, etag: Self.etag)
+                // Bytes the server sent: the ones not done, those to compare, and those a segment's answer carried past
+                // the point where another connection took its rest over (in flight when it stopped); nothing more.
                 let needed = total - held + checked
-                let sent = await serverBytesSent(server, "/file.bin", from: before, atLeast: needed)
-                #expect(sent <= needed, "the rerun fetched \(sent) bytes; only the \(needed) not done were needed; ranges \(resumed.map { $0.header("Range") ?? "-" })")
+                let answered = await requestsOnceSent(server, "/file.bin", from: before, atLeast: needed)
+                let sent = answered.reduce(0) { $0 + $1.bytesSent }
+                let twice = bytesCarriedTwice(answered, recorded: recorded, total: total)
+                let ranges = answered.map { "\($0.header("Range") ?? "-") sent \($0.bytesSent)" }
+                #expect(twice.outsideTakeovers.isEmpty, "bytes carried twice outside any stolen half: \(twice.outsideTakeovers); \(ranges)")
+                #expect(sent <= needed + twice.count,
+                        "the rerun fetched \(sent) bytes; only the \(needed) not done (with those to compare) were needed, and \(twice.count) were carried twice past a takeover; \(ranges)")
             }
         }
     }
