@@ -27,8 +27,10 @@ final class TmuxSession: @unchecked Sendable {
     private let environment: [String: String]
     private static let target = "haul-test"
 
-    /// Starts `sh -c command` in a `width`×`height` terminal (UTF-8, TERM from tmux) in `directory`.
-    init(command: String, width: Int, height: Int, directory: String, environment: [String: String]) throws {
+    /// Starts `sh -c command` in a `width`×`height` terminal (UTF-8, TERM from tmux) in `directory`. With
+    /// `recording`, everything the command writes to the terminal is also appended to that file (`pipe-pane`, set up
+    /// by the same tmux call, before the server reads the pane's first output): what was drawn, not a sample of it.
+    init(command: String, width: Int, height: Int, directory: String, environment: [String: String], recording: String? = nil) throws {
         guard let tmux = Self.binary else { throw HarnessError("tmux is not installed: apt-get install tmux (scripts/test installs it)") }
         self.tmux = tmux
         guard let perl = Self.perlBinary else { throw HarnessError("perl is not installed (Debian's perl-base): it starts tmux") }
@@ -40,7 +42,22 @@ final class TmuxSession: @unchecked Sendable {
         environment["LANG"] = "C.UTF-8"
         environment["LC_ALL"] = "C.UTF-8"
         self.environment = environment
-        _ = try call(["-f", "/dev/null", "new-session", "-d", "-s", Self.target, "-x", "\(width)", "-y", "\(height)", "sh", "-c", command])
+        let pipe = recording.map { [";", "pipe-pane", "-t", Self.target, "cat >> " + Self.quoted($0)] } ?? []
+        _ = try call(["-f", "/dev/null", "new-session", "-d", "-s", Self.target, "-x", "\(width)", "-y", "\(height)", "sh", "-c", command] + pipe)
+    }
+
+    /// What was written to a terminal recorded to `path` (see `init`), cut into the writes that begin by returning
+    /// to the first column and erasing to the end of the screen (`\r` `ESC[J`: a live view's frames, and the lines
+    /// said above it), each as its lines with escape sequences left out and trailing spaces trimmed.
+    static func recordedFrames(_ path: String) -> [[String]] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        let text = String(decoding: data, as: UTF8.self)
+        return text.components(separatedBy: "\r\u{1B}[J").map { frame in
+            frame.replacing(#/\x1B\[[0-9;?]*[@-~]/#, with: "")
+                .split(omittingEmptySubsequences: true) { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+                .map { String($0.reversed().drop { $0 == " " }.reversed()) }
+                .filter { !$0.isEmpty }
+        }
     }
 
     /// The screen as tmux shows it, each line joined with its wrapped continuation (`-J`, so a line longer than
