@@ -93,8 +93,9 @@ struct SegmentedReplacedFileTests {
                 let result = try await run.wait(timeout: .seconds(120))
                 #expect(result.exitCode == 0, "\(result.stderr)")
                 let published = (try? Data(contentsOf: URL(fileURLWithPath: destination))).map { Array($0) }
-                // Compared and described in words, never as 8 MiB of bytes.
-                #expect(published == new, "never a mix of the two versions, and the new one once replaced: \(Self.describe(published, old: old, new: new)); nginx: \(nginx.accessLog())")
+                // Compared outside #expect (which would print both operands: 8 MiB each) and described in words.
+                let isNew = published == new
+                #expect(isNew, "never a mix of the two versions, and the new one once replaced: \(Self.describe(published, old: old, new: new)); nginx: \(nginx.accessLog())")
                 let restarts = try result.jsonEvents().filter { $0["type"] as? String == "restarted" }
                 #expect(restarts.count >= 1, "requests answered after the replacement found other bytes at the boundaries: \(result.stdout.suffix(2000))")
             }
