@@ -52,9 +52,34 @@ public enum Netrc {
     /// `login` (a URL's `user@` without a password), only an entry of that login: its password, as curl and wget
     /// take it (a file may hold several logins for one host).
     public static func credentials(for host: String, login wanted: String? = nil, in text: String) -> Credentials? {
-        let tokens = tokenize(text)
-        var index = 0
         var fallback: Credentials?
+        for entry in entries(in: text) where wanted == nil || entry.credentials.user == wanted {
+            if let machine = entry.machine {
+                if machine.lowercased() == host.lowercased() { return entry.credentials }
+            } else if fallback == nil {
+                fallback = entry.credentials
+            }
+        }
+        return fallback
+    }
+
+    /// Every host's login in a netrc file's text, by lower-cased host: the first `machine` entry of each, as
+    /// ``credentials(for:login:in:)`` takes it. Not `default`: a redirect may lead anywhere, and a catch-all login
+    /// goes only to the URL given.
+    public static func logins(in text: String) -> [String: Credentials] {
+        var found: [String: Credentials] = [:]
+        for entry in entries(in: text) {
+            guard let machine = entry.machine?.lowercased(), found[machine] == nil else { continue }
+            found[machine] = entry.credentials
+        }
+        return found
+    }
+
+    /// The entries that name a login, in order: `machine` is `nil` for `default`.
+    private static func entries(in text: String) -> [(machine: String?, credentials: Credentials)] {
+        let tokens = tokenize(text)
+        var found: [(machine: String?, credentials: Credentials)] = []
+        var index = 0
         while index < tokens.count {
             let token = tokens[index]
             index += 1
@@ -75,15 +100,10 @@ public enum Netrc {
                 index += 2
                 if key == "login" { login = value } else if key == "password" { password = value }
             }
-            guard let login, wanted == nil || login == wanted else { continue }
-            let found = Credentials(user: login, password: password ?? "")
-            if let machine {
-                if machine.lowercased() == host.lowercased() { return found }
-            } else if fallback == nil {
-                fallback = found
-            }
+            guard let login else { continue }
+            found.append((machine, Credentials(user: login, password: password ?? "")))
         }
-        return fallback
+        return found
     }
 
     static func tokenize(_ text: String) -> [String] {

@@ -61,12 +61,21 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
     /// Cookies from a jar or given as `NAME=VALUE`: each is sent where its domain, path and secure flag match,
     /// and only to the origin of the URL (never after a redirect to another); never shown. Default: none.
     public var cookies: [Cookie]?
+    /// Logins for the hosts a redirect may lead to, by lower-cased host name (a netrc file's `machine` entries): a
+    /// request to another origin than the URL's carries its own host's login, as curl `--netrc -L`, wget and aria2c
+    /// send it; never the URL's ``credentials``. Never shown. Default: none.
+    public var hostLogins: [String: Credentials]?
+    /// A jar's cookies (each names its domain) for the requests to another origin than the URL's, after a redirect:
+    /// each is sent where its domain, path and secure flag match, as curl `-L -b FILE`, wget and aria2c send them
+    /// (``cookies`` go to the URL's origin only). Never shown. Default: none.
+    public var jarCookies: [Cookie]?
 
     /// The protocol's names of the members (docs/protocol.md, "Add options").
     private enum CodingKeys: String, CodingKey {
         case overwrite, continuePartial = "continue", rateLimit, maxRetries = "retries", retryWait, minSegmentSize
         case maxConnectionsPerHost, allowInsecureRedirects, maxRedirects, keepsRemoteTime = "remoteTime", completionCommand
         case proxies = "proxy", tls, credentials, proxyTunnel, ipFamily, timestamping, noClobber, omittedHeaders = "omitHeaders", cookies
+        case hostLogins, jarCookies
     }
 
     /// Settings that say nothing: every member comes from the level below.
@@ -99,6 +108,8 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
         merged.noClobber = noClobber ?? base.noClobber
         merged.omittedHeaders = omittedHeaders ?? base.omittedHeaders
         merged.cookies = cookies ?? base.cookies
+        merged.hostLogins = hostLogins ?? base.hostLogins
+        merged.jarCookies = jarCookies ?? base.jarCookies
         return merged
     }
 
@@ -143,6 +154,12 @@ public struct DownloadSettings: Codable, Equatable, Sendable {
         }
         for cookie in cookies ?? [] where !cookie.maySend {
             throw InputError("\"cookies\" holds a cookie that cannot be sent")
+        }
+        for cookie in jarCookies ?? [] where !cookie.maySend {
+            throw InputError("\"jarCookies\" holds a cookie that cannot be sent")
+        }
+        for host in (hostLogins ?? [:]).keys where host.isEmpty || host != host.lowercased() || host.contains(where: { $0.isWhitespace || $0 == "/" }) {
+            throw InputError("\"hostLogins\" names a host that is not a lower-case host name")
         }
     }
 }

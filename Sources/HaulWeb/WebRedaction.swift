@@ -8,7 +8,7 @@ enum WebRedaction {
     /// Members whose string value is a URL.
     static let urlMembers: Set<String> = ["url", "finalURL", "proxy", "redirectedTo", "location"]
     /// Members whose value is a secret as a whole.
-    static let secretMembers: Set<String> = ["cookies", "cookie", "credentials", "password", "authorization"]
+    static let secretMembers: Set<String> = ["cookies", "cookie", "credentials", "password", "authorization", "hostLogins", "jarCookies"]
     /// Members of free text that may quote a URL.
     static let textMembers: Set<String> = ["error", "message", "note"]
 

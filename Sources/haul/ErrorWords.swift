@@ -1,3 +1,4 @@
+import Foundation
 import HaulKit
 
 extension HaulError {
@@ -41,8 +42,10 @@ extension HaulError {
         case .httpStatus(401, _):
             return "it needs a user and password it accepts: give them with -u USER:PASSWORD, or --netrc to take them from ~/.netrc (if you did, check them)"
         case .unauthorizedAfterRedirect(let url, _):
-            // Not "check them": they were never sent. Nor curl's --location-trusted, which haul does not take.
-            return "if they are meant for that server too, give its URL with -u USER:PASSWORD: \(url)"
+            // Not "check them": they were never sent. Nor curl's --location-trusted, which haul does not take; nor -u
+            // with that URL, which would fetch what it answers there (a login page), not the file.
+            let host = URL(string: url)?.host ?? "HOST"
+            return "if that server has a login of its own, put it in a netrc file as \"machine \(host) login USER password PASSWORD\" and add --netrc-file FILE (or --netrc for ~/.netrc): each host a redirect leads to gets its own entry"
         case .unauthorizedThroughProxy:
             // Never -u for the proxy's own login: -u goes to the server.
             return "check the user and password in --proxy (or in the proxy variable); only if the server itself asks for a login, give it with -u USER:PASSWORD"

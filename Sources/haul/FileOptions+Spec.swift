@@ -202,6 +202,10 @@ extension FileOptions {
         (spec.headers, spec.omittedHeaders) = try requestHeaders(for: parsedURL, extra: entry.headers)
         let sent = try cookies.cookies(for: parsedURL)
         spec.cookies = sent.isEmpty ? nil : sent
+        // For the hosts a redirect leads to (the same for every URL of the command: ``makeSpec(entry:like:cookies:)``
+        // keeps them): the jar's lines where their domain matches, the netrc file's login of their own host.
+        spec.settings.jarCookies = cookies.jar.isEmpty ? nil : cookies.jar
+        spec.settings.hostLogins = try redirectLogins()
         spec.segments = segments?.value
         // Standard output has no name to keep.
         if destination == .standardOutput { spec.noClobber = nil }

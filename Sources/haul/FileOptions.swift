@@ -212,6 +212,14 @@ struct FileOptions: ParsableArguments {
         return Netrc.credentials(for: host, login: given.user, in: try NetrcFiles.text(path))
     }
 
+    /// The netrc file's logins of every host (`machine` entries), for the hosts a redirect leads to: each gets its
+    /// own, as curl `--netrc -L`, wget and aria2c send it. None with `-u` (which reads no netrc file).
+    func redirectLogins() throws -> [String: Credentials]? {
+        guard user == nil, let path = netrcPath else { return nil }
+        let logins = Netrc.logins(in: try NetrcFiles.text(path))
+        return logins.isEmpty ? nil : logins
+    }
+
     /// -o and --checksum are about one file (--continue is not: with several URLs it continues the file each names,
     /// as wget -c -i and aria2c -c -i do); with `-O` (curl's) and more than one argument, one without
     /// a scheme was probably meant as wget's `-O FILE` (alone, it is a URL without a scheme, as curl takes it).

@@ -37,7 +37,8 @@ extension DownloadJob {
     func fetch(_ request: DownloadMachine.Request) async throws -> AttemptOutcome {
         if let reason = request.singleConnection { events(.singleConnection(reason: reason)) }
         if !request.http2 { try await holdConnection() }
-        var (response, url) = try await sender.send(request.plan, to: requestURL, multiplexed: request.http2)
+        let asked = requestURL
+        var (response, url) = try await sender.send(request.plan, to: asked, multiplexed: request.http2)
         engine.noteReachable(host)
         if response.isHTTP2 {
             // The host speaks HTTP/2: this download and the others waiting to be streams need no connection of their own.
@@ -92,6 +93,12 @@ extension DownloadJob {
         case .restart(let reason):
             try await discardHeldBytes()
             return .restart(reason)
+        case .writeWhole(let info, _, true) where asked != options.url && (info.totalLength != point.totalLength || info.validators != point.validators):
+            // A URL Haul was led to (not the one given) sent another file than the one held: bytes held are never
+            // replaced on its word. The URL given is asked again, as a new download would be (its redirects may set
+            // what that URL needs, or lead elsewhere).
+            requestURL = options.url
+            throw TransientFailure(reason: "\(Redaction.url(url)) sent another file than the one being downloaded; asking \(Redaction.url(options.url)) again", kind: .server)
         case .writeWhole(let info, let announceSingleConnection, let replacingHeldBytes):
             if announceSingleConnection { reportSingleConnection(info: info, rangeSupported: false) }
             if replacingHeldBytes {

@@ -176,7 +176,6 @@ extension DownloadJob {
             saved.segments = nil
             try store.save(saved)
         }
-        let resumeURL = foreignURL == nil ? saved.finalURL.flatMap { URL(string: $0) } ?? options.url : options.url
         if saved.state != .finished, !saved.adopted, !options.overwrite, !options.timestamping,
            saved.partialPath != saved.destinationPath, status(saved.destinationPath) != nil {
             // Something is at the destination, and the unfinished download is not to replace it: an earlier run with
@@ -233,7 +232,10 @@ extension DownloadJob {
             held = saved.offset == 0 ? .none : foreignURL.map { .foreign(url: $0) } ?? .own(unknownTotal: false)
         }
         if foreignURL == nil { saved.url = options.url.absoluteString }
-        requestURL = resumeURL
+        // From the URL given, not the final URL an earlier run reached: its redirects may set the cookies the file needs
+        // (a download gate's, which are not kept between runs), and a redirect target may be good for one request or
+        // expire. curl -C - -L, wget -c and aria2c -c do the same. The answer's validators decide what the bytes held are.
+        requestURL = options.url
         record = saved
         return .holding(held, replacesDestination: false)
     }

@@ -180,6 +180,9 @@ final class DownloadJob {
             switch machine.restartNeeded(reason) {
             case .restart(let reason):
                 events(.restarted(reason: reason.description))
+                // Starting over is asked of the URL given, not of a URL Haul was led to (which may need what its
+                // redirects set, or be spent): what it answers is what a new download would get.
+                requestURL = options.url
                 return .requestAgain
             case .giveUp(let why):
                 return .giveUp(why, refusal: nil)
@@ -190,6 +193,7 @@ final class DownloadJob {
                 var words = reason.description
                 if case .resourceChanged(let detail) = reason { words = "the segments' answers name different versions of the file (\(detail))" }
                 events(.restarted(reason: words))
+                requestURL = options.url
                 return .requestAgain
             case .giveUp(let why):
                 return .giveUp(why, refusal: nil)

@@ -97,6 +97,18 @@ public struct DownloadOptions: Sendable {
         get { settings.cookies ?? [] }
         set { settings.cookies = newValue }
     }
+
+    /// Logins for the hosts a redirect may lead to (``DownloadSettings/hostLogins``), by lower-cased host name.
+    public var hostLogins: [String: Credentials] {
+        get { settings.hostLogins ?? [:] }
+        set { settings.hostLogins = newValue.isEmpty ? nil : newValue }
+    }
+
+    /// A jar's cookies for requests to another origin than the URL's (``DownloadSettings/jarCookies``).
+    public var jarCookies: [Cookie] {
+        get { settings.jarCookies ?? [] }
+        set { settings.jarCookies = newValue.isEmpty ? nil : newValue }
+    }
     /// When the destination exists, fetch it only if the server's copy is newer (wget's `-N`). Default `false`.
     public var timestamping: Bool {
         get { settings.timestamping ?? false }

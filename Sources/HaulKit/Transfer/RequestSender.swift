@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -23,10 +24,17 @@ struct RequestSender: Sendable {
     let family: IPFamily?
     /// Cookies for the user's origin, matched to each request's path and scheme.
     let cookies: [Cookie]
+    /// A jar's cookies, for requests to other origins (after a redirect) where their domain matches.
+    let jarCookies: [Cookie]
+    /// Logins for other hosts a redirect may lead to (a netrc file's), by lower-cased host name.
+    let hostLogins: [String: Credentials]
     /// HTTP/1.1 requests ask for the connection to be closed after the response (``DownloadOptions/closesConnection``).
     let closesConnection: Bool
     /// Headers Haul makes that the download leaves out (curl's `-H 'Name:'`), lower-cased.
     let omitted: Set<String>
+    /// The cookies the download's answers set (a download gate's redirect, the file's own first answer): every later
+    /// request of the download through this sender (its segments' connections, its retries) carries those that match.
+    let received = ReceivedCookies()
 
     /// The sender of the download `options` describe.
     init(engine: TransferEngine, options: DownloadOptions) {
@@ -49,6 +57,8 @@ struct RequestSender: Sendable {
         self.proxyTunnel = options.proxyTunnel
         self.family = options.ipFamily
         self.cookies = options.cookies
+        self.jarCookies = options.jarCookies
+        self.hostLogins = options.hostLogins
         self.closesConnection = options.closesConnection
     }
 
@@ -60,8 +70,15 @@ struct RequestSender: Sendable {
     /// The origin whose credentials (`-u`, the URL's own `user:password@`, a netrc login, an `Authorization` header)
     /// a request for `url` goes without, being of another origin: `nil` when none were given, or `url` is theirs.
     func withheldCredentials(at url: URL) -> Origin? {
-        guard userHeaders.contains("authorization"), let userOrigin, Origin(url) != userOrigin else { return nil }
+        guard userHeaders.contains("authorization"), let userOrigin, Origin(url) != userOrigin, login(for: url) == nil else { return nil }
         return userOrigin
+    }
+
+    /// The login of `url`'s own host (``DownloadOptions/hostLogins``) a request to it carries when it is of another
+    /// origin than the URL given; `nil` when the download leaves `Authorization` out.
+    func login(for url: URL) -> Credentials? {
+        guard !omitted.contains("authorization"), let origin = Origin(url), origin != userOrigin else { return nil }
+        return hostLogins[origin.host]
     }
 
     /// Whether `url` goes to an HTTP proxy that fetches it itself (absolute form, no tunnel): its answers may be the
@@ -83,8 +100,6 @@ struct RequestSender: Sendable {
     ) async throws -> (StreamedResponse, URL) {
         var url = start
         var visited = [url]
-        // Cookies the redirects set on the way (a download gate's), for the next hops they match.
-        var received: [Cookie] = []
         // The first of `visited` a return to is a loop (``RedirectPolicy/follow(from:location:visited:loopsSince:)``).
         var loopsSince = 0
         let headTimeout = configuration.connectTimeout + configuration.stallTimeout
@@ -93,7 +108,7 @@ struct RequestSender: Sendable {
             if let problem = URLCheck.problem(url) {
                 throw HaulError(url == start ? .usage : .httpStatus, "cannot request \(Redaction.url(url)): \(problem)")
             }
-            let fields = requestFields(for: url, plan: plan, extra: url == start ? extra : HTTPFields(), received: received)
+            let fields = requestFields(for: url, plan: plan, extra: url == start ? extra : HTTPFields(), received: received.cookies)
             logger.debug("GET \(Redaction.url(url)) \(plan.headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))")
             let response: StreamedResponse
             let route = try engine.route(for: url, proxies: proxies, tunnel: proxyTunnel)
@@ -130,16 +145,16 @@ struct RequestSender: Sendable {
                 }
             }
             let status = Int(response.status.code)
+            // What any answer sets (a redirect's, or the file's own) goes with the download's next requests it matches.
+            let changed = received.keep(response.headers["set-cookie"], from: url)
             guard RedirectPolicy.redirectStatuses.contains(status), let location = response.headers.first(name: "location"), !location.isEmpty else {
                 return (response, url)
             }
             logger.debug("\(status) from \(Redaction.url(url)): redirect to \(Redaction.url(location))")
             await RequestSender.drain(response.body)
-            let kept = Self.keeping(response.headers["set-cookie"], from: url, in: received)
             // A cookie set on the way makes the next request another one, even to a URL already asked (a gate that
             // sets a cookie and sends the client back): not a loop. The redirect limit still bounds them all.
-            if kept != received { loopsSince = visited.count }
-            received = kept
+            if changed { loopsSince = visited.count }
             switch policy.follow(from: url, location: location, visited: visited, loopsSince: loopsSince) {
             case .success(let next):
                 visited.append(next)
@@ -175,8 +190,11 @@ struct RequestSender: Sendable {
     func requestFields(for url: URL, plan: RequestPlan, extra: HTTPFields, received: [Cookie] = []) -> HTTPFields {
         let sameOrigin = userOrigin != nil && userOrigin == Origin(url)
         var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
-        // One jar for the request, as RFC 6265 §5.4 orders it: the user's (their origin only) and the redirects'.
-        let candidates = omitted.contains("cookie") ? [] : (sameOrigin ? cookies : []) + received
+        // Another origin's own login (a netrc entry of its host), never the user's origin's.
+        if let login = login(for: url), !fields.contains("authorization") { fields.append("Authorization", login.authorization) }
+        // One jar for the request, as RFC 6265 §5.4 orders it: the user's (their `-b NAME=VALUE` pairs to their origin
+        // only, a jar's lines wherever their domain matches) and the ones the download's answers set.
+        let candidates = omitted.contains("cookie") ? [] : (sameOrigin ? cookies : jarCookies) + received
         if !candidates.isEmpty, let cookie = Cookie.header(for: url, from: candidates, now: Int64(Date().timeIntervalSince1970)) {
             if let given = fields.combined("cookie") {
                 fields.remove("cookie")
@@ -216,5 +234,25 @@ struct RequestSender: Sendable {
                 if total > 1 << 20 { break }
             }
         } catch {}
+    }
+}
+
+/// The cookies one download's answers set, shared by all its requests (which may run at once, one per segment).
+/// Never written anywhere: they live as long as the download's run.
+final class ReceivedCookies: Sendable {
+    private let jar = NIOLockedValueBox<[Cookie]>([])
+
+    /// The cookies kept so far.
+    var cookies: [Cookie] { jar.withLockedValue { $0 } }
+
+    /// Keeps what the `Set-Cookie` `fields` of a response for `url` set (``RequestSender/keeping(_:from:in:)``);
+    /// `true` when that changed the cookies kept.
+    func keep(_ fields: [String], from url: URL) -> Bool {
+        guard !fields.isEmpty else { return false }
+        return jar.withLockedValue { cookies in
+            let kept = RequestSender.keeping(fields, from: url, in: cookies)
+            defer { cookies = kept }
+            return kept != cookies
+        }
     }
 }

@@ -198,6 +198,11 @@ struct SegmentedDownload: Sendable {
                 throw TransientFailure(reason: reason.description, kind: .server)
             case .retry(let status, let retryAfter):
                 throw TransientFailure.status(status, response.status.reasonPhrase, from: answered, retryAfter: retryAfter)
+            case .refused(let status) where status == 401 || status == 403:
+                // The download's first request was let in, this one is not (a link good for one request, a gate that
+                // counts connections): splitting does not work here, one connection may.
+                throw ResourceChanged(reason: .invalidPartialResponse(
+                    "another connection's range request was refused with \(status) \(response.status.reasonPhrase)"))
             case .refused(let status):
                 throw HaulError(.httpStatus, "\(answered) answered \(status) \(response.status.reasonPhrase) to a range request",
                                 reason: .httpStatus(status, url: Redaction.url(answered)))

@@ -49,6 +49,28 @@ import Testing
         #expect(Netrc.credentials(for: "elsewhere", login: "u1", in: text) == nil)
         #expect(Netrc.credentials(for: "host.example", in: text) == Credentials(user: "u1", password: "p1"))
     }
+
+    /// The logins a redirect target may get: each `machine` entry's, the one ``Netrc/credentials(for:login:in:)``
+    /// gives its host, by lower-cased host; never `default`'s, nor an entry without a login.
+    @Test func netrcLoginsAreEachMachinesOwnEntryAndNeverTheDefault() {
+        let texts = [
+            "machine A.example login a password pa\nmachine b.example login b password pb\nmachine a.example login a2 password x\n",
+            "default login anon password guest\nmachine c.example login c password pc",
+            "machine d.example password nologin\nmachine e.example login e\nmachine g.example login g password pg",
+            "",
+        ]
+        for text in texts {
+            let logins = Netrc.logins(in: text)
+            for (host, login) in logins {
+                #expect(host == host.lowercased())
+                #expect(Netrc.credentials(for: host, in: text) == login, "\(host) in \(text)")
+            }
+            #expect(!logins.values.contains(Credentials(user: "anon", password: "guest")))
+        }
+        #expect(Netrc.logins(in: texts[0]) == ["a.example": Credentials(user: "a", password: "pa"), "b.example": Credentials(user: "b", password: "pb")])
+        #expect(Netrc.logins(in: texts[1]) == ["c.example": Credentials(user: "c", password: "pc")])
+        #expect(Set(Netrc.logins(in: texts[2]).keys) == ["e.example", "g.example"])
+    }
 }
 
 @Suite struct CredentialsIntegrationTests {

@@ -30,6 +30,8 @@ import Testing
         settings.noClobber = false
         settings.omittedHeaders = ["user-agent"]
         settings.cookies = [Cookie(domain: "example.com", includesSubdomains: true, path: "/", secure: false, expires: 9, name: "a", value: "b")]
+        settings.hostLogins = ["login.example.org": Credentials(user: "u", password: "p")]
+        settings.jarCookies = [Cookie(domain: "cdn.example.com", includesSubdomains: false, path: "/", secure: true, expires: 0, name: "c", value: "d")]
         return settings
     }
 
@@ -61,7 +63,7 @@ import Testing
         #expect(keys == [
             "overwrite", "continue", "rateLimit", "retries", "retryWait", "minSegmentSize", "maxConnectionsPerHost",
             "allowInsecureRedirects", "maxRedirects", "remoteTime", "completionCommand", "proxy", "tls", "credentials", "proxyTunnel",
-            "ipFamily", "timestamping", "noClobber", "omitHeaders", "cookies",
+            "ipFamily", "timestamping", "noClobber", "omitHeaders", "cookies", "hostLogins", "jarCookies",
         ])
         #expect(try JSONValueEncoder.encode(DownloadSettings()) == .object([:]), "nothing said, nothing written")
     }
@@ -123,6 +125,8 @@ import Testing
             (#"{"proxy": {"url": "ftp://x"}}"#, #""proxy.url""#),
             (#"{"cookies": [{"domain": "example.com", "name": "a=b"}]}"#, "cannot be sent"),
             (#"{"credentials": {"password": "p"}}"#, #""user" is required"#),
+            (#"{"jarCookies": [{"domain": "example.com", "name": "a;b"}]}"#, "cannot be sent"),
+            (#"{"hostLogins": {"Example.com": {"user": "u"}}}"#, "not a lower-case host name"),
         ] {
             let text = #"{"url": "https://example.com/a", "directory": "/d", "options": "# + options + "}"
             do {

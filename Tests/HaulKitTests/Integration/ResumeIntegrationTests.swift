@@ -196,7 +196,9 @@ import Testing
             let result = try await engine.download(options)
             #expect(sandbox.contents("f.bin") == body)
             #expect(result.fetchedBytes == Int64(body.count - 100_000))
-            #expect(server.requests("/expired").count == 1)
+            // A later run starts from the URL given (its redirects may set what the file needs): the final URL an
+            // earlier run reached is not asked at all.
+            #expect(server.requests("/expired").isEmpty)
             #expect(server.requests("/fresh").first?.header("Range") == resumeRange(from: 100_000))
         }
     }
