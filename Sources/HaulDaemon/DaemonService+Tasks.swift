@@ -25,8 +25,8 @@ extension DaemonService {
         case .removeTasks:
             let session = try await session(name)
             let parameters = try RemoveTasks.parameters(params)
-            try await session.remove(try await ids(parameters.selection, in: session, name), deleteFile: parameters.deleteFile ?? false)
-            return try JSONValueEncoder.encode(RemoveTasks.Result())
+            let files = try await session.remove(try await ids(parameters.selection, in: session, name), deleteFile: parameters.deleteFile ?? false)
+            return try JSONValueEncoder.encode(RemoveTasks.Result(files: files))
         case .setPriority:
             let parameters = try SetPriority.parameters(params)
             let session = try await session(name)

@@ -227,3 +227,36 @@ public enum SessionEvent: Sendable, Equatable {
         }
     }
 }
+
+/// What removing a task (``DownloadSession/remove(_:deleteFile:)``, `haul rm`) did with one of its files, when there
+/// is something to say: a finished file deleted or kept (`deleteFile`), a partial file kept because it is not the
+/// task's own any more, or a file given to `--continue` given back to its owner.
+public struct RemovedFile: Codable, Equatable, Sendable {
+    /// What became of the file.
+    public enum Outcome: String, Codable, Sendable {
+        /// Deleted: the very file the task wrote.
+        case deleted
+        /// Left where it is: not the task's own file (``message`` says why).
+        case kept
+        /// A file given to `--continue`: cut back to the length it had and put back at its own name (or left at the
+        /// partial file's name when that name is taken; ``message`` says where).
+        case givenBack
+    }
+
+    /// The task's id.
+    public var id: String
+    /// The file's path.
+    public var path: String
+    /// What became of it.
+    public var outcome: Outcome
+    /// One line for a person: `deleted PATH`, `kept PATH: haul did not write it`.
+    public var message: String
+
+    /// A file's fate, said in `message`.
+    public init(id: String, path: String, outcome: Outcome, message: String) {
+        self.id = id
+        self.path = path
+        self.outcome = outcome
+        self.message = message
+    }
+}

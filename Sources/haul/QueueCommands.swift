@@ -272,7 +272,17 @@ struct RemoveCommand: AsyncParsableCommand {
     @Flag(name: .customLong("delete-file"), help: "Also delete the downloaded files of finished tasks.")
     var deleteFile = false
     @OptionGroup var daemon: DaemonClientOptions
-    func run() async throws { try await control(RemoveTasks.self, selection, daemon) { .init($0, deleteFile: deleteFile) } }
+    func run() async throws {
+        do {
+            let connection = try await daemon.connect()
+            let answer = try await connection.call(RemoveTasks.self, .init(try await selection.selected(connection), deleteFile: deleteFile))
+            await connection.close()
+            // What became of files haul did not delete (or, with --delete-file, did): one line each.
+            for file in answer.files ?? [] { print(TerminalText.sanitized(file.message)) }
+        } catch {
+            throw CLIFailure.exit(error)
+        }
+    }
 }
 
 private func control<Call: DaemonCall>(

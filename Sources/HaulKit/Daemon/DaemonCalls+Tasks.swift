@@ -123,7 +123,8 @@ package enum CancelTasks: DaemonCall {
     public typealias Result = NoResult
 }
 
-/// `tasks.remove`: cancels running ones and deletes partial data (and with `deleteFile`, finished files).
+/// `tasks.remove`: cancels running ones and deletes partial data (and with `deleteFile`, finished files): only files
+/// the task wrote itself and still at their names; the answer says what was kept, given back or deleted.
 package enum RemoveTasks: DaemonCall {
     public static let method = DaemonMethod.removeTasks
 
@@ -152,7 +153,15 @@ package enum RemoveTasks: DaemonCall {
         }
     }
 
-    public typealias Result = NoResult
+    /// What was done with the removed tasks' files, where there is something to say (absent from older daemons).
+    public struct Result: Codable, Sendable, Equatable {
+        /// Each file deleted (`deleteFile`), kept (not the task's own), or given back (a `--continue` file).
+        public var files: [RemovedFile]?
+
+        public init(files: [RemovedFile]? = nil) {
+            self.files = files
+        }
+    }
 }
 
 /// `tasks.setPriority`: `ids` only (`all` is refused).

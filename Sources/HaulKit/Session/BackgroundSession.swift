@@ -105,8 +105,8 @@ actor BackgroundSession: SessionBackend {
         }
     }
 
-    func remove(_ ids: [String]?, deleteFile: Bool) async throws {
-        _ = try await client.call(RemoveTasks.self, session: identifier, .init(SelectedTasks(ids), deleteFile: deleteFile))
+    func remove(_ ids: [String]?, deleteFile: Bool) async throws -> [RemovedFile] {
+        try await client.call(RemoveTasks.self, session: identifier, .init(SelectedTasks(ids), deleteFile: deleteFile)).files ?? []
     }
 
     func setPriority(_ priority: Int, for ids: [String]) async throws {

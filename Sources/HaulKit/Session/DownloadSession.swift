@@ -58,8 +58,12 @@ public actor DownloadSession {
     /// Cancels every task that has not finished; their partial data is deleted.
     public func cancelAll() async throws { try await backend.apply(.cancel, to: nil) }
 
-    /// Removes tasks from the session, cancelling running ones; with `deleteFile`, finished files are deleted too.
-    public func remove(_ ids: [String], deleteFile: Bool = false) async throws {
+    /// Removes tasks from the session, cancelling running ones and deleting their partial files; with `deleteFile`,
+    /// finished files too. Only a file the task itself wrote, and only while its name still holds that very file: a
+    /// file `-nc` or `-N` kept, one saved at its name later, or a partial file put in place of the task's stays; a
+    /// file given to `--continue` is given back as it was. Returns what there is to say of each such file.
+    @discardableResult
+    public func remove(_ ids: [String], deleteFile: Bool = false) async throws -> [RemovedFile] {
         try await backend.remove(ids, deleteFile: deleteFile)
     }
 

@@ -196,7 +196,9 @@ extension LocalSession {
                 // Stopped to be removed: removed and announced at once, without a `cancelled` or `paused` on the way
                 // (a client that saw that last would stop following the task before the removal came).
                 if removing(id) {
-                    if let task = try? await store.task(id: id) { engine.discardPartialData(options(for: task)) }
+                    if let task = try? await store.task(id: id) {
+                        removalNotes[id] = engine.discardPartialData(options(for: task), id: id)
+                    }
                     if (try? await store.remove(ids: [id])) != nil {
                         markEnded()
                         emit(.removed(id: id))

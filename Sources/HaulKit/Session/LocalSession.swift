@@ -63,6 +63,9 @@ package actor LocalSession: SessionBackend {
     /// Downloads that ended and whose end is not yet written.
     var endsUnderway = 0
     private var closed = false
+    /// What the removal of a running task did with its files, said by its end (``finish(_:_:)``) for the
+    /// ``remove(_:deleteFile:)`` that asked, which returns it.
+    var removalNotes: [String: RemovedFile] = [:]
 
     /// Tasks that kept dying with their process are failed instead of resumed (the daemon's sessions; a
     /// person's `haul get` that is killed again and again should go on where it was).
@@ -140,14 +143,17 @@ package actor LocalSession: SessionBackend {
         try await self.command(command, ids ?? all)
     }
 
-    package func remove(_ ids: [String]?, deleteFile: Bool) async throws {
+    @discardableResult
+    package func remove(_ ids: [String]?, deleteFile: Bool) async throws -> [RemovedFile] {
         let all = ids == nil ? try await store.tasks().map(\.id) : []
+        var files: [RemovedFile] = []
         for id in ids ?? all {
             guard let task = try await store.task(id: id) else { continue }
             if running[id] != nil {
                 // Its end removes it and announces that (``finish(_:_:)``); here only if that could not be done.
                 markRemoving(id)
                 await stop(id, as: .cancel)
+                if let said = removalNotes.removeValue(forKey: id) { files.append(said) }
                 if try await store.task(id: id) == nil { continue }
                 // It ended otherwise meanwhile (finished, failed): the mark must not outlive it (a task added again
                 // with its id would be removed at its next pause).
@@ -156,15 +162,18 @@ package actor LocalSession: SessionBackend {
             // In a fleet, a task another node runs is removed by that node (or here, when no node holds it).
             if let shared, running[id] == nil, task.state == .running, try await askToRemove(shared, task) { continue }  // announced there
             let options = self.options(for: task)
-            if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options) {
-                OpenDirectory.unlink(path, below: options.confinedTo)
+            // Only the very file the task published goes; anything else at its name stays, and is said.
+            if deleteFile, task.state == .finished, let path = task.filePath ?? engine.knownPath(options),
+               let said = engine.deleteFinishedFile(at: path, options, id: id) {
+                files.append(said)
             }
-            engine.discardPartialData(options)
+            if let said = engine.discardPartialData(options, id: id) { files.append(said) }
             try await store.remove(ids: [id])
             forget(id)
             emit(.removed(id: id))
         }
         await schedule()
+        return files
     }
 
     package func setPriority(_ priority: Int, for ids: [String]) async throws {

@@ -4,7 +4,7 @@ protocol SessionBackend: Actor {
     func add(_ requests: [DownloadRequest]) async throws -> [TaskSnapshot]
     /// `ids == nil`: every task.
     func apply(_ command: TaskCommand, to ids: [String]?) async throws
-    func remove(_ ids: [String]?, deleteFile: Bool) async throws
+    func remove(_ ids: [String]?, deleteFile: Bool) async throws -> [RemovedFile]
     func setPriority(_ priority: Int, for ids: [String]) async throws
     func setMaxConcurrentDownloads(_ count: Int) async throws
     func tasks() async throws -> [TaskSnapshot]

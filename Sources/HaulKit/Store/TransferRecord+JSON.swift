@@ -5,6 +5,7 @@ extension TransferRecord {
     var jsonText: String {
         var out = "{\"adopted\":"
         out += adopted ? "true" : "false"
+        if let adoptedLength { out += ",\"adoptedLength\":" + String(adoptedLength) }
         if let contentEncoding { Self.member("contentEncoding", string: contentEncoding, to: &out) }
         Self.member("destinationPath", string: destinationPath, to: &out)
         if let entityTag { Self.member("entityTag", string: entityTag, to: &out) }

@@ -26,6 +26,11 @@ package struct TransferRecord: Codable, Equatable, Sendable {
     /// The bytes held are a file Haul did not write (adopted with `--continue`), still at `destinationPath`
     /// until the server's bytes are shown to match them.
     public var adopted: Bool
+    /// The length of the file given to `--continue` when Haul adopted it: bytes `0..<adoptedLength` were the user's
+    /// before the download. Kept until the file is published, so that a download that ends otherwise (a checksum
+    /// that does not match, `haul rm`, a file changed on the server) gives the user's bytes back as they were
+    /// instead of deleting them (`nil`: the bytes held are all Haul's).
+    public var adoptedLength: Int64? = nil
     /// For a segmented download: each range and how much of it is durable; `offset` is then their sum.
     public var segments: [Segment]? = nil
     /// Which file Haul writes the bytes to (``FileIdentity``: inode and birth time), and once published, the

@@ -204,6 +204,16 @@ extension DownloadJob {
         try await saveRecordNow()
     }
 
+    /// Gives the file the user gave to `--continue` back as it was: cut back to the length it had when adopted, at its
+    /// own name again (left at the partial file's name when something took its name meanwhile). The clause saying
+    /// where the user's bytes are; `nil` when the file is not the one adopted any more (nothing was done).
+    func giveBackAdoptedBytes(_ record: TransferRecord) -> String? {
+        guard let length = record.adoptedLength, let file, let folder else { return nil }
+        let held = machine.held.adoptedPath ?? (record.adopted ? record.destinationPath : record.partialPath)
+        let outcome = folder.giveBack(file, named: Self.name(held), length: length, as: Self.name(record.destinationPath))
+        return outcome.said(path: record.destinationPath, length: length)
+    }
+
     /// The bytes another URL left are shown to be this URL's representation: the download is this URL's now.
     func ownVerifiedBytes() async throws {
         guard var record else { return }
@@ -213,8 +223,21 @@ extension DownloadJob {
         try await saveRecordNow()
     }
 
-    /// Forgets the bytes held: they belong to another version of the resource.
+    /// Forgets the bytes held: they belong to another version of the resource. When they began as a file given to
+    /// `--continue`, that file is the user's: it is given back as it was (``giveBackAdoptedBytes(_:)``), and the
+    /// download stops, saying so, rather than truncating the user's bytes away.
     func discardHeldBytes() async throws {
+        if let record, record.adoptedLength != nil {
+            let said = giveBackAdoptedBytes(record)
+            file?.close()
+            file = nil
+            store.remove(record.key)
+            self.record = nil
+            let path = record.destinationPath
+            throw HaulError(.server, "the file on the server changed since \(path) was given to --continue, so its bytes are not a part of it; "
+                + (said ?? "the file given to --continue was left as it is") + ".",
+                reason: .differsFromServer(path: path))
+        }
         machine.heldBytesDiscarded()
         boundaryChecks = BoundaryChecks()
         record?.segments = nil

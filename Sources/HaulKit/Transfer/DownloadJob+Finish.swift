@@ -75,6 +75,7 @@ extension DownloadJob {
         record.update(from: point)
         record.state = .finished
         record.adopted = false
+        record.adoptedLength = nil
         record.segments = nil
         self.record = record
         let store = self.store, finished = record
@@ -132,12 +133,19 @@ extension DownloadJob {
                   reason: .replacedWhileDownloading(path: path))
     }
 
-    /// Discards a complete download whose bytes failed a check: its partial file and record go (a file given to
-    /// `--continue` stays); the error says why.
+    /// Discards a complete download whose bytes failed a check: its partial file and record go; a file given to
+    /// `--continue` is given back as it was (``giveBackAdoptedBytes(_:)``). The error says why, and where the user's
+    /// bytes are.
     private func discardMismatch(_ record: TransferRecord, _ message: String, reason: FailureReason) -> HaulError {
+        var message = message
+        if record.adoptedLength != nil {
+            message = message.replacingOccurrences(of: "; the download was discarded", with: "")
+            message += "; the downloaded bytes were discarded, and " + (giveBackAdoptedBytes(record) ?? "the file given to --continue was left as it is")
+        } else if machine.held.adoptedPath == nil {
+            folder?.unlink(Self.name(record.partialPath))
+        }
         file?.close()
         file = nil
-        if machine.held.adoptedPath == nil { folder?.unlink(Self.name(record.partialPath)) }
         store.remove(record.key)
         return HaulError(.checksum, message, reason: reason)
     }

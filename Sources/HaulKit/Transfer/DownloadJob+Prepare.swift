@@ -270,6 +270,7 @@ extension DownloadJob {
             record = TransferRecord(
                 url: options.url.absoluteString, destinationPath: path, partialPath: PartialFileName.of(path),
                 offset: size, state: .running, adopted: true)
+            record?.adoptedLength = size
             // Not shown to be the server's bytes until the overlap of the first answer matches them.
             return .holding(.adopted(path: path), replacesDestination: false)
         } else if options.timestamping, !options.overwrite, !found.isRegular {

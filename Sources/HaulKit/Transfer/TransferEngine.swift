@@ -290,19 +290,6 @@ package enum HaulVersion {
 }
 
 extension TransferEngine {
-    /// Deletes what a download left behind: its partial file and resume record (not a finished file).
-    public func discardPartialData(_ options: DownloadOptions) {
-        guard let path = destinationPath(options) else { return }
-        let key = TransferRecord.key(destinationPath: path)
-        if let record = try? store.load(key) {
-            guard record.url == options.url.absoluteString else { return }
-            if record.state != .finished { OpenDirectory.unlink(record.partialPath, below: options.confinedTo) }
-        } else if case .file = options.destination {
-            OpenDirectory.unlink(PartialFileName.of(path), below: options.confinedTo)
-        }
-        store.remove(key)
-    }
-
     /// The final path of a finished or started download, if known.
     public func knownPath(_ options: DownloadOptions) -> String? {
         guard let path = destinationPath(options),
@@ -312,7 +299,7 @@ extension TransferEngine {
     }
 
     /// The destination path of `options`: the `-o` path, or the name a `--dir` download chose earlier.
-    private func destinationPath(_ options: DownloadOptions) -> String? {
+    func destinationPath(_ options: DownloadOptions) -> String? {
         switch options.destination {
         case .file(let path): return path
         case .directory(let directory): return store.chosenDestination(url: options.url, directory: directory)
