@@ -79,6 +79,8 @@ import Testing
             let body = TestData.bytes(3_000_000, seed: 72)
             var slow = Resource(body: body, etag: "\"s\"")
             slow.faults.throttleBytesPerSecond = 300_000
+            // Never done, however slowly this test looks: each answer stops there (a retry goes on further).
+            slow.faults.stallAfterBytes = 1_300_000
             server.serve("/h", slow)
             server.serve("/e", slow)
             try await Sandbox.with { box in

@@ -102,6 +102,8 @@ extension DownloadJob {
         case .writeWhole(let info, let announceSingleConnection, let replacingHeldBytes):
             if announceSingleConnection { reportSingleConnection(info: info, rangeSupported: false) }
             if replacingHeldBytes {
+                // Bytes that began as the user's --continue file are given back, never truncated away.
+                if record?.adoptedLength != nil { try await discardHeldBytes() }
                 events(.restarted(reason: "the server sent the whole file instead of the rest"))
             }
             let recordExisted = record != nil

@@ -234,8 +234,8 @@ extension DownloadJob {
             store.remove(record.key)
             self.record = nil
             let path = record.destinationPath
-            throw HaulError(.server, "the file on the server changed since \(path) was given to --continue, so its bytes are not a part of it; "
-                + (said ?? "the file given to --continue was left as it is") + ".",
+            throw HaulError(.server, "the server no longer continues \(path) (another version of the file, or an answer without byte ranges), so the bytes given to --continue are not part of this download; "
+                + (said ?? "the file given to --continue was left as it is"),
                 reason: .differsFromServer(path: path))
         }
         machine.heldBytesDiscarded()

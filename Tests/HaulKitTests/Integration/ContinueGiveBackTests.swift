@@ -97,3 +97,41 @@ final class ManagedFlag: @unchecked Sendable {
         }
     }
 }
+
+/// A `--continue` download stopped after its file was adopted, then continued against another version of the file
+/// (or a server that now sends the whole file): the bytes held are not this version's, and the user's are given back
+/// at their name as they were, never truncated away.
+@Suite struct ContinueChangedServerTests {
+    @Test func anotherVersionOnTheServerGivesTheUsersFileBack() async throws {
+        try await withHarness { server, engine, sandbox in
+            let body = PublishIntegrityTests.body(600_000, seed: 43)
+            for (round, length) in [70_000, 250_000].enumerated() {
+                var first = Resource(body: body, etag: "\"v1\"")
+                first.faults.throttleBytesPerSecond = 400_000
+                server.serve("/v\(round)", first)
+                let name = "v\(round).bin"
+                let mine = Array(body.prefix(length))
+                sandbox.write(mine, to: name)
+                var options = try testOptions(server.url("/v\(round)"), .file(sandbox.path(name)))
+                options.continuePartial = true
+                options.progressInterval = .milliseconds(10)
+                options.checkpointInterval = .milliseconds(10)
+                let box = TaskBox()
+                let log = EventLog { event in
+                    if case .progress(let progress) = event, progress.bytes > Int64(length) + 60_000 { box.cancel() }
+                }
+                let running = options
+                let task = Task { try await engine.download(running, events: log.append) }
+                box.set(task)
+                await expectHaulError(.interrupted) { _ = try await task.value }
+                #expect(sandbox.exists(name + ".haul-part") && !sandbox.exists(name), "round \(round): adopted, then paused")
+                // Another version now: its validators differ, so the server answers the range with the whole file.
+                server.serve("/v\(round)", Resource(body: PublishIntegrityTests.body(600_000, seed: 44), etag: "\"v2\""))
+                let error = await expectHaulError(.server) { _ = try await engine.download(options) }
+                #expect(sandbox.contents(name) == mine, "round \(round): the user's \(length) bytes, as they were")
+                #expect(!sandbox.exists(name + ".haul-part"), "round \(round)")
+                #expect(error?.message.contains("\(sandbox.path(name)) is back as it was (\(length) bytes)") == true, "\(error?.message ?? "")")
+            }
+        }
+    }
+}

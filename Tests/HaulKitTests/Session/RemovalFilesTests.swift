@@ -72,6 +72,8 @@ import Testing
         try await withHarness { server, _, sandbox in
             var slow = Resource(body: TestData.bytes(600_000, seed: 61), etag: "\"p\"")
             slow.faults.throttleBytesPerSecond = 100_000
+            // Never done, however slowly this test looks: each answer stops there (a retry goes on further).
+            slow.faults.stallAfterBytes = 300_000
             server.serve("/p", slow)
             server.serve("/q", slow)
             let session = try await DownloadSession(identifier: "foreign-part", configuration: sessionConfiguration(sandbox, concurrent: 2))
@@ -102,6 +104,8 @@ import Testing
             let body = TestData.bytes(900_000, seed: 62)
             var slow = Resource(body: body, etag: "\"c\"")
             slow.faults.throttleBytesPerSecond = 150_000
+            // Never done, however slowly this test looks: each answer stops there (a retry goes on further).
+            slow.faults.stallAfterBytes = 100_000
             server.serve("/c", slow)
             let session = try await DownloadSession(identifier: "continue-rm", configuration: sessionConfiguration(sandbox, concurrent: 3))
             let lengths = [1, 70_000, 300_000]
