@@ -133,4 +133,30 @@ import Testing
             await session.close()
         }
     }
+
+    /// A running `--continue` task removed at once (not paused first): its end gives the user's file back, and the
+    /// removal says so.
+    @Test func removingARunningContinueTaskGivesTheUsersFileBack() async throws {
+        try await withHarness { server, _, sandbox in
+            let body = TestData.bytes(900_000, seed: 63)
+            var slow = Resource(body: body, etag: "\"r\"")
+            slow.faults.throttleBytesPerSecond = 150_000
+            slow.faults.stallAfterBytes = 100_000
+            server.serve("/r", slow)
+            let session = try await DownloadSession(identifier: "continue-running-rm", configuration: sessionConfiguration(sandbox))
+            let mine = Array(body.prefix(200_000))
+            sandbox.write(mine, to: "r.bin")
+            try await session.add([try request(server.url("/r"), sandbox.path("r.bin"), id: "r") { $0.settings.continuePartial = true }])
+            try await waitFor("past the user's bytes") {
+                try await session.task("r").map { $0.state == .running && $0.bytes > 230_000 } ?? false
+            }
+            let said = try await session.remove(["r"])
+            let path = sandbox.path("r.bin")
+            #expect(said == [RemovedFile(id: "r", path: path, outcome: .givenBack,
+                                         message: "gave back the file given to --continue: \(path) is back as it was (200000 bytes)")])
+            #expect(sandbox.contents("r.bin") == mine)
+            #expect(!sandbox.exists("r.bin.haul-part"))
+            await session.close()
+        }
+    }
 }
