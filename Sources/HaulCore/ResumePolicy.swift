@@ -257,7 +257,10 @@ package enum ResumePolicy {
         if let asked = plan.last, last > asked {
             return .restart(.invalidPartialResponse("range ends at byte \(last), past the \(asked) asked for"))
         }
-        let validators = Validators(headers: headers)
+        // A range that is the whole representation (`bytes 0-(N-1)/N`, as nginx, Apache and S3 answer `bytes=0-`)
+        // carries the file as its content, so its `Content-Digest` is the file's digest, as a 200's is (RFC 9530 §2).
+        // Any other range's `Content-Digest` covers only that part, and is never compared with the file.
+        let validators = first == 0 && complete == last + 1 ? Validators.wholeResponse(headers) : Validators(headers: headers)
         if point.offset > 0 || overlap > 0, point.validators.contentEncoding != validators.contentEncoding {
             // Held bytes in one content coding are never continued with bytes in another (a gzip 206 after identity).
             return .restart(.resourceChanged("the content encoding is now \(validators.contentEncoding ?? "identity"), the bytes held are \(point.validators.contentEncoding ?? "identity")"))

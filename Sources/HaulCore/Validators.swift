@@ -24,7 +24,8 @@ package struct Validators: Equatable, Sendable, Codable {
     /// The `Content-Encoding` the bytes are in, lower-cased; `nil` for identity (none).
     public var contentEncoding: String?
     /// The digest of the whole representation the server sent (RFC 9530 `Repr-Digest`, or the `Content-Digest` of
-    /// a complete 200): the finished file must have it.
+    /// an answer whose content is the whole representation: a 200, or a 206 of `bytes 0-(N-1)/N`): the finished file,
+    /// or the bytes a stream wrote, must have it.
     public var digest: Checksum?
 
     public init(entityTag: EntityTag? = nil, lastModified: String? = nil, contentEncoding: String? = nil, digest: Checksum? = nil) {
@@ -43,8 +44,9 @@ package struct Validators: Equatable, Sendable, Codable {
             contentEncoding: headers.combined("content-encoding"), digest: DigestFields.strongest(headers.combined("repr-digest")))
     }
 
-    /// The validators of a 200 carrying the whole representation, whose content is the file itself: its
-    /// `Content-Digest` is the file's digest too when there is no `Repr-Digest`.
+    /// The validators of an answer carrying the whole representation (a 200, or a 206 whose `Content-Range` is
+    /// `bytes 0-(N-1)/N`), whose content is the file itself: its `Content-Digest` is the file's digest too when there
+    /// is no `Repr-Digest`.
     public static func wholeResponse(_ headers: HTTPFields) -> Validators {
         var validators = Validators(headers: headers)
         if validators.digest == nil { validators.digest = DigestFields.strongest(headers.combined("content-digest")) }

@@ -97,7 +97,8 @@ final class Reporter: @unchecked Sendable {
             if result.keptExisting {
                 note("\(result.path) is already there; not retrieving it (-nc)")
             } else if result.notModified {
-                note("\(result.path) is up to date: the server's copy is not newer (\(ByteFormat.string(result.bytes)))")
+                let verified = result.checksum.map { ", \($0.algorithm.rawValue) verified" } ?? ""
+                note("\(result.path) is up to date: the server's copy is not newer (\(ByteFormat.string(result.bytes))\(verified))")
             } else if result.alreadyComplete {
                 note("\(result.path) is already complete (\(ByteFormat.string(result.bytes)))")
             } else {

@@ -4,6 +4,9 @@ extension DownloadJob {
     /// wget's `-N`: when the destination is a file Haul holds no download for, asks with `If-Modified-Since` its
     /// time first. Returns the result of leaving it as it is when the server's copy is not newer; `nil` to download
     /// it (the new file then replaces it once complete). A check that keeps failing gives up as a download would.
+    ///
+    /// With `--checksum`, a file left as it is must have that checksum: one that does not is downloaded again, as
+    /// aria2c's `--conditional-get --checksum` does (and replaced only once the new file has it).
     func checkTimestamp() async throws -> DownloadResult? {
         guard options.timestamping, record == nil, machine.held == .none, case .file(let path) = options.destination,
               let local = POSIX.regularFileSizeAndTime(path) else { return nil }
@@ -23,7 +26,11 @@ extension DownloadJob {
                 logger.debug("\(head.status) from \(Redaction.url(url)) to If-Modified-Since: \(unchanged ? "not modified, kept" : "fetching it")")
                 // Its body is not needed either way: dropping it closes that connection.
                 guard unchanged else { return nil }
-                let result = DownloadResult(path: path, bytes: local.size, fetchedBytes: 0, checksum: nil, alreadyComplete: true, notModified: true)
+                if let expected = options.checksum, try await digestOfExistingFile(path, expected.algorithm) != expected.hex {
+                    events(.restarted(reason: "\(path) is not older than the server's copy, but does not have the \(expected.algorithm.rawValue) asked for; downloading it again"))
+                    return nil
+                }
+                let result = DownloadResult(path: path, bytes: local.size, fetchedBytes: 0, checksum: options.checksum, alreadyComplete: true, notModified: true)
                 events(.finished(result))
                 return result
             } catch let transient as TransientFailure {
@@ -38,6 +45,19 @@ extension DownloadJob {
             case .giveUp(let why):
                 throw Self.error(for: why)
             }
+        }
+    }
+
+    /// The digest of the file at `path` in the destination's folder (opened there, never through a link), off the
+    /// concurrency threads.
+    private func digestOfExistingFile(_ path: String, _ algorithm: ChecksumAlgorithm) async throws -> String {
+        let file = try openInFolder(path, writable: false)
+        defer { file.close() }
+        return try await BlockingIO.run { () throws(HaulError) in
+            let length = try file.status().size
+            var hasher = Checksummer(algorithm)
+            try file.forEachChunk(upTo: length) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
+            return hasher.hexDigest()
         }
     }
 }

@@ -31,6 +31,9 @@ final class StreamDownload {
     private var validators = Validators()
     private var total: Int64?
     private var hasher: Checksummer?
+    /// Hashes the bytes written in the algorithm of the digest the server announced with its first answer (RFC 9530),
+    /// when that is not `hasher`'s: checked at the end, as `--checksum` is.
+    private var digestHasher: Checksummer?
     private let rateLimiter: RateLimiter?
     private var meter = ProgressMeter()
     private var lastProgress: ContinuousClock.Instant?
@@ -169,14 +172,36 @@ final class StreamDownload {
         if let expected = options.checksum {
             let actual = hasher?.hexDigest() ?? ""
             guard actual == expected.hex else {
-                throw HaulError(.checksum, "checksum mismatch for the bytes written to \(shownPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual)")
+                throw HaulError(.checksum, "checksum mismatch for the bytes written to \(shownTarget): expected \(expected), got \(expected.algorithm.rawValue):\(actual); they were already written and cannot be taken back",
+                                reason: .checksumMismatch(path: shownPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
+        try checkAnnouncedDigest()
         emitProgress(force: true)
         let result = DownloadResult(path: shownPath, bytes: written, fetchedBytes: written, checksum: options.checksum, alreadyComplete: false)
         events(.finished(result))
         return result
     }
+
+    /// The server's own digest of the whole representation (RFC 9530 `Repr-Digest`, or the `Content-Digest` of an
+    /// answer that carried all of it), checked against the bytes written, as a file's is before it is published. A
+    /// digest first announced after bytes were written (by a resumed answer) was not hashed for, and is not checked.
+    private func checkAnnouncedDigest() throws(HaulError) {
+        guard let digest = validators.digest else { return }
+        let running = [hasher, digestHasher].compactMap { $0 }.first { $0.algorithm == digest.algorithm }
+        guard let running else {
+            logger.debug("the digest \(digest) was announced after bytes were written to \(shownPath): not checked")
+            return
+        }
+        let actual = running.hexDigest()
+        guard actual == digest.hex else {
+            throw HaulError(.checksum, "the bytes written to \(shownTarget) do not have the digest the server announced (\(digest.algorithm.rawValue) \(digest.hex.prefix(16))…, got \(actual.prefix(16))…); they were already written and cannot be taken back",
+                            reason: .checksumMismatch(path: shownPath, expected: digest.description, actual: "\(digest.algorithm.rawValue):\(actual)", alreadyAtPath: false))
+        }
+    }
+
+    /// What the bytes were written to, in words: standard output, or the device, FIFO or socket's path.
+    private var shownTarget: String { targetPath ?? "standard output" }
 
     /// One request; `true` when the whole body has been written. The bytes it writes are counted in `rules`.
     private func attempt(fd: Int32, url: inout URL, rules: inout RetryRules) async throws -> Bool {
@@ -217,6 +242,10 @@ final class StreamDownload {
         case .impossibleLength(let claimed):
             throw HaulError.impossibleLength(claimed)
         }
+        if written == 0 {
+            // The digest the first bytes are hashed for (a retry before any byte starts it again).
+            digestHasher = validators.digest.flatMap { $0.algorithm == hasher?.algorithm ? nil : Checksummer($0.algorithm) }
+        }
         if !announced {
             announced = true
             events(.started(url: Redaction.url(options.url), path: shownPath, resumedFrom: written, total: total))
@@ -238,6 +267,7 @@ final class StreamDownload {
                     guard count > 0 else { return }
                     try writeAll(fd, raw)
                     hasher?.update(raw)
+                    digestHasher?.update(raw)
                     tail.append(raw)
                 }
                 guard count > 0 else { continue }
@@ -262,7 +292,7 @@ final class StreamDownload {
             let n = write(fd, base + done, bytes.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
-                let target = shownPath == "-" ? "standard output" : shownPath
+                let target = shownTarget
                 if errno == EPIPE {
                     // `| head`: the reader has what it wanted. Nothing is kept (a stream has no partial file).
                     throw HaulError(.fileSystem, "\(target) was closed by its reader after \(written + Int64(done)) bytes; stopped",
