@@ -34,6 +34,14 @@ struct Checksummer {
         }
     }
 
+    /// A hasher of `algorithm` over bytes `0..<length` of `file`, read from it (on the caller's thread: a blocking-I/O
+    /// one, or where a read of a local file may wait).
+    static func hashing(_ file: PartialFile, upTo length: Int64, _ algorithm: ChecksumAlgorithm) throws(HaulError) -> Checksummer {
+        var hasher = Checksummer(algorithm)
+        try file.forEachChunk(upTo: length) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
+        return hasher
+    }
+
     /// The lower-case hex digest of everything hashed so far.
     func hexDigest() -> String {
         switch state {

@@ -259,9 +259,7 @@ extension DownloadJob {
     /// Brings the running checksum up to `point.offset` by hashing the bytes held once.
     func hashHeldBytes() throws {
         guard let algorithm = hasher?.algorithm, hasher?.hashedLength != point.offset, let file else { return }
-        var fresh = Checksummer(algorithm)
-        try file.forEachChunk(upTo: point.offset) { chunk in chunk.withUnsafeBytes { fresh.update($0) } }
-        hasher = fresh
+        hasher = try Checksummer.hashing(file, upTo: point.offset, algorithm)
     }
 
     func announceStart() {

@@ -299,9 +299,7 @@ extension DownloadJob {
         if let expected = options.checksum {
             let file = try openInFolder(saved.destinationPath, writable: false)
             defer { file.close() }
-            var hasher = Checksummer(expected.algorithm)
-            try file.forEachChunk(upTo: size) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
-            let actual = hasher.hexDigest()
+            let actual = try Checksummer.hashing(file, upTo: size, expected.algorithm).hexDigest()
             guard actual == expected.hex else {
                 throw HaulError(.checksum, "\(saved.destinationPath) exists but its \(expected.algorithm.rawValue) is \(actual), expected \(expected.hex)",
                                 reason: .checksumMismatch(path: saved.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: true))

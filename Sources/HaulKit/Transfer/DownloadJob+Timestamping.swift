@@ -54,10 +54,7 @@ extension DownloadJob {
         let file = try openInFolder(path, writable: false)
         defer { file.close() }
         return try await BlockingIO.run { () throws(HaulError) in
-            let length = try file.status().size
-            var hasher = Checksummer(algorithm)
-            try file.forEachChunk(upTo: length) { chunk in chunk.withUnsafeBytes { hasher.update($0) } }
-            return hasher.hexDigest()
+            try Checksummer.hashing(file, upTo: try file.status().size, algorithm).hexDigest()
         }
     }
 }
