@@ -15,7 +15,7 @@ extension DownloadJob {
             try hashHeldBytes()
             let actual = hasher?.hexDigest() ?? ""
             guard actual == expected.hex else {
-                throw discardMismatch(record, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual); the download was discarded",
+                throw discardMismatch(record, "checksum mismatch for \(record.destinationPath): expected \(expected), got \(expected.algorithm.rawValue):\(actual)",
                                       reason: .checksumMismatch(path: record.destinationPath, expected: expected.description, actual: "\(expected.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
@@ -28,7 +28,7 @@ extension DownloadJob {
                 return hasher.hexDigest()
             }
             guard actual == digest.hex else {
-                throw discardMismatch(record, "\(record.destinationPath) does not have the digest the server announced (\(digest.algorithm.rawValue) \(digest.hex.prefix(16))…, got \(actual.prefix(16))…); the download was discarded",
+                throw discardMismatch(record, "\(record.destinationPath) does not have the digest the server announced (\(digest.algorithm.rawValue) \(digest.hex.prefix(16))…, got \(actual.prefix(16))…)",
                                       reason: .checksumMismatch(path: record.destinationPath, expected: digest.description, actual: "\(digest.algorithm.rawValue):\(actual)", alreadyAtPath: false))
             }
         }
@@ -133,16 +133,16 @@ extension DownloadJob {
                   reason: .replacedWhileDownloading(path: path))
     }
 
-    /// Discards a complete download whose bytes failed a check: its partial file and record go; a file given to
-    /// `--continue` is given back as it was (``giveBackAdoptedBytes(_:)``). The error says why, and where the user's
-    /// bytes are.
-    private func discardMismatch(_ record: TransferRecord, _ message: String, reason: FailureReason) -> HaulError {
-        var message = message
+    /// Discards a complete download whose bytes failed a check (`mismatch` says which): its partial file and record
+    /// go; a file given to `--continue` is given back as it was (``giveBackAdoptedBytes(_:)``). The error says why,
+    /// and where the user's bytes are.
+    private func discardMismatch(_ record: TransferRecord, _ mismatch: String, reason: FailureReason) -> HaulError {
+        let message: String
         if record.adoptedLength != nil {
-            message = message.replacingOccurrences(of: "; the download was discarded", with: "")
-            message += "; the downloaded bytes were discarded, and " + (giveBackAdoptedBytes(record) ?? "the file given to --continue was left as it is")
-        } else if machine.held.adoptedPath == nil {
-            folder?.unlink(Self.name(record.partialPath))
+            message = mismatch + "; the downloaded bytes were discarded, and " + (giveBackAdoptedBytes(record) ?? "the file given to --continue was left as it is")
+        } else {
+            message = mismatch + "; the download was discarded"
+            if machine.held.adoptedPath == nil { folder?.unlink(Self.name(record.partialPath)) }
         }
         file?.close()
         file = nil
