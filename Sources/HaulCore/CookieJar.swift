@@ -138,7 +138,7 @@ public enum CookieJar {
     /// `cookies` without the lines that would go to every site under a public suffix (`.com`, `.co.uk`: a domain
     /// of `publicSuffixes` with subdomains), which curl and wget skip too; a line for that host alone is kept.
     package static func withoutPublicSuffixDomains(_ cookies: [Cookie], publicSuffixes: PublicSuffixes) -> [Cookie] {
-        cookies.filter { !($0.includesSubdomains && IPAddress($0.domain) == nil && publicSuffixes.isPublicSuffix($0.domain)) }
+        cookies.filter { !($0.includesSubdomains && publicSuffixes.isPublicSuffix($0.domain)) }
     }
 
     /// Cookies given as `NAME=VALUE[; NAME2=VALUE2]` (curl's `-b NAME=VALUE`), for `host` only, every path, over

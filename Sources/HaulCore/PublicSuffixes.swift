@@ -46,9 +46,9 @@ package struct PublicSuffixes: Sendable, Equatable {
     }
 
     /// Whether `domain` (lower case, without a trailing dot) is a public suffix: a rule names it, a wildcard rule
-    /// covers it and no exception takes it out, or it is one label.
+    /// covers it and no exception takes it out, or it is one label. An address (`::1`, `127.0.0.1`) never is.
     package func isPublicSuffix(_ domain: String) -> Bool {
-        guard !domain.isEmpty else { return false }
+        guard !domain.isEmpty, IPAddress(domain) == nil else { return false }
         if exceptions.contains(domain) { return false }
         guard let dot = domain.firstIndex(of: ".") else { return true }
         if exact.contains(domain) { return true }

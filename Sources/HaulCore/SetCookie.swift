@@ -44,7 +44,7 @@ extension Cookie {
                 // Only the host itself or a domain above it (never an address's neighbour), and not a public
                 // suffix (`com`, `co.uk`: a cookie for every site under it), as curl and wget refuse it with libpsl.
                 guard domainMatches(host: host, domain: domain, includesSubdomains: true) else { return nil }
-                if IPAddress(domain) == nil, publicSuffixes.isPublicSuffix(domain) {
+                if publicSuffixes.isPublicSuffix(domain) {
                     guard domain == host else { return nil }
                     cookie.domain = host
                     cookie.includesSubdomains = false
