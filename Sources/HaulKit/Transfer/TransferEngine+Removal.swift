@@ -36,13 +36,12 @@ extension TransferEngine {
             }
             return RemovedFile(id: id, path: held, outcome: .kept, message: "kept \(held): it is no longer the file given to --continue")
         }
-        let found = folder.statusAndIdentity(name).map { FileRemoval.Found(identity: $0.identity, isRegular: $0.status.isRegular) }
-        switch FileRemoval.decide(written: record.fileID, found: found) {
+        switch FileRemoval.decide(written: record.fileID, found: Self.found(name, in: folder)) {
         case .nothingThere: return nil
         case .keep(let reason): return Self.kept(held, reason, partial: true, id: id)
         case .delete:
             // A download of another home writing it now (it holds its lock) keeps it.
-            do { try folder.removeUnlessInUse(name) } catch { return nil }
+            try? folder.removeUnlessInUse(name)
             return nil
         }
     }
@@ -62,8 +61,7 @@ extension TransferEngine {
         }
         defer { folder.close() }
         let name = POSIX.nameOf(path)
-        let found = folder.statusAndIdentity(name).map { FileRemoval.Found(identity: $0.identity, isRegular: $0.status.isRegular) }
-        switch FileRemoval.decide(written: written, found: found) {
+        switch FileRemoval.decide(written: written, found: Self.found(name, in: folder)) {
         case .nothingThere: return nil
         case .keep(let reason): return Self.kept(path, reason, partial: false, id: id)
         case .delete:
@@ -82,6 +80,11 @@ extension TransferEngine {
         defer { folder.close() }
         guard folder.status(POSIX.nameOf(path)) != nil else { return nil }
         return Self.kept(path, reason, partial: partial, id: id)
+    }
+
+    /// What `name` in `folder` holds now, as ``FileRemoval`` judges it (not following a link).
+    private static func found(_ name: String, in folder: OpenDirectory) -> FileRemoval.Found? {
+        folder.statusAndIdentity(name).map { FileRemoval.Found(identity: $0.identity, isRegular: $0.status.isRegular) }
     }
 
     /// The line saying why `path` stays.
