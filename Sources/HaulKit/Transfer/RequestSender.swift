@@ -70,14 +70,15 @@ struct RequestSender: Sendable {
     /// The origin whose credentials (`-u`, the URL's own `user:password@`, a netrc login, an `Authorization` header)
     /// a request for `url` goes without, being of another origin: `nil` when none were given, or `url` is theirs.
     func withheldCredentials(at url: URL) -> Origin? {
-        guard userHeaders.contains("authorization"), let userOrigin, Origin(url) != userOrigin, login(for: url) == nil else { return nil }
+        let origin = Origin(url)
+        guard userHeaders.contains("authorization"), let userOrigin, origin != userOrigin, login(at: origin) == nil else { return nil }
         return userOrigin
     }
 
-    /// The login of `url`'s own host (``DownloadOptions/hostLogins``) a request to it carries when it is of another
+    /// The login of `origin`'s own host (``DownloadOptions/hostLogins``) a request there carries when it is another
     /// origin than the URL given; `nil` when the download leaves `Authorization` out.
-    func login(for url: URL) -> Credentials? {
-        guard !omitted.contains("authorization"), let origin = Origin(url), origin != userOrigin else { return nil }
+    func login(at origin: Origin?) -> Credentials? {
+        guard !omitted.contains("authorization"), let origin, origin != userOrigin else { return nil }
         return hostLogins[origin.host]
     }
 
@@ -188,10 +189,11 @@ struct RequestSender: Sendable {
     /// their origin only; those the redirects set where their domain and path match), `User-Agent`,
     /// `Accept-Encoding: identity` (each unless the download leaves it out), the plan's and `extra`.
     func requestFields(for url: URL, plan: RequestPlan, extra: HTTPFields, received: [Cookie] = []) -> HTTPFields {
-        let sameOrigin = userOrigin != nil && userOrigin == Origin(url)
-        var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: Origin(url))
+        let origin = Origin(url)
+        let sameOrigin = userOrigin != nil && userOrigin == origin
+        var fields = RedirectPolicy.headers(userHeaders, givenFor: userOrigin, sendingTo: origin)
         // Another origin's own login (a netrc entry of its host), never the user's origin's.
-        if let login = login(for: url), !fields.contains("authorization") { fields.append("Authorization", login.authorization) }
+        if let login = login(at: origin), !fields.contains("authorization") { fields.append("Authorization", login.authorization) }
         // One jar for the request, as RFC 6265 §5.4 orders it: the user's (their `-b NAME=VALUE` pairs to their origin
         // only, a jar's lines wherever their domain matches) and the ones the download's answers set.
         let candidates = omitted.contains("cookie") ? [] : (sameOrigin ? cookies : jarCookies) + received
