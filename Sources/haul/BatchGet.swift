@@ -128,9 +128,7 @@ struct BatchGet {
                     var request = DownloadRequest(try maker.spec(for: entry))
                     // Under -nc, an entry whose file an earlier one saves is not retrieved (said once, above).
                     let source = BatchGet.source(of: entry, arguments: &argumentsAdded)
-                    if command.file.noClobber, case .file(let path)? = request.spec.destination, !files.isFirst(source, toSave: path) {
-                        return nil
-                    }
+                    if command.file.noClobber, BatchGet.isLater(request.spec, from: source, in: files) { return nil }
                     // --limit-rate caps the whole batch: the session's limit, not each task's.
                     request.rateLimit = nil
                     return request
@@ -250,18 +248,8 @@ struct BatchGet {
             if part.isEmpty { break }
             for entry in part {
                 let spec = try maker.spec(for: entry)
-                let source = BatchGet.source(of: entry, arguments: &arguments)
-                // The file the entry saves to, known before any request: its out=, or the name its URL gives under
-                // -c, -N, -nc or --overwrite. Under -nc two entries of one file are wget's "keep the first": the later
-                // one in the list is not retrieved, whichever download would have ended first.
-                var file: String?
-                if case .file(let path)? = spec.destination { file = path }
-                let claim = destinations.claim(
-                    url: spec.url.absoluteString, destination: Hash.destination(of: spec), file: file, source: source,
-                    named: entry.output != nil, keepingFirst: command.file.noClobber)
-                if case .conflict(let earlier) = claim, let file {
-                    throw InputError(ListDestinations.conflict(earlier: earlier, entry: source, path: file))
-                }
+                try BatchGet.claim(spec, of: entry, from: BatchGet.source(of: entry, arguments: &arguments), in: &destinations,
+                                   keepingFirst: command.file.noClobber)
                 hash.add(spec)
             }
             count += part.count
@@ -269,6 +257,31 @@ struct BatchGet {
             await Task.yield()
         }
         return FirstReading(identifier: hash.identifier, count: count, destinations: destinations)
+    }
+
+    /// Notes in `destinations` the file `spec` (of `entry`, from `source`) saves to, as a batch's first reading does
+    /// (`haul get -i` and `haul add -i`): known before any request, it is its `out=`, or the name its URL gives under
+    /// -c, -N, -nc or --overwrite. Two entries of one file are refused; under -nc (`keepingFirst`) they are wget's
+    /// "keep the first", the later one in the list not retrieved, whichever download would have ended first.
+    static func claim(
+        _ spec: DownloadSpec, of entry: InputList.Entry, from source: ListDestinations.Source, in destinations: inout ListDestinations,
+        keepingFirst: Bool
+    ) throws {
+        var file: String?
+        if case .file(let path)? = spec.destination { file = path }
+        let claim = destinations.claim(
+            url: spec.url.absoluteString, destination: Hash.destination(of: spec), file: file, source: source,
+            named: entry.output != nil, keepingFirst: keepingFirst)
+        if case .conflict(let earlier) = claim, let file {
+            throw InputError(ListDestinations.conflict(earlier: earlier, entry: source, path: file))
+        }
+    }
+
+    /// Under -nc, whether `spec` (from `source`) saves to a file an earlier entry of the batch saves to: it is not
+    /// retrieved (``claim(_:of:from:in:keepingFirst:)`` said so once).
+    static func isLater(_ spec: DownloadSpec, from source: ListDestinations.Source, in destinations: ListDestinations) -> Bool {
+        guard case .file(let path)? = spec.destination else { return false }
+        return !destinations.isFirst(source, toSave: path)
     }
 
     /// Where `entry` comes from, for messages and for `-nc`'s "first of a file": a line of the list, or (line 0) the

@@ -85,9 +85,9 @@ struct AddCommand: AsyncParsableCommand {
                 if part.isEmpty { break }
                 // Under -nc, an entry whose file an earlier one saves is not added (said once, above).
                 let additions = try part.compactMap { entry -> AddTasks.Addition? in
-                    let (addition, file) = try self.addition(for: entry, cookies: cookies)
+                    let (addition, spec) = try self.addition(for: entry, cookies: cookies)
                     let source = BatchGet.source(of: entry, arguments: &argumentsRead)
-                    if self.file.noClobber, let file, !firstOfEachFile.isFirst(source, toSave: file) { return nil }
+                    if self.file.noClobber, BatchGet.isLater(spec, from: source, in: firstOfEachFile) { return nil }
                     return addition
                 }
                 if additions.isEmpty { continue }
@@ -117,13 +117,10 @@ struct AddCommand: AsyncParsableCommand {
                 return (count, files)
             }
             for entry in part {
-                let (_, file) = try addition(for: entry, cookies: cookies)
+                let (_, spec) = try addition(for: entry, cookies: cookies)
                 let source = BatchGet.source(of: entry, arguments: &arguments)
-                guard self.file.noClobber, let file else { continue }
-                let claim = files.claim(url: entry.url, destination: file, file: file, source: source, named: entry.output != nil, keepingFirst: true)
-                if case .conflict(let earlier) = claim {
-                    throw InputError(ListDestinations.conflict(earlier: earlier, entry: source, path: file))
-                }
+                guard self.file.noClobber, case .file? = spec.destination else { continue }
+                try BatchGet.claim(spec, of: entry, from: source, in: &files, keepingFirst: true)
             }
             count += part.count
             // Long lists: the other tasks of this process (signals) get their turn.
@@ -131,16 +128,14 @@ struct AddCommand: AsyncParsableCommand {
         }
     }
 
-    /// The task of one entry, checked, and the file it saves to when that is known before any request.
-    private func addition(for entry: InputList.Entry, cookies: GivenCookies) throws -> (AddTasks.Addition, file: String?) {
+    /// The task of one entry, checked, and its spec.
+    private func addition(for entry: InputList.Entry, cookies: GivenCookies) throws -> (AddTasks.Addition, spec: DownloadSpec) {
         do {
             var spec = try file.makeSpec(entry: entry, cookies: cookies)
             try connection.apply(to: &spec)
             if let onComplete, !onComplete.isEmpty { spec.completionCommand = onComplete }
             try spec.validate()
-            var file: String?
-            if case .file(let path)? = spec.destination { file = path }
-            return (AddTasks.Addition(DownloadRequest(spec, priority: priority, id: id)), file)
+            return (AddTasks.Addition(DownloadRequest(spec, priority: priority, id: id)), spec)
         } catch let error as InputError where entry.line > 0 {
             throw InputError("line \(entry.line) of the URL list: \(error.message)")
         }
